@@ -1,0 +1,85 @@
+package server_test
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/roadevents/roadevents/shared/server"
+)
+
+// issue 2: graceful shutdown lets an in-flight request finish and refuses new connections.
+func TestServeDrainsInFlightRequests(t *testing.T) {
+	t.Parallel()
+	entered := make(chan struct{})
+	release := make(chan struct{})
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(entered)
+		<-release
+		io.WriteString(w, "finished")
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- server.Serve(ctx, ln, h, server.Options{DrainTimeout: time.Minute}) }()
+
+	type result struct {
+		body string
+		err  error
+	}
+	got := make(chan result, 1)
+	go func() {
+		resp, err := http.Get("http://" + ln.Addr().String() + "/")
+		if err != nil {
+			got <- result{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		got <- result{string(b), err}
+	}()
+	<-entered
+	stop() // shutdown begins while the request is in flight
+
+	select {
+	case err := <-served:
+		t.Fatalf("Serve returned %v before the in-flight request finished", err)
+	case <-time.After(50 * time.Millisecond): // a bounded wait for a wrong early return, not timing
+	}
+	close(release)
+	if r := <-got; r.err != nil || r.body != "finished" {
+		t.Fatalf("in-flight request = %q, %v; want \"finished\", nil", r.body, r.err)
+	}
+	if err := <-served; err != nil {
+		t.Fatalf("Serve = %v; want nil after a clean drain", err)
+	}
+	if _, err := net.DialTimeout("tcp", ln.Addr().String(), time.Second); err == nil {
+		t.Fatal("listener still accepts connections after shutdown")
+	}
+}
+
+// OnShutdown hooks run when shutdown begins, so long-lived streams can say goodbye.
+func TestServeRunsShutdownHooks(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	called := make(chan struct{})
+	served := make(chan error, 1)
+	go func() {
+		served <- server.Serve(ctx, ln, http.NotFoundHandler(), server.Options{OnShutdown: []func(){func() { close(called) }}})
+	}()
+	stop()
+	if err := <-served; err != nil {
+		t.Fatal(err)
+	}
+	<-called
+}
