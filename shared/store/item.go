@@ -120,6 +120,15 @@ func Normalize(it Item) (Item, error) {
 		if err != nil {
 			return nil, fmt.Errorf("attribute %q: %w", name, err)
 		}
+		if name == AttrTTL {
+			// DynamoDB's TTL only reads Number attributes; refusing anything else here keeps an
+			// item from being expired by one adapter and kept by the other.
+			if _, isInt := nv.(int64); !isInt {
+				if _, isFloat := nv.(float64); !isFloat {
+					return nil, fmt.Errorf("%w: attribute %q must be a number of Unix seconds, not %T", ErrInvalid, name, nv)
+				}
+			}
+		}
 		out[name] = nv
 		size += len(name) + valueSize(nv)
 	}
