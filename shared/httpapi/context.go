@@ -1,0 +1,134 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"reflect"
+	"sync"
+
+	"github.com/roadevents/roadevents/shared/schema"
+)
+
+type ctxKey int
+
+const (
+	infoKey ctxKey = iota
+	routeKey
+)
+
+// requestInfo is set by the outermost middleware for the whole request.
+type requestInfo struct {
+	id        string
+	log       *slog.Logger
+	rec       *recorder
+	route     string // the matched route's path pattern, for the access log
+	operation string
+}
+
+// routeData is set once a route matched.
+type routeData struct {
+	route  *Route
+	params schema.Values
+	body   []byte // the validated, normalised body as JSON
+}
+
+func infoFrom(ctx context.Context) *requestInfo {
+	info, _ := ctx.Value(infoKey).(*requestInfo)
+	return info
+}
+
+func routeFrom(ctx context.Context) *routeData {
+	d, _ := ctx.Value(routeKey).(*routeData)
+	return d
+}
+
+// RequestID returns the id of the request (the X-Request-Id echoed to the client), or "".
+func RequestID(ctx context.Context) string {
+	if info := infoFrom(ctx); info != nil {
+		return info.id
+	}
+	return ""
+}
+
+// Logger returns the request's logger, which tags every line with request_id; outside a
+// request it is slog.Default().
+func Logger(ctx context.Context) *slog.Logger {
+	if info := infoFrom(ctx); info != nil && info.log != nil {
+		return info.log
+	}
+	return slog.Default()
+}
+
+// CurrentRoute returns the declaration of the route serving the request, for route-aware
+// middleware and handlers.
+func CurrentRoute(ctx context.Context) (Route, bool) {
+	if d := routeFrom(ctx); d != nil {
+		return *d.route, true
+	}
+	return Route{}, false
+}
+
+// Params returns the request's validated query and path parameters (see schema.Values).
+func Params(r *http.Request) schema.Values {
+	if d := routeFrom(r.Context()); d != nil && d.params != nil {
+		return d.params
+	}
+	return schema.Values{}
+}
+
+// Body decodes the request's validated body into T. By the time a handler runs, the router
+// has already answered 413, 415 or 422 for a bad body, so an error here is a wiring or
+// declaration mistake (ErrNoBody, ErrBodyType) that WriteError turns into a 500.
+//
+// T is checked against the route's body schema (schema.CheckStruct) on first use, so a
+// payload struct cannot drift from what /openapi.json documents. The body is normalised
+// first (schema.Normalize): defaults filled in, integral numbers as integers, date-times in
+// UTC. Values of interface type receive json.Number for numbers.
+func Body[T any](r *http.Request) (T, error) {
+	var out T
+	d := routeFrom(r.Context())
+	if d == nil || d.route.Body == nil || d.body == nil {
+		return out, ErrNoBody
+	}
+	if err := checkBodyType(d.route.Body, reflect.TypeFor[T]()); err != nil {
+		return out, err
+	}
+	if err := decodeInto(d.body, &out); err != nil {
+		return out, fmt.Errorf("httpapi: decode validated body into %T: %w", out, err)
+	}
+	return out, nil
+}
+
+func decodeInto(data []byte, out any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	dec.DisallowUnknownFields()
+	return dec.Decode(out)
+}
+
+type typeCheck struct {
+	s *schema.Schema
+	t reflect.Type
+}
+
+var checkedTypes sync.Map // typeCheck -> error (nil when they agree)
+
+func checkBodyType(s *schema.Schema, t reflect.Type) error {
+	key := typeCheck{s, t}
+	if v, ok := checkedTypes.Load(key); ok {
+		if v == nil {
+			return nil
+		}
+		return v.(error)
+	}
+	var err error
+	if cerr := schema.CheckType(s, t); cerr != nil {
+		err = fmt.Errorf("%w: %w", ErrBodyType, cerr)
+	}
+	checkedTypes.Store(key, err)
+	return err
+}

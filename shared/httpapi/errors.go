@@ -1,0 +1,212 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/roadevents/roadevents/shared/schema"
+)
+
+// Errors of the package itself. Check them with errors.Is.
+var (
+	// ErrNoBody is returned by Body when the request's route declares no body schema, so no
+	// validated body exists: a wiring mistake, answered with 500.
+	ErrNoBody = errors.New("httpapi: route declares no body")
+	// ErrBodyType is returned by Body when the Go type asked for disagrees with the route's
+	// body schema (see schema.CheckStruct): a declaration mistake, answered with 500.
+	ErrBodyType = errors.New("httpapi: body type disagrees with the route's schema")
+)
+
+// Error is a handler failure with the status and the public sentence to send, and the
+// internal cause to log. It is the one place where an error becomes a response (STYLE.md
+// guideline 5): the cause is never sent to the client.
+type Error struct {
+	// Status is the HTTP status code.
+	Status int
+	// Detail is the public sentence sent as {"detail": Detail} (spec 7, shape 1).
+	Detail string
+	// Header holds extra response headers (WWW-Authenticate, Retry-After).
+	Header http.Header
+	// Cause is logged with the request id, never sent.
+	Cause error
+}
+
+// NewError returns an Error; cause may be nil.
+func NewError(status int, detail string, cause error) *Error {
+	return &Error{Status: status, Detail: detail, Cause: cause}
+}
+
+// Error describes the failure for logs.
+func (e *Error) Error() string {
+	if e.Cause != nil {
+		return fmt.Sprintf("httpapi: %d %s: %v", e.Status, e.Detail, e.Cause)
+	}
+	return fmt.Sprintf("httpapi: %d %s", e.Status, e.Detail)
+}
+
+// Unwrap returns the cause, so errors.Is sees through an Error.
+func (e *Error) Unwrap() error { return e.Cause }
+
+// WithHeader adds a response header and returns e.
+func (e *Error) WithHeader(key, value string) *Error {
+	if e.Header == nil {
+		e.Header = http.Header{}
+	}
+	e.Header.Add(key, value)
+	return e
+}
+
+// Unauthorized is the credential failure of spec 5 (API key rule 5): 401 with
+// WWW-Authenticate: Bearer, which every /v1 401 carries (spec 7). Auth middleware returns it
+// with a detail saying the key is missing, or invalid or revoked.
+func Unauthorized(detail string) *Error {
+	return NewError(http.StatusUnauthorized, detail, nil).WithHeader("WWW-Authenticate", "Bearer")
+}
+
+// TooManyRequests is a capped request (spec 8, contract 2 and 3): 429 with Retry-After in
+// whole seconds, at least 1.
+func TooManyRequests(detail string, retryAfter time.Duration) *Error {
+	secs := int64((retryAfter + time.Second - 1) / time.Second)
+	if secs < 1 {
+		secs = 1
+	}
+	return NewError(http.StatusTooManyRequests, detail, nil).WithHeader("Retry-After", strconv.FormatInt(secs, 10))
+}
+
+// NotFound is 404 with the given sentence.
+func NotFound(detail string) *Error { return NewError(http.StatusNotFound, detail, nil) }
+
+// Forbidden is 403 with the given sentence.
+func Forbidden(detail string) *Error { return NewError(http.StatusForbidden, detail, nil) }
+
+// Conflict is 409 with the given sentence.
+func Conflict(detail string) *Error { return NewError(http.StatusConflict, detail, nil) }
+
+// BadRequest is 400 with the given sentence.
+func BadRequest(detail string) *Error { return NewError(http.StatusBadRequest, detail, nil) }
+
+// errorBody is shape 1 of spec 7.
+type errorBody struct {
+	Detail string `json:"detail"`
+}
+
+// validationBody is shape 2 of spec 7 (HTTPValidationError).
+type validationBody struct {
+	Detail schema.Errors `json:"detail"`
+}
+
+// ErrorSchema documents {"detail": "<sentence>"}, the body of every handler error.
+var ErrorSchema = schema.Object(
+	schema.Req("detail", schema.String().Describe("What went wrong, as a sentence.")),
+).Named("HTTPError")
+
+// HandlerFunc is a handler that returns its failure instead of writing it; ServeHTTP hands
+// the error to WriteError. Return before writing anything, or not at all.
+type HandlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+// ServeHTTP calls f and writes its error.
+func (f HandlerFunc) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if err := f(w, r); err != nil {
+		WriteError(w, r, err)
+	}
+}
+
+// WriteError maps err to a response, logging what must not be sent:
+//   - an *Error (anywhere in the chain) gives its status, headers and detail; its cause is
+//     logged (at error level for 5xx, debug otherwise);
+//   - schema.Errors gives 422 with the validation list (domain value_error rules);
+//   - anything else is 500 {"detail": "Internal Server Error"} with err logged.
+//
+// If the response has already begun, only the log is written.
+func WriteError(w http.ResponseWriter, r *http.Request, err error) {
+	ctx := r.Context()
+	log := Logger(ctx)
+	if started(ctx) {
+		log.LogAttrs(ctx, slog.LevelError, "error after the response began", slog.String("error", err.Error()))
+		return
+	}
+	var he *Error
+	var verrs schema.Errors
+	switch {
+	case errors.As(err, &he):
+		level := slog.LevelDebug
+		if he.Status >= 500 {
+			level = slog.LevelError
+		}
+		if he.Cause != nil || he.Status >= 500 {
+			log.LogAttrs(ctx, level, "request failed", slog.Int("status", he.Status), slog.String("error", err.Error()))
+		}
+		for k, vs := range he.Header {
+			for _, v := range vs {
+				w.Header().Add(k, v)
+			}
+		}
+		detail := he.Detail
+		if detail == "" {
+			detail = http.StatusText(he.Status)
+		}
+		_ = WriteJSON(w, he.Status, errorBody{Detail: detail})
+	case errors.As(err, &verrs):
+		writeValidation(w, verrs)
+	default:
+		log.LogAttrs(ctx, slog.LevelError, "request failed", slog.Int("status", http.StatusInternalServerError), slog.String("error", err.Error()))
+		writeInternal(w)
+	}
+}
+
+// WriteDetail writes {"detail": detail} with status: for responses that are not failures of
+// a handler (the router's 404 and 405, 413, 415).
+func WriteDetail(w http.ResponseWriter, status int, detail string) {
+	_ = WriteJSON(w, status, errorBody{Detail: detail})
+}
+
+func writeValidation(w http.ResponseWriter, errs schema.Errors) {
+	if err := WriteJSON(w, http.StatusUnprocessableEntity, validationBody{Detail: errs}); err != nil {
+		// An input that cannot be re-encoded cannot come from JSON; keep the answer a 422.
+		for i := range errs {
+			errs[i].Input = nil
+			errs[i].Ctx = nil
+		}
+		_ = WriteJSON(w, http.StatusUnprocessableEntity, validationBody{Detail: errs})
+	}
+}
+
+func writeInternal(w http.ResponseWriter) {
+	WriteDetail(w, http.StatusInternalServerError, "Internal Server Error")
+}
+
+// WriteJSON writes v as JSON with status. If v cannot be encoded nothing of it is sent: the
+// answer is 500 {"detail": "Internal Server Error"} and the error is returned for the caller
+// to log (HandlerFunc callers can simply return it).
+func WriteJSON(w http.ResponseWriter, status int, v any) error {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusInternalServerError)
+		_, _ = w.Write([]byte(`{"detail":"Internal Server Error"}`))
+		return fmt.Errorf("httpapi: encode %T response: %w", v, err)
+	}
+	body := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	_, err := w.Write(body)
+	return err
+}
+
+// started reports whether the response of the request in ctx has begun.
+func started(ctx context.Context) bool {
+	if info := infoFrom(ctx); info != nil && info.rec != nil {
+		return info.rec.wroteHeader
+	}
+	return false
+}

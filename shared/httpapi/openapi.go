@@ -1,0 +1,218 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/roadevents/roadevents/shared/schema"
+)
+
+// OpenAPI returns the OpenAPI 3.1.0 document of the routes added so far (contract section 1:
+// every route, body and response, with the schema names of the contract), as JSON. The
+// schemas are the ones the router validates with, so the document cannot drift from the
+// behaviour.
+func (a *API) OpenAPI() []byte {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.doc != nil {
+		return a.doc
+	}
+	comps, err := a.components()
+	if err != nil {
+		// Handle refuses routes that would get here.
+		panic(fmt.Sprintf("httpapi: openapi: %v", err))
+	}
+	doc := document{
+		OpenAPI: "3.1.0",
+		Info:    info{Title: Title, Version: Version, Description: a.cfg.Description},
+		Paths:   map[string]map[string]*operation{},
+		Components: components{
+			Schemas:         map[string]json.RawMessage{},
+			SecuritySchemes: securitySchemes,
+		},
+	}
+	for name, s := range comps {
+		doc.Components.Schemas[name] = s.Definition()
+	}
+	for _, rt := range a.routes {
+		if rt.Hidden {
+			continue
+		}
+		path := docPath(rt.Path)
+		if doc.Paths[path] == nil {
+			doc.Paths[path] = map[string]*operation{}
+		}
+		doc.Paths[path][strings.ToLower(rt.Method)] = buildOperation(rt)
+	}
+	b, err := json.Marshal(doc)
+	if err != nil {
+		panic(fmt.Sprintf("httpapi: openapi: %v", err))
+	}
+	a.doc = b
+	return b
+}
+
+// components gathers every named schema of the routes plus the error bodies, failing on two
+// different schemas with one name.
+func (a *API) components() (map[string]*schema.Schema, error) {
+	roots := []*schema.Schema{ErrorSchema, schema.HTTPValidationErrorSchema, schema.ValidationErrorSchema}
+	for _, rt := range a.routes {
+		roots = append(roots, rt.Body)
+		for _, p := range rt.Params {
+			roots = append(roots, p.Schema)
+		}
+		for _, resp := range rt.Responses {
+			roots = append(roots, resp.Schema)
+			for _, h := range resp.Headers {
+				roots = append(roots, h.Schema)
+			}
+		}
+	}
+	return schema.Components(roots...)
+}
+
+var restWildcard = regexp.MustCompile(`\{([A-Za-z_][A-Za-z0-9_]*)\.\.\.\}`)
+
+// docPath turns a ServeMux pattern into an OpenAPI path template.
+func docPath(p string) string {
+	p = strings.TrimSuffix(p, "{$}")
+	return restWildcard.ReplaceAllString(p, "{$1}")
+}
+
+func buildOperation(rt *Route) *operation {
+	op := &operation{
+		Tags:        rt.Tags,
+		Summary:     rt.Summary,
+		Description: rt.Description,
+		OperationID: rt.OperationID,
+		Responses:   map[string]response{},
+	}
+	for _, p := range rt.Params {
+		op.Parameters = append(op.Parameters, parameter{
+			Name:        p.Name,
+			In:          p.In,
+			Description: p.Description,
+			Required:    p.Required,
+			Schema:      p.Schema.JSONSchema(),
+		})
+	}
+	if rt.Body != nil {
+		op.RequestBody = &requestBody{
+			Required: true,
+			Content:  map[string]mediaType{"application/json": {Schema: rt.Body.JSONSchema()}},
+		}
+	}
+	for status, r := range rt.Responses {
+		resp := response{Description: r.Description}
+		if resp.Description == "" {
+			resp.Description = "Response " + strconv.Itoa(status)
+		}
+		if r.Schema != nil || r.ContentType != "" {
+			ct := r.ContentType
+			if ct == "" {
+				ct = "application/json"
+			}
+			mt := mediaType{}
+			if r.Schema != nil {
+				mt.Schema = r.Schema.JSONSchema()
+			}
+			resp.Content = map[string]mediaType{ct: mt}
+		}
+		for _, h := range r.Headers {
+			if resp.Headers == nil {
+				resp.Headers = map[string]header{}
+			}
+			hs := h.Schema
+			if hs == nil {
+				hs = schema.String()
+			}
+			resp.Headers[h.Name] = header{Description: h.Description, Schema: hs.JSONSchema()}
+		}
+		op.Responses[strconv.Itoa(status)] = resp
+	}
+	for _, s := range rt.Security {
+		op.Security = append(op.Security, map[string][]string{string(s): {}})
+	}
+	return op
+}
+
+// securitySchemes describes the credentials of spec 5 and contract 3.
+var securitySchemes = map[string]securityScheme{
+	string(SecurityAPIKey): {Type: "http", Scheme: "bearer", BearerFormat: "svc_ + 43 base62 characters",
+		Description: "API key in Authorization: Bearer. It never goes in a URL."},
+	string(SecuritySession): {Type: "http", Scheme: "bearer", BearerFormat: "ses_ + 43 base62 characters",
+		Description: "Console session token in Authorization: Bearer."},
+	string(SecurityTempToken): {Type: "http", Scheme: "bearer", BearerFormat: "tmp_ + 43 base62 characters",
+		Description: "Five-minute token between the e-mail code and the TOTP step of sign-in."},
+	string(SecurityStreamTicket): {Type: "apiKey", In: "query", Name: "ticket",
+		Description: "Stream ticket (svc_st_ + 43 base62 characters), valid 300 s at connect, on /v1/stream only."},
+}
+
+type document struct {
+	OpenAPI    string                           `json:"openapi"`
+	Info       info                             `json:"info"`
+	Paths      map[string]map[string]*operation `json:"paths"`
+	Components components                       `json:"components"`
+}
+
+type info struct {
+	Title       string `json:"title"`
+	Version     string `json:"version"`
+	Description string `json:"description,omitempty"`
+}
+
+type operation struct {
+	Tags        []string              `json:"tags,omitempty"`
+	Summary     string                `json:"summary,omitempty"`
+	Description string                `json:"description,omitempty"`
+	OperationID string                `json:"operationId"`
+	Parameters  []parameter           `json:"parameters,omitempty"`
+	RequestBody *requestBody          `json:"requestBody,omitempty"`
+	Responses   map[string]response   `json:"responses"`
+	Security    []map[string][]string `json:"security,omitempty"`
+}
+
+type parameter struct {
+	Name        string          `json:"name"`
+	In          string          `json:"in"`
+	Description string          `json:"description,omitempty"`
+	Required    bool            `json:"required,omitempty"`
+	Schema      json.RawMessage `json:"schema"`
+}
+
+type requestBody struct {
+	Required bool                 `json:"required"`
+	Content  map[string]mediaType `json:"content"`
+}
+
+type mediaType struct {
+	Schema json.RawMessage `json:"schema,omitempty"`
+}
+
+type response struct {
+	Description string               `json:"description"`
+	Headers     map[string]header    `json:"headers,omitempty"`
+	Content     map[string]mediaType `json:"content,omitempty"`
+}
+
+type header struct {
+	Description string          `json:"description,omitempty"`
+	Schema      json.RawMessage `json:"schema"`
+}
+
+type components struct {
+	Schemas         map[string]json.RawMessage `json:"schemas"`
+	SecuritySchemes map[string]securityScheme  `json:"securitySchemes"`
+}
+
+type securityScheme struct {
+	Type         string `json:"type"`
+	Description  string `json:"description,omitempty"`
+	Scheme       string `json:"scheme,omitempty"`
+	BearerFormat string `json:"bearerFormat,omitempty"`
+	Name         string `json:"name,omitempty"`
+	In           string `json:"in,omitempty"`
+}

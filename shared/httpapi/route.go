@@ -1,0 +1,98 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/roadevents/roadevents/shared/schema"
+)
+
+// Security names a credential a route accepts. The value is also the name of the scheme
+// under components.securitySchemes in /openapi.json.
+type Security string
+
+// The credentials of spec 5 and contract 3. A route with several accepts any one of them.
+const (
+	// SecurityAPIKey is an API key (svc_...) in Authorization: Bearer, on /v1.
+	SecurityAPIKey Security = "APIKey"
+	// SecuritySession is a console session token (ses_...) in Authorization: Bearer.
+	SecuritySession Security = "SessionToken"
+	// SecurityTempToken is the TOTP bridge token (tmp_...) of verify-totp and verify-recovery.
+	SecurityTempToken Security = "TempToken"
+	// SecurityStreamTicket is a stream ticket (svc_st_...) in the ticket query parameter of
+	// /v1/stream only (spec 5: an API key never goes in a URL).
+	SecurityStreamTicket Security = "StreamTicket"
+)
+
+// Route is one operation: how it is matched, what it accepts, what it answers, and the
+// handler. The router validates parameters and body against the declaration before the
+// handler runs, and /openapi.json is generated from the same declaration.
+type Route struct {
+	// Method is the HTTP method (GET, POST, PATCH, DELETE, ...).
+	Method string
+	// Path is a net/http ServeMux path pattern without method or host, for example
+	// /v1/events/{event_id}. Use /{$} for the root alone: a path ending in "/" would match
+	// a whole subtree and hide the JSON 404.
+	Path string
+	// OperationID names the operation in the document; derived from method and path when
+	// empty. Unique per API.
+	OperationID string
+	// Summary and Description are prose for the document.
+	Summary     string
+	Description string
+	// Tags group operations in the document.
+	Tags []string
+	// Security lists the accepted credentials; empty means the route is open. The router only
+	// documents it: authentication is a RouteMiddleware's job (see Config.Middleware).
+	Security []Security
+	// Params are the query and path parameters. Path wildcards not declared here are
+	// documented as required strings.
+	Params []schema.Param
+	// Body is the JSON request body; nil means the route reads none. A declared body is
+	// required.
+	Body *schema.Schema
+	// MaxBodyBytes overrides Config.MaxBodyBytes for this route.
+	MaxBodyBytes int64
+	// Responses by status code. A route with parameters or a body gets 422
+	// (HTTPValidationError) and a secured route gets 401 without declaring them; a route
+	// declaring no 2xx gets "200 Successful Response".
+	Responses map[int]Response
+	// Hidden keeps the route out of /openapi.json.
+	Hidden bool
+	// Handler serves the request once parameters and body are valid. A HandlerFunc maps
+	// returned errors to responses.
+	Handler http.Handler
+}
+
+// Response documents one status of a route.
+type Response struct {
+	Description string
+	// Schema of the body; nil for a response without a documented body.
+	Schema *schema.Schema
+	// ContentType defaults to application/json when Schema is set.
+	ContentType string
+	// Headers sent with the response.
+	Headers []Header
+}
+
+// Header documents a response header.
+type Header struct {
+	Name        string
+	Description string
+	Schema      *schema.Schema
+}
+
+// RetryAfter documents the Retry-After header of a 429 (spec 8).
+var RetryAfter = Header{Name: "Retry-After", Description: "Whole seconds to wait before retrying.", Schema: schema.Integer()}
+
+// WWWAuthenticate documents the header every 401 carries (spec 7).
+var WWWAuthenticate = Header{Name: "WWW-Authenticate", Description: "Always Bearer.", Schema: schema.Const("Bearer")}
+
+// JSONResponse documents a JSON body.
+func JSONResponse(description string, s *schema.Schema) Response {
+	return Response{Description: description, Schema: s}
+}
+
+// ErrorResponse documents a {"detail": "<sentence>"} body (ErrorSchema).
+func ErrorResponse(description string, headers ...Header) Response {
+	return Response{Description: description, Schema: ErrorSchema, Headers: headers}
+}

@@ -1,0 +1,15 @@
+package schema
+
+// ValidationErrorSchema documents ValidationError under the name contract section 1 gives it.
+var ValidationErrorSchema = Object(
+	Req("type", String().Describe("Error type (Pydantic v2 name); match on this and on loc.")),
+	Req("loc", Array(AnyOf(String(), Integer())).Describe(`Path to the value: "body", "query" or "path", then member names and array indexes.`)),
+	Req("msg", String().Describe("Human-readable message; do not match on it.")),
+	Prop("input", Any().Describe("The offending value; for a missing member, the enclosing object.")),
+	Prop("ctx", FreeObject().Describe("The limit that was broken, when there is one.")),
+).Named("ValidationError")
+
+// HTTPValidationErrorSchema documents the 422 validation body (spec 7, shape 2).
+var HTTPValidationErrorSchema = Object(
+	Req("detail", Array(ValidationErrorSchema)),
+).Named("HTTPValidationError")
