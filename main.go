@@ -1,0 +1,75 @@
+// Command roadevents is the whole service on one machine (ARCHITECTURE.md): every route group,
+// on the embedded store in ./data, on 127.0.0.1:8080. It is wiring only: configuration,
+// adapters, the handler from shared/service, and a graceful server.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/roadevents/roadevents/shared/clock"
+	"github.com/roadevents/roadevents/shared/config"
+	"github.com/roadevents/roadevents/shared/server"
+	"github.com/roadevents/roadevents/shared/service"
+)
+
+// build identifies this build in GET /health; release builds set it with
+// -ldflags "-X main.build=<version>".
+var build = "dev"
+
+func main() {
+	cfg, err := config.FromEnv(config.Getenv)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	// Flags win over the environment (README, Configuration).
+	flag.StringVar(&cfg.Addr, "addr", cfg.Addr, "listen address (env ROADEVENTS_ADDR)")
+	flag.StringVar(&cfg.DataDir, "data", cfg.DataDir, "data folder: embedded store and e-mail outbox (env ROADEVENTS_DATA)")
+	flag.Parse()
+	if err := cfg.Validate(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+
+	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, cfg, logger); err != nil {
+		logger.Error("stopped with an error", "error", err.Error())
+		os.Exit(1)
+	}
+	logger.Info("stopped")
+}
+
+func run(ctx context.Context, cfg config.Config, logger *slog.Logger) (err error) {
+	st, err := service.OpenStore(ctx, cfg, clock.System, logger)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := st.Table.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("close store: %w", cerr)
+		}
+	}()
+
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+	}
+	base := "http://" + ln.Addr().String()
+	if cfg.ConsoleURL == "" {
+		cfg.ConsoleURL = base + "/"
+	}
+	api := service.New(service.Deps{Config: cfg, Build: build, Table: st.Table, Clock: clock.System, Logger: logger})
+
+	fmt.Printf("road events service on %s (data in %s)\n", base, cfg.DataDir)
+	logger.Info("listening", "addr", base, "store", string(cfg.Store), "data", cfg.DataDir)
+	return server.Serve(ctx, ln, api.Handler(), server.Options{Logger: logger})
+}

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Runs every test of the project, as CI does (.ci/run calls this and nothing else).
+#
+# It installs what the tests need that the machine lacks, starts those services on loopback,
+# runs the whole suite with the race detector (tests that need a service are required to run
+# here, not skip), fuzzes the JSON decoder for a bounded time, and stops what it started.
+#
+# Environment: FUZZTIME (default 30s) bounds the fuzzing; TEST_ARGS adds flags to go test
+# (e.g. TEST_ARGS='-run Conformance').
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+root=$(pwd)
+fuzztime=${FUZZTIME:-30s}
+
+log() { printf '\n== %s\n' "$*"; }
+
+cleanup() {
+	status=$?
+	log "stopping test services"
+	"$root/scripts/dynamodb-local.sh" stop || true
+	exit "$status"
+}
+trap cleanup EXIT INT TERM
+
+log "checking tools"
+go version
+java -version 2>&1 | head -n 1
+
+log "starting DynamoDB Local"
+ROADEVENTS_DYNAMODB_ENDPOINT=$("$root/scripts/dynamodb-local.sh" start)
+export ROADEVENTS_DYNAMODB_ENDPOINT
+echo "DynamoDB Local at $ROADEVENTS_DYNAMODB_ENDPOINT"
+
+log "go vet"
+go vet ./...
+
+log "go test -race (every package)"
+# The summary fails the run if a test skipped for want of a service this script provides.
+# shellcheck disable=SC2086
+go test -race -count=1 -timeout 30m -json ${TEST_ARGS:-} ./... 2>&1 |
+	go run ./scripts/testsummary -forbid-skip 'scripts/test.sh'
+
+log "fuzzing the JSON decoder for $fuzztime"
+go test -run '^$' -fuzz '^FuzzDecodeJSON$' -fuzztime "$fuzztime" ./shared/httpapi

@@ -1,0 +1,185 @@
+// Package meta is the open route group (ARCHITECTURE.md, route group "meta"): /health, /,
+// /openapi.json and /v1/meta/* (spec 4.1, 2.6, 2.7; contract 1 and 2). None of it needs a
+// credential (spec 5).
+package meta
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/roadevents/roadevents/shared/config"
+	"github.com/roadevents/roadevents/shared/httpapi"
+	"github.com/roadevents/roadevents/shared/schema"
+	"github.com/roadevents/roadevents/shared/taxonomy"
+)
+
+// InterfaceVersion is the version of the interface description (spec 9 rule 1).
+const InterfaceVersion = "1.0.0"
+
+// Deps is what the group needs.
+type Deps struct {
+	// Build identifies the running build, for /health.
+	Build string
+	// ConsoleURL is where the console is, for /.
+	ConsoleURL string
+	Limits     config.Limits
+	// OpenAPI returns the interface document of the whole service (every route group), which
+	// the caller generates from the same routes it serves.
+	OpenAPI func() []byte
+}
+
+// Health is the body of GET /health (contract 1).
+type Health struct {
+	Status  string `json:"status"`
+	Version string `json:"version"`
+}
+
+// Root is the body of GET / (contract 1).
+type Root struct {
+	Service string `json:"service"`
+	Version string `json:"version"`
+	OpenAPI string `json:"openapi"`
+	Console string `json:"console"`
+}
+
+// TypeSpec describes one event type (spec 2.6). Description and ExtensionSeconds are appended
+// to the spec's four fields so a client can tell what a type means and predict extensions.
+type TypeSpec struct {
+	ID               string   `json:"id"`
+	Subtypes         []string `json:"subtypes"`
+	TTLSeconds       int64    `json:"ttl_seconds"`
+	MaxTTLSeconds    int64    `json:"max_ttl_seconds"`
+	ExtensionSeconds int64    `json:"extension_seconds"`
+	Description      string   `json:"description"`
+}
+
+// TaxonomyOut is the body of GET /v1/meta/taxonomy (spec 2.6).
+type TaxonomyOut struct {
+	SchemaVersion int        `json:"schema_version"`
+	Types         []TypeSpec `json:"types"`
+}
+
+// LimitsOut is the body of GET /v1/meta/limits (spec 2.7, contract 2).
+type LimitsOut struct {
+	MaxQueryRadiusM float64 `json:"max_query_radius_m"`
+	QueryLevel      int     `json:"query_level"`
+	Note            string  `json:"note"`
+}
+
+// Schemas of the bodies, named as contract 1 lists them.
+var (
+	HealthSchema = schema.Object(
+		schema.Req("status", schema.Const("ok")),
+		schema.Req("version", schema.String().Describe("The running build.")),
+	).Named("HealthOut")
+	RootSchema = schema.Object(
+		schema.Req("service", schema.Const("road-events")),
+		schema.Req("version", schema.String().Describe("Version of the interface description.")),
+		schema.Req("openapi", schema.String().Describe("Path of this document.")),
+		schema.Req("console", schema.String().Describe("Address of the console.")),
+	).Named("RootOut")
+	TypeSpecSchema = schema.Object(
+		schema.Req("id", schema.String()),
+		schema.Req("subtypes", schema.Array(schema.String()).Describe("May be empty; grows without notice.")),
+		schema.Req("ttl_seconds", schema.Integer().Describe("Default lifetime.")),
+		schema.Req("max_ttl_seconds", schema.Integer().Describe("Hard ceiling, counted from created_at.")),
+		schema.Req("extension_seconds", schema.Integer().Describe("A first confirmation from a new reporter extends expiry to at least this long from that moment, capped at the ceiling.")),
+		schema.Req("description", schema.String().Describe("What the type covers.")),
+	).Named("TypeSpec")
+	TaxonomySchema = schema.Object(
+		schema.Req("schema_version", schema.Integer()),
+		schema.Req("types", schema.Array(TypeSpecSchema).Describe("One per type of the flat list, same order.")),
+	).Named("TaxonomyOut")
+	LimitsSchema = schema.Object(
+		schema.Req("max_query_radius_m", schema.Number()),
+		schema.Req("query_level", schema.Integer().Describe("H3 resolution of the area index.")),
+		schema.Req("note", schema.String()),
+	).Named("LimitsOut")
+)
+
+// Taxonomy builds the taxonomy document from the one table in package taxonomy.
+func Taxonomy() TaxonomyOut {
+	all := taxonomy.All()
+	out := TaxonomyOut{SchemaVersion: taxonomy.SchemaVersion, Types: make([]TypeSpec, len(all))}
+	for i, t := range all {
+		out.Types[i] = TypeSpec{
+			ID:               t.ID,
+			Subtypes:         append([]string{}, t.Subtypes...),
+			TTLSeconds:       int64(t.TTL.Seconds()),
+			MaxTTLSeconds:    int64(t.Ceiling.Seconds()),
+			ExtensionSeconds: int64(t.Extension.Seconds()),
+			Description:      t.Meaning,
+		}
+	}
+	return out
+}
+
+// Limits builds the limits document.
+func Limits(l config.Limits) LimitsOut {
+	return LimitsOut{
+		MaxQueryRadiusM: l.MaxQueryRadiusM,
+		QueryLevel:      l.QueryLevel,
+		Note: "Radius of GET /v1/events and GET /v1/stream is capped at max_query_radius_m (422 above it); " +
+			"an area query returns at most 500 events, nearest first, truncated silently. " +
+			"These are deployment values: read them here at run time.",
+	}
+}
+
+// Routes returns the group's routes.
+func Routes(d Deps) []httpapi.Route {
+	tags := []string{"meta"}
+	taxonomyBody := Taxonomy()
+	limitsBody := Limits(d.Limits)
+	typeIDs := taxonomy.IDs()
+	static := func(v any) http.Handler {
+		return httpapi.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
+			return httpapi.WriteJSON(w, http.StatusOK, v)
+		})
+	}
+	return []httpapi.Route{
+		{
+			Method: http.MethodGet, Path: "/health", OperationID: "health", Tags: tags,
+			Summary:   "Liveness of the service",
+			Responses: map[int]httpapi.Response{200: httpapi.JSONResponse("The service is up.", HealthSchema)},
+			Handler:   static(Health{Status: "ok", Version: d.Build}),
+		},
+		{
+			Method: http.MethodGet, Path: "/{$}", OperationID: "root", Tags: tags,
+			Summary:   "What this service is and where its description and console are",
+			Responses: map[int]httpapi.Response{200: httpapi.JSONResponse("Service description.", RootSchema)},
+			Handler: static(Root{Service: "road-events", Version: InterfaceVersion,
+				OpenAPI: "/openapi.json", Console: d.ConsoleURL}),
+		},
+		{
+			Method: http.MethodGet, Path: "/openapi.json", OperationID: "openapi", Tags: tags,
+			Summary: "This interface description (OpenAPI 3.1)",
+			Responses: map[int]httpapi.Response{200: {Description: "The OpenAPI document.",
+				Schema: schema.FreeObject(), ContentType: "application/json"}},
+			Handler: httpapi.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
+				doc := d.OpenAPI()
+				w.Header().Set("Content-Type", "application/json")
+				w.Header().Set("Content-Length", strconv.Itoa(len(doc)))
+				_, err := w.Write(doc)
+				return err
+			}),
+		},
+		{
+			Method: http.MethodGet, Path: "/v1/meta/event-types", OperationID: "listEventTypes", Tags: tags,
+			Summary:   "The event types, as a flat list of strings (spec 9 rule 3)",
+			Responses: map[int]httpapi.Response{200: httpapi.JSONResponse("Type ids.", schema.Array(schema.String()))},
+			Handler:   static(typeIDs),
+		},
+		{
+			Method: http.MethodGet, Path: "/v1/meta/taxonomy", OperationID: "getTaxonomy", Tags: tags,
+			Summary:   "The event types with subtypes and lifetimes",
+			Responses: map[int]httpapi.Response{200: httpapi.JSONResponse("The taxonomy.", TaxonomySchema)},
+			Handler:   static(taxonomyBody),
+		},
+		{
+			Method: http.MethodGet, Path: "/v1/meta/limits", OperationID: "getLimits", Tags: tags,
+			Summary:   "Limits the service enforces that a client must read at run time",
+			Responses: map[int]httpapi.Response{200: httpapi.JSONResponse("The limits.", LimitsSchema)},
+			Handler:   static(limitsBody),
+		},
+	}
+}

@@ -1,0 +1,235 @@
+// Package e2e runs the service as a user does, `go run .` built into a binary, and talks to it
+// over HTTP.
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// binary builds the repository's main package once per test run.
+func binary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "roadevents-e2e-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "roadevents")
+		out, err := exec.Command("go", "build", "-o", binPath, "../..").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+// Server is one running service process.
+type Server struct {
+	URL     string
+	DataDir string
+	cmd     *exec.Cmd
+	logs    *logBuffer
+	exited  chan error
+}
+
+type logBuffer struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (b *logBuffer) add(s string) { b.mu.Lock(); b.lines = append(b.lines, s); b.mu.Unlock() }
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return strings.Join(b.lines, "\n")
+}
+
+// start runs the binary on a free loopback port with its data in dataDir, and waits for the
+// "listening" log line that names its address.
+func start(t *testing.T, dataDir string, env ...string) *Server {
+	t.Helper()
+	cmd := exec.Command(binary(t), "-addr", "127.0.0.1:0", "-data", dataDir)
+	cmd.Env = append(os.Environ(), env...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout = io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{DataDir: dataDir, cmd: cmd, logs: &logBuffer{}, exited: make(chan error, 1)}
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			line := sc.Text()
+			s.logs.add(line)
+			var rec struct {
+				Msg  string `json:"msg"`
+				Addr string `json:"addr"`
+			}
+			if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "listening" {
+				addr <- rec.Addr
+			}
+		}
+	}()
+	go func() { s.exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			<-s.exited
+		}
+	})
+	select {
+	case s.URL = <-addr:
+	case err := <-s.exited:
+		t.Fatalf("server exited before listening: %v\n%s", err, s.logs)
+	case <-time.After(60 * time.Second):
+		t.Fatalf("server did not log its address within 60 s\n%s", s.logs)
+	}
+	return s
+}
+
+// stop sends SIGTERM and returns the process's exit error.
+func (s *Server) stop(t *testing.T) error {
+	t.Helper()
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-s.exited:
+		return err
+	case <-time.After(60 * time.Second):
+		t.Fatalf("server did not stop within 60 s of SIGTERM\n%s", s.logs)
+	}
+	return nil
+}
+
+func getJSON(t *testing.T, url string, into any) *http.Response {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if into != nil {
+		if err := json.Unmarshal(body, into); err != nil {
+			t.Fatalf("GET %s: body is not JSON (%v): %s", url, err, body)
+		}
+	}
+	return resp
+}
+
+// issue 2, must show: on a fresh data folder the service answers /health, /v1/meta/taxonomy
+// (13 types with the spec's TTLs) and /openapi.json, then stops cleanly on SIGTERM.
+func TestBinaryServesOpenRoutesAndStopsCleanly(t *testing.T) {
+	s := start(t, filepath.Join(t.TempDir(), "data"))
+
+	var health struct{ Status, Version string }
+	if resp := getJSON(t, s.URL+"/health", &health); resp.StatusCode != 200 || health.Status != "ok" || health.Version == "" {
+		t.Errorf("GET /health = %d %+v; want 200 {status: ok, version: <build>} (contract 1)", resp.StatusCode, health)
+	}
+
+	var tax struct {
+		SchemaVersion int `json:"schema_version"`
+		Types         []struct {
+			ID         string `json:"id"`
+			TTLSeconds int    `json:"ttl_seconds"`
+		} `json:"types"`
+	}
+	if resp := getJSON(t, s.URL+"/v1/meta/taxonomy", &tax); resp.StatusCode != 200 {
+		t.Fatalf("GET /v1/meta/taxonomy = %d", resp.StatusCode)
+	}
+	wantTTL := map[string]int{"accident": 7200, "stopped_vehicle": 3600, "object_on_road": 1800,
+		"weather_hazard": 10800, "congestion": 1800, "wrong_way_vehicle": 1200, "road_damage": 43200,
+		"people_on_road": 1800, "police_check": 1800, "speed_camera": 3600, "road_closure": 7200,
+		"infrastructure_fault": 21600, "roadworks": 14400}
+	if len(tax.Types) != 13 {
+		t.Errorf("taxonomy has %d types; want 13 (spec 2.1)", len(tax.Types))
+	}
+	for _, typ := range tax.Types {
+		if want, ok := wantTTL[typ.ID]; !ok || typ.TTLSeconds != want {
+			t.Errorf("type %q ttl_seconds = %d; want %d (spec 2.1)", typ.ID, typ.TTLSeconds, want)
+		}
+	}
+
+	var doc struct {
+		OpenAPI string `json:"openapi"`
+		Info    struct{ Version string }
+		Paths   map[string]any
+	}
+	if resp := getJSON(t, s.URL+"/openapi.json", &doc); resp.StatusCode != 200 || !strings.HasPrefix(doc.OpenAPI, "3.1") ||
+		doc.Info.Version != "1.0.0" || doc.Paths["/v1/meta/taxonomy"] == nil {
+		t.Errorf("GET /openapi.json = %d openapi %q version %q; want 200, 3.1.x, 1.0.0 with /v1/meta/taxonomy", resp.StatusCode, doc.OpenAPI, doc.Info.Version)
+	}
+
+	if err := s.stop(t); err != nil {
+		t.Fatalf("exit after SIGTERM = %v; want a clean exit\n%s", err, s.logs)
+	}
+	if !strings.Contains(s.logs.String(), `"msg":"stopped"`) {
+		t.Errorf("no \"stopped\" log line after SIGTERM\n%s", s.logs)
+	}
+	// The store was closed cleanly: the same data folder opens again at once.
+	s2 := start(t, s.DataDir)
+	if resp := getJSON(t, s2.URL+"/health", nil); resp.StatusCode != 200 {
+		t.Fatalf("restart on the same data folder: /health = %d", resp.StatusCode)
+	}
+	if err := s2.stop(t); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// issue 2: the log never holds the credential a request carried.
+func TestBinaryLogsCarryNoCredentials(t *testing.T) {
+	s := start(t, filepath.Join(t.TempDir(), "data"))
+	const secret = "svc_ThisIsASecretKeyThatMustNeverBeLogged0123456"
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, path := range []string{"/v1/events?lat=1&lon=2", "/v1/stream?lat=1&lon=2&ticket=svc_st_" + secret[4:]} {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.URL+path, nil)
+		req.Header.Set("Authorization", "Bearer "+secret)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}
+	if err := s.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	if logs := s.logs.String(); strings.Contains(logs, secret[4:]) {
+		t.Fatalf("a credential reached the log:\n%s", logs)
+	}
+	if !strings.Contains(s.logs.String(), "request_id") {
+		t.Fatalf("no access log line with a request_id:\n%s", s.logs)
+	}
+}
