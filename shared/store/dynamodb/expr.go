@@ -112,9 +112,12 @@ func (b *exprBuilder) never() string {
 // condition returns the condition expression of c, "" when c always holds. It gives the
 // expression the meaning store.Condition.Eval has, with items past their TTL seen as absent.
 func (b *exprBuilder) condition(c store.Condition) (string, error) {
-	switch c.Op() {
-	case store.CondNone:
+	if alwaysHolds(c) {
+		// Checked before building anything: a placeholder registered for a part that then
+		// drops out would be unused, and DynamoDB refuses unused placeholders.
 		return "", nil
+	}
+	switch c.Op() {
 	case store.CondItemExists:
 		return b.live(), nil
 	case store.CondItemNotExists:
@@ -153,37 +156,54 @@ func (b *exprBuilder) condition(c store.Condition) (string, error) {
 	return "", fmt.Errorf("%w: unknown condition operator %d", store.ErrInvalid, c.Op())
 }
 
-// junction builds an And or an Or. Parts that always hold drop out of an And and make an Or
-// always hold; an And of nothing always holds, an Or of nothing never does (as Eval).
+// junction builds an And or an Or that does not always hold (condition checked that): parts
+// that always hold drop out of an And, and an Or of nothing never holds (as Eval).
 func (b *exprBuilder) junction(c store.Condition) (string, error) {
-	and := c.Op() == store.CondAnd
 	var parts []string
 	for _, s := range c.Subs() {
+		if alwaysHolds(s) {
+			continue
+		}
 		e, err := b.condition(s)
 		if err != nil {
 			return "", err
 		}
-		if e == "" {
-			if and {
-				continue
-			}
-			return "", nil
-		}
 		parts = append(parts, e)
 	}
-	switch {
-	case len(parts) == 0 && and:
-		return "", nil
-	case len(parts) == 0:
+	switch len(parts) {
+	case 0:
 		return b.never(), nil
-	case len(parts) == 1:
+	case 1:
 		return parts[0], nil
 	}
 	sep := " OR "
-	if and {
+	if c.Op() == store.CondAnd {
 		sep = " AND "
 	}
 	return "(" + strings.Join(parts, sep) + ")", nil
+}
+
+// alwaysHolds tells whether c holds whatever is stored: the zero Condition, an And of such
+// conditions (or of nothing), an Or with one among its parts.
+func alwaysHolds(c store.Condition) bool {
+	switch c.Op() {
+	case store.CondNone:
+		return true
+	case store.CondAnd:
+		for _, s := range c.Subs() {
+			if !alwaysHolds(s) {
+				return false
+			}
+		}
+		return true
+	case store.CondOr:
+		for _, s := range c.Subs() {
+			if alwaysHolds(s) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // both joins two condition expressions with AND, either of which may be "".
@@ -208,6 +228,10 @@ func (b *exprBuilder) update(u store.Update) (string, error) {
 		nv, err := store.NormalizeValue(u.Set[name])
 		if err != nil {
 			return "", fmt.Errorf("update attribute %q: %w", name, err)
+		}
+		if name == store.AttrTTL && !isNumber(nv) {
+			// As store.Normalize: DynamoDB's TTL ignores a ttl that is no number.
+			return "", fmt.Errorf("%w: update attribute %q to %T, not a number", store.ErrInvalid, name, nv)
 		}
 		av, err := marshalValue(nv)
 		if err != nil {
@@ -280,6 +304,14 @@ func freshItem(k store.Key, u store.Update) (store.Item, error) {
 		it[name] = d
 	}
 	return store.Normalize(it)
+}
+
+func isNumber(v any) bool {
+	switch v.(type) {
+	case int64, float64:
+		return true
+	}
+	return false
 }
 
 func sortedKeys[V any](m map[string]V) []string {
