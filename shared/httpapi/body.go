@@ -8,6 +8,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"reflect"
 	"strings"
 	"unicode/utf8"
 
@@ -20,7 +21,7 @@ import (
 // response and returns false.
 func DecodeJSON[T any](w http.ResponseWriter, r *http.Request, s *schema.Schema) (T, bool) {
 	var out T
-	if err := checkBodyType(s, typeOf[T]()); err != nil {
+	if err := checkBodyType(s, reflect.TypeFor[T]()); err != nil {
 		WriteError(w, r, err)
 		return out, false
 	}
@@ -142,6 +143,7 @@ type parseError struct {
 	msg    string
 }
 
+// Error describes the syntax problem with its offset.
 func (e *parseError) Error() string { return fmt.Sprintf("offset %d: %s", e.offset, e.msg) }
 
 type jsonParser struct {

@@ -7,15 +7,12 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"reflect"
 	"regexp"
 	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
 )
-
-func typeOf[T any]() reflect.Type { return reflect.TypeFor[T]() }
 
 // RequestIDHeader carries the request id both ways.
 const RequestIDHeader = "X-Request-Id"

@@ -36,8 +36,9 @@ type Route struct {
 	// OperationID names the operation in the document; derived from method and path when
 	// empty. Unique per API.
 	OperationID string
-	// Summary and Description are prose for the document.
-	Summary     string
+	// Summary is the one-line title of the operation in the document.
+	Summary string
+	// Description is longer prose for the document.
 	Description string
 	// Tags group operations in the document.
 	Tags []string
@@ -65,6 +66,7 @@ type Route struct {
 
 // Response documents one status of a route.
 type Response struct {
+	// Description is required by OpenAPI; it says when the status is sent.
 	Description string
 	// Schema of the body; nil for a response without a documented body.
 	Schema *schema.Schema
@@ -76,9 +78,9 @@ type Response struct {
 
 // Header documents a response header.
 type Header struct {
-	Name        string
-	Description string
-	Schema      *schema.Schema
+	Name        string         // the header name, for example Retry-After
+	Description string         // what it means
+	Schema      *schema.Schema // its value; nil means a string
 }
 
 // RetryAfter documents the Retry-After header of a 429 (spec 8).

@@ -19,11 +19,11 @@ const (
 // boolean, optionally with an enum and bounds), or an array of scalars for a repeatable query
 // parameter (?type=a&type=b). A default comes from Schema.Default.
 type Param struct {
-	Name        string
-	In          string
-	Description string
-	Required    bool
-	Schema      *Schema
+	Name        string  // the query parameter or path wildcard name
+	In          string  // InQuery or InPath; also the first element of the error loc
+	Description string  // prose for the OpenAPI document
+	Required    bool    // absent is a missing error; path parameters are always required
+	Schema      *Schema // the value's type and rules, and its Default
 }
 
 // Query declares an optional query parameter.

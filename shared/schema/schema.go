@@ -97,9 +97,9 @@ type Schema struct {
 
 // Property is one member of an object schema.
 type Property struct {
-	Name     string
-	Schema   *Schema
-	Required bool
+	Name     string  // the JSON member name, exactly (case matters)
+	Schema   *Schema // the member's value
+	Required bool    // an absent member is a missing error
 }
 
 // Object declares an object with the given properties, in order.

@@ -1,0 +1,172 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/pb33f/libopenapi/datamodel"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/roadevents/roadevents/shared/httpapi"
+)
+
+// TestOpenAPIIsValidOpenAPI31 validates the generated document against the official
+// OpenAPI 3.1 JSON Schema (OAI/OpenAPI-Specification schemas/v3.1/schema.json, id
+// https://spec.openapis.org/oas/3.1/schema/2022-10-07). The schema text comes embedded in
+// github.com/pb33f/libopenapi/datamodel (OpenAPI31SchemaData), a maintained OpenAPI library,
+// rather than copied into this repository; santhosh-tekuri/jsonschema evaluates it. That
+// schema treats Schema Objects as opaque, so every schema of the document is also compiled
+// on its own, which checks it against the JSON Schema 2020-12 meta-schema.
+func TestOpenAPIIsValidOpenAPI31(t *testing.T) {
+	t.Parallel()
+	api, _ := newTestAPI(t, httpapi.Config{Description: "Test routes"})
+	doc := api.OpenAPI()
+
+	oas, err := jsonschema.UnmarshalJSON(strings.NewReader(datamodel.OpenAPI31SchemaData))
+	if err != nil {
+		t.Fatalf("parse the OAS 3.1 schema: %v", err)
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("https://spec.openapis.org/oas/3.1/schema/2022-10-07", oas); err != nil {
+		t.Fatal(err)
+	}
+	oasSchema, err := c.Compile("https://spec.openapis.org/oas/3.1/schema/2022-10-07")
+	if err != nil {
+		t.Fatalf("compile the OAS 3.1 schema: %v", err)
+	}
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
+	if err != nil {
+		t.Fatalf("document is not JSON: %v", err)
+	}
+	if err := oasSchema.Validate(inst); err != nil {
+		t.Fatalf("document is not valid OpenAPI 3.1: %v\n%s", err, doc)
+	}
+
+	// Every schema in the document, checked as JSON Schema 2020-12.
+	sc := jsonschema.NewCompiler()
+	sc.DefaultDraft(jsonschema.Draft2020)
+	if err := sc.AddResource("mem://openapi.json", inst); err != nil {
+		t.Fatal(err)
+	}
+	var tree any
+	if err := json.Unmarshal(doc, &tree); err != nil {
+		t.Fatal(err)
+	}
+	ptrs := schemaPointers(tree, "")
+	if len(ptrs) < 20 {
+		t.Fatalf("found only %d schemas in the document; the walk is broken", len(ptrs))
+	}
+	for _, ptr := range ptrs {
+		if _, err := sc.Compile("mem://openapi.json#" + ptr); err != nil {
+			t.Errorf("schema at %s is not valid JSON Schema 2020-12: %v", ptr, err)
+		}
+	}
+}
+
+// schemaPointers returns the JSON pointers of every Schema Object in an OpenAPI document:
+// values of "schema" members and the members of components.schemas.
+func schemaPointers(v any, at string) []string {
+	var out []string
+	switch x := v.(type) {
+	case map[string]any:
+		for k, child := range x {
+			ptr := at + "/" + strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1")
+			switch {
+			case k == "schema":
+				out = append(out, ptr)
+			case at == "/components/schemas":
+				out = append(out, ptr)
+			default:
+				out = append(out, schemaPointers(child, ptr)...)
+			}
+		}
+	case []any:
+		for i, child := range x {
+			out = append(out, schemaPointers(child, at+"/"+strconv.Itoa(i))...)
+		}
+	}
+	return out
+}
+
+func TestOpenAPIContent(t *testing.T) {
+	t.Parallel()
+	api, _ := newTestAPI(t, httpapi.Config{})
+	var doc map[string]any
+	if err := json.Unmarshal(api.OpenAPI(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	get := func(path ...string) any {
+		var cur any = doc
+		for _, p := range path {
+			m, ok := cur.(map[string]any)
+			if !ok {
+				return nil
+			}
+			cur = m[p]
+		}
+		return cur
+	}
+	js := func(v any) string { b, _ := json.Marshal(v); return string(b) }
+	cases := []struct {
+		name string
+		path []string
+		want string // JSON of the value at path
+	}{
+		{"version", []string{"openapi"}, `"3.1.0"`},
+		{"title", []string{"info", "title"}, `"Road Event Sharing Service"`},
+		{"info version", []string{"info", "version"}, `"1.0.0"`},
+		{"ValidationError component", []string{"components", "schemas", "ValidationError", "required"}, `["type","loc","msg"]`},
+		{"HTTPValidationError component", []string{"components", "schemas", "HTTPValidationError", "properties", "detail", "items"}, `{"$ref":"#/components/schemas/ValidationError"}`},
+		{"error body component", []string{"components", "schemas", "HTTPError", "properties", "detail", "type"}, `"string"`},
+		{"payload components", []string{"components", "schemas", "LineString", "title"}, `"LineString"`},
+		{"api key scheme", []string{"components", "securitySchemes", "APIKey"}, `{"bearerFormat":"svc_ + 43 base62 characters","description":"API key in Authorization: Bearer. It never goes in a URL.","scheme":"bearer","type":"http"}`},
+		{"ticket scheme", []string{"components", "securitySchemes", "StreamTicket", "in"}, `"query"`},
+		{"session scheme", []string{"components", "securitySchemes", "SessionToken", "scheme"}, `"bearer"`},
+		{"operation id", []string{"paths", "/v1/events", "post", "operationId"}, `"publish_event"`},
+		{"request body", []string{"paths", "/v1/events", "post", "requestBody"}, `{"content":{"application/json":{"schema":{"$ref":"#/components/schemas/EventIn"}}},"required":true}`},
+		{"created response", []string{"paths", "/v1/events", "post", "responses", "201", "content", "application/json", "schema"}, `{"$ref":"#/components/schemas/EventPublic"}`},
+		{"implicit 422", []string{"paths", "/v1/events", "post", "responses", "422", "content", "application/json", "schema"}, `{"$ref":"#/components/schemas/HTTPValidationError"}`},
+		{"implicit 401 with header", []string{"paths", "/v1/events", "post", "responses", "401", "headers", "WWW-Authenticate", "schema"}, `{"const":"Bearer","type":"string"}`},
+		{"declared 409", []string{"paths", "/v1/events", "post", "responses", "409", "content", "application/json", "schema"}, `{"$ref":"#/components/schemas/HTTPError"}`},
+		{"429 Retry-After", []string{"paths", "/v1/events/{event_id}/signals", "post", "responses", "429", "headers", "Retry-After", "schema"}, `{"type":"integer"}`},
+		{"security", []string{"paths", "/v1/events", "post", "security"}, `[{"APIKey":[]}]`},
+		{"either credential", []string{"paths", "/v1/stream", "get", "security"}, `[{"APIKey":[]},{"StreamTicket":[]}]`},
+		{"stream content type", []string{"paths", "/v1/stream", "get", "responses", "200", "content"}, `{"text/event-stream":{"schema":{"type":"string"}}}`},
+		{"query parameter", []string{"paths", "/v1/events", "get", "parameters"}, `[` +
+			`{"in":"query","name":"lat","required":true,"schema":{"maximum":90,"minimum":-90,"type":"number"}},` +
+			`{"in":"query","name":"lon","required":true,"schema":{"maximum":180,"minimum":-180,"type":"number"}},` +
+			`{"in":"query","name":"radius","schema":{"default":1000,"exclusiveMinimum":0,"maximum":9780,"type":"number"}},` +
+			`{"in":"query","name":"type","schema":{"items":{"enum":["accident","congestion","road_damage"],"type":"string"},"type":"array"}},` +
+			`{"in":"query","name":"min_confidence","schema":{"default":0,"maximum":1,"minimum":0,"type":"number"}}]`},
+		{"path parameter", []string{"paths", "/v1/events/{event_id}", "get", "parameters"}, `[{"in":"path","name":"event_id","required":true,"schema":{"pattern":"^ev_[a-z2-7]{26}$","type":"string"}}]`},
+		{"open route has no security", []string{"paths", "/", "get", "security"}, `null`},
+		{"root path without {$}", []string{"paths", "/", "get", "operationId"}, `"root"`},
+		{"derived operation id", []string{"paths", "/v1/tiny", "post", "operationId"}, `"post_v1_tiny"`},
+		{"hidden route absent", []string{"paths", "/v1/panic"}, `null`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			if got := js(get(tc.path...)); got != tc.want {
+				t.Errorf("%s = %s; want %s", strings.Join(tc.path, "."), got, tc.want)
+			}
+		})
+	}
+}
+
+func TestOpenAPIFollowsNewRoutes(t *testing.T) {
+	t.Parallel()
+	api, _ := newTestAPI(t, httpapi.Config{})
+	before := api.OpenAPI()
+	api.Handle(httpapi.Route{Method: "GET", Path: "/v1/meta/limits", OperationID: "get_limits",
+		Handler: httpapi.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error { return nil })})
+	after := api.OpenAPI()
+	if bytes.Contains(before, []byte("get_limits")) || !bytes.Contains(after, []byte("get_limits")) {
+		t.Errorf("document did not follow Handle: before has route %v, after has route %v",
+			bytes.Contains(before, []byte("get_limits")), bytes.Contains(after, []byte("get_limits")))
+	}
+}
