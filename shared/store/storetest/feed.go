@@ -77,6 +77,7 @@ func feedCases() []testCase {
 			f.want(change{Kind: store.ChangeInsert, Key: k, New: it})
 			f.want(change{Kind: store.ChangeModify, Key: k, Old: it, New: item(k, "v", "other", "n", int64(1))})
 		}},
+		{"WaitingFollowerWakes", testFeedWaitingFollower},
 		{"TransactionOneRecordPerWrittenItem", testFeedTransaction},
 		{"SweepEmitsExpiredRemove", testFeedSweep},
 		{"NextHonoursContext", func(e *env) {
@@ -319,5 +320,49 @@ func testFeedSweep(e *env) {
 		}
 		delete(want, got.Key)
 		f.check(got, w)
+	}
+}
+
+// testFeedWaitingFollower has a reader wait in Next before each write, as the streamer does:
+// every write must wake it. Each write waits until the reader has its previous record, so the
+// reader is almost always already waiting when the next write commits.
+func testFeedWaitingFollower(e *env) {
+	f := e.follow()
+	const n = 5
+	type result struct {
+		c   store.Change
+		err error
+	}
+	got := make(chan result)
+	ctx, cancel := context.WithTimeout(e.ctx, feedWait)
+	defer cancel()
+	go func() {
+		for {
+			c, err := f.cur.Next(ctx)
+			if err == nil && !strings.HasPrefix(c.Key.PK, e.prefix) {
+				continue
+			}
+			select {
+			case got <- result{c, err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	for i := range n {
+		k := e.key("p", fmt.Sprint(i))
+		e.put(item(k))
+		select {
+		case r := <-got:
+			if r.err != nil {
+				e.t.Fatalf("Next while waiting for write %d = %v; want its record", i, r.err)
+			}
+			f.check(r.c, change{Kind: store.ChangeInsert, Key: k, New: item(k)})
+		case <-ctx.Done():
+			e.t.Fatalf("no record for write %d within %v: a waiting follower was not woken", i, feedWait)
+		}
 	}
 }
