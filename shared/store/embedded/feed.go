@@ -1,0 +1,128 @@
+package embedded
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/roadevents/roadevents/shared/store"
+)
+
+var _ store.Cursor = (*Cursor)(nil)
+
+// ErrCursorClosed is returned by Next on a cursor that was closed.
+var ErrCursorClosed = errors.New("embedded: cursor closed")
+
+// cursorBatch is how many records a cursor reads per transaction.
+const cursorBatch = 64
+
+// Follow returns a cursor at the end of the feed: it delivers every change committed after
+// Follow returns, in commit order (one total order, stronger than DynamoDB Streams' order per
+// item).
+func (s *Store) Follow(ctx context.Context) (store.Cursor, error) {
+	if err := s.enter(ctx); err != nil {
+		return nil, fmt.Errorf("follow: %w", err)
+	}
+	defer s.gate.RUnlock()
+	var last uint64
+	err := s.db.View(func(tx *bolt.Tx) error {
+		// The bucket's sequence is the last position ever assigned, even if trimmed since.
+		last = tx.Bucket(bucketFeed).Sequence()
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("follow: %w", err)
+	}
+	return &Cursor{s: s, next: last + 1, done: make(chan struct{})}, nil
+}
+
+// Cursor reads the embedded store's feed forward. Next and Close may be called from different
+// goroutines; Next itself is not for concurrent use.
+type Cursor struct {
+	s    *Store
+	next uint64 // feed position of the next record to deliver
+	buf  []store.Change
+
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+// Next returns the next change, waiting for one until ctx ends, the cursor is closed
+// (ErrCursorClosed) or the store closes (ErrClosed). It returns ErrTrimmed when the next
+// records were trimmed before this cursor read them.
+func (c *Cursor) Next(ctx context.Context) (store.Change, error) {
+	for {
+		if err := ctx.Err(); err != nil {
+			return store.Change{}, err
+		}
+		select {
+		case <-c.done:
+			return store.Change{}, ErrCursorClosed
+		default:
+		}
+		if len(c.buf) > 0 {
+			ch := c.buf[0]
+			c.buf = c.buf[1:]
+			return ch, nil
+		}
+		// Take the wake channel before reading, so a commit between the read and the wait
+		// still wakes us.
+		wake := c.s.wakeChan()
+		if err := c.fill(ctx); err != nil {
+			return store.Change{}, err
+		}
+		if len(c.buf) > 0 {
+			continue
+		}
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return store.Change{}, ctx.Err()
+		case <-c.done:
+			return store.Change{}, ErrCursorClosed
+		case <-c.s.closing:
+			return store.Change{}, ErrClosed
+		}
+	}
+}
+
+// fill reads the records from position c.next on, up to cursorBatch of them.
+func (c *Cursor) fill(ctx context.Context) error {
+	if err := c.s.enter(ctx); err != nil {
+		return err
+	}
+	defer c.s.gate.RUnlock()
+	return c.s.db.View(func(tx *bolt.Tx) error {
+		cur := tx.Bucket(bucketFeed).Cursor()
+		want := c.next
+		for k, v := cur.Seek(seqKey(want)); k != nil && len(c.buf) < cursorBatch; k, v = cur.Next() {
+			if len(k) != 8 {
+				return corrupt("feed key of %d bytes", len(k))
+			}
+			seq := binary.BigEndian.Uint64(k)
+			if seq != want {
+				// Positions are assigned without gaps in the writing transaction, so a gap
+				// means the sweeper trimmed records this cursor had not read.
+				return fmt.Errorf("%w: position %d, next available %d", ErrTrimmed, want, seq)
+			}
+			ch, err := decodeChange(seq, v)
+			if err != nil {
+				return err
+			}
+			c.buf = append(c.buf, ch)
+			want++
+		}
+		c.next = want
+		return nil
+	})
+}
+
+// Close ends the cursor: a Next in progress or later returns ErrCursorClosed.
+func (c *Cursor) Close() error {
+	c.closeOnce.Do(func() { close(c.done) })
+	return nil
+}

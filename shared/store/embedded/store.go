@@ -1,0 +1,221 @@
+// Package embedded is the table of `go run .`: a pure-Go, durable store.Table and store.Feed in
+// one bbolt file, behaving as the DynamoDB table does (ARCHITECTURE.md, "Storage: one table, two
+// adapters"): items, conditions, TTL with a sweeper, and an ordered change feed that emits the
+// records DynamoDB Streams would. The conformance suite in package storetest holds it to that.
+//
+// Every write commits its change records in the same bbolt transaction as the write, so the
+// feed is durable and in commit order; a write returns only after bbolt has synced the commit
+// to disk. Concurrent writes share commits (bbolt's Batch), so one fsync serves many writers.
+package embedded
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/roadevents/roadevents/shared/clock"
+	"github.com/roadevents/roadevents/shared/store"
+)
+
+// Interface guards: the embedded store is both the table and its change feed.
+var (
+	_ store.Table = (*Store)(nil)
+	_ store.Feed  = (*Store)(nil)
+)
+
+// Errors of the embedded store, besides those of package store.
+var (
+	// ErrClosed is returned by every call on a closed Store, and by Cursor.Next once the
+	// Store is closing.
+	ErrClosed = errors.New("embedded: store closed")
+	// ErrTrimmed is returned by Cursor.Next when the records the cursor was to read next were
+	// already trimmed (older than Options.FeedRetention), like DynamoDB Streams'
+	// TrimmedDataAccessException: the reader has lost changes and must resynchronise.
+	ErrTrimmed = errors.New("embedded: feed records trimmed before they were read")
+	// ErrFormat is returned by Open for a file written in an unknown format.
+	ErrFormat = errors.New("embedded: unknown file format")
+)
+
+// Defaults of Options.
+const (
+	DefaultSweepInterval = time.Minute
+	DefaultFeedRetention = 24 * time.Hour // as long as DynamoDB Streams keeps records
+	defaultOpenTimeout   = 5 * time.Second
+	// defaultBatchDelay is how long a write waits for others to share its commit when another
+	// write is already in progress (bbolt's MaxBatchDelay); a lone write does not wait.
+	defaultBatchDelay = 2 * time.Millisecond
+)
+
+// Options tune a Store; the zero value is ready to use.
+type Options struct {
+	// Clock decides TTL expiry and stamps change records; clock.System when nil.
+	Clock clock.Clock
+	// SweepInterval is how often the background sweeper deletes expired items and trims the
+	// feed: DefaultSweepInterval when 0; no background sweeper when negative (call Sweep).
+	SweepInterval time.Duration
+	// FeedRetention is how long change records are kept: DefaultFeedRetention when 0 or less.
+	FeedRetention time.Duration
+	// Logger receives the sweeper's errors; slog.Default() when nil.
+	Logger *slog.Logger
+}
+
+// Bucket and meta names, format 1 (see codec.go).
+var (
+	bucketItems = []byte("items")
+	bucketTTL   = []byte("ttl")
+	bucketFeed  = []byte("feed")
+	bucketMeta  = []byte("meta")
+	metaFormat  = []byte("format")
+	formatV1    = []byte("1")
+)
+
+// Store is the embedded table and change feed. It is safe for concurrent use.
+type Store struct {
+	db        *bolt.DB
+	clock     clock.Clock
+	log       *slog.Logger
+	retention time.Duration
+
+	// gate lets Close wait for calls in progress: every call holds it for reading, Close
+	// takes it for writing and then sets closed.
+	gate   sync.RWMutex
+	closed bool
+
+	closing   chan struct{} // closed when Close starts: wakes followers and the sweeper
+	closeOnce sync.Once
+	closeErr  error
+	sweeper   sync.WaitGroup
+
+	// writers counts writes in progress; a write that finds none commits on its own instead
+	// of waiting for a batch to fill.
+	writers atomic.Int64
+
+	// wake is closed and replaced after every commit that appended to the feed, waking the
+	// cursors waiting for it.
+	wakeMu sync.Mutex
+	wake   chan struct{}
+}
+
+// Open opens (creating it and its directory if needed) the store in file path.
+func Open(path string, opts Options) (*Store, error) {
+	if opts.Clock == nil {
+		opts.Clock = clock.System
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.SweepInterval == 0 {
+		opts.SweepInterval = DefaultSweepInterval
+	}
+	if opts.FeedRetention <= 0 {
+		opts.FeedRetention = DefaultFeedRetention
+	}
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			return nil, fmt.Errorf("embedded: create directory of %s: %w", path, err)
+		}
+	}
+	// A timeout turns "another process has the file open" into an error instead of a hang.
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: defaultOpenTimeout})
+	if err != nil {
+		return nil, fmt.Errorf("embedded: open %s: %w", path, err)
+	}
+	db.MaxBatchDelay = defaultBatchDelay
+	if err := db.Update(initBuckets); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("embedded: open %s: %w", path, err)
+	}
+	s := &Store{
+		db:        db,
+		clock:     opts.Clock,
+		log:       opts.Logger,
+		retention: opts.FeedRetention,
+		closing:   make(chan struct{}),
+		wake:      make(chan struct{}),
+	}
+	if opts.SweepInterval > 0 {
+		s.sweeper.Add(1)
+		go s.sweepLoop(opts.SweepInterval)
+	}
+	return s, nil
+}
+
+// initBuckets creates the buckets of a new file and checks the format of an existing one.
+func initBuckets(tx *bolt.Tx) error {
+	meta, err := tx.CreateBucketIfNotExists(bucketMeta)
+	if err != nil {
+		return fmt.Errorf("create bucket %s: %w", bucketMeta, err)
+	}
+	switch f := meta.Get(metaFormat); {
+	case f == nil:
+		if err := meta.Put(metaFormat, formatV1); err != nil {
+			return fmt.Errorf("write format: %w", err)
+		}
+	case string(f) != string(formatV1):
+		return fmt.Errorf("%w %q", ErrFormat, f)
+	}
+	for _, name := range [][]byte{bucketItems, bucketTTL, bucketFeed} {
+		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+			return fmt.Errorf("create bucket %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// Close stops the sweeper, ends every cursor's Next with ErrClosed, waits for calls in progress
+// and closes the file. Calling it again returns the first result.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		close(s.closing)
+		s.sweeper.Wait()
+		s.gate.Lock()
+		s.closed = true
+		s.gate.Unlock()
+		if err := s.db.Close(); err != nil {
+			s.closeErr = fmt.Errorf("embedded: close: %w", err)
+		}
+	})
+	return s.closeErr
+}
+
+// enter admits a call unless the store is closed; the caller must call s.gate.RUnlock after.
+func (s *Store) enter(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.gate.RLock()
+	if s.closed {
+		s.gate.RUnlock()
+		return ErrClosed
+	}
+	return nil
+}
+
+// notify wakes every cursor waiting for new records.
+func (s *Store) notify() {
+	s.wakeMu.Lock()
+	close(s.wake)
+	s.wake = make(chan struct{})
+	s.wakeMu.Unlock()
+}
+
+// wakeChan returns the channel the next notify closes.
+func (s *Store) wakeChan() <-chan struct{} {
+	s.wakeMu.Lock()
+	defer s.wakeMu.Unlock()
+	return s.wake
+}
+
+// now returns the current time of the store's clock in Unix seconds, the unit of AttrTTL.
+func (s *Store) now() (time.Time, int64) {
+	t := s.clock.Now()
+	return t, t.Unix()
+}

@@ -1,0 +1,158 @@
+package embedded
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/roadevents/roadevents/shared/store"
+)
+
+// sweepBatch bounds the deletions of one sweeper transaction, so that a large backlog of expired
+// items does not hold the write lock for long.
+const sweepBatch = 500
+
+// Sweep deletes the items whose TTL is at or before the store's clock, recording each as a
+// REMOVE with Expired set (as DynamoDB's TTL deletion appears in its stream), and trims change
+// records older than Options.FeedRetention. The background sweeper calls it every
+// SweepInterval; tests call it directly. Reads never depend on it: expired items are invisible
+// as soon as they expire.
+func (s *Store) Sweep(ctx context.Context) error {
+	if err := s.enter(ctx); err != nil {
+		return fmt.Errorf("sweep: %w", err)
+	}
+	defer s.gate.RUnlock()
+	at, now := s.now()
+	for {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("sweep: %w", err)
+		}
+		n, err := s.sweepExpired(at, now)
+		if err != nil {
+			return fmt.Errorf("sweep expired items: %w", err)
+		}
+		if n > 0 {
+			s.notify()
+		}
+		if n < sweepBatch {
+			break
+		}
+	}
+	cutoff := at.Add(-s.retention)
+	for {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("sweep: %w", err)
+		}
+		n, err := s.trimFeed(cutoff)
+		if err != nil {
+			return fmt.Errorf("trim feed: %w", err)
+		}
+		if n < sweepBatch {
+			return nil
+		}
+	}
+}
+
+// sweepExpired deletes up to sweepBatch expired items in one transaction and returns how many
+// index entries it handled.
+func (s *Store) sweepExpired(at time.Time, now int64) (int, error) {
+	n := 0
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		n = 0
+		items, ttls := tx.Bucket(bucketItems), tx.Bucket(bucketTTL)
+		var due [][]byte
+		c := ttls.Cursor()
+		for k, _ := c.First(); k != nil && len(due) < sweepBatch; k, _ = c.Next() {
+			ttl, _, err := ttlKeyTime(k)
+			if err != nil {
+				return err
+			}
+			if ttl > now {
+				break
+			}
+			due = append(due, append([]byte(nil), k...))
+		}
+		n = len(due)
+		for _, k := range due {
+			_, ik, _ := ttlKeyTime(k)
+			if err := ttls.Delete(k); err != nil {
+				return fmt.Errorf("delete index entry: %w", err)
+			}
+			it, err := storedItem(items, ik)
+			if err != nil {
+				return err
+			}
+			// The index entry may be stale only if the file was damaged; the item decides.
+			if it == nil || !it.ExpiredAt(now) {
+				continue
+			}
+			if err := items.Delete(ik); err != nil {
+				return fmt.Errorf("delete %s: %w", it.Key(), err)
+			}
+			err = appendChange(tx, store.Change{Kind: store.ChangeRemove, Key: it.Key(), Old: it, Expired: true, At: at})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return n, err
+}
+
+// trimFeed deletes up to sweepBatch change records older than cutoff, oldest first, and returns
+// how many it deleted.
+func (s *Store) trimFeed(cutoff time.Time) (int, error) {
+	n := 0
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		n = 0
+		feed := tx.Bucket(bucketFeed)
+		var old [][]byte
+		c := feed.Cursor()
+		for k, v := c.First(); k != nil && len(old) < sweepBatch; k, v = c.Next() {
+			at, err := changeTime(v)
+			if err != nil {
+				return fmt.Errorf("feed record %x: %w", k, err)
+			}
+			if !at.Before(cutoff) {
+				break
+			}
+			old = append(old, append([]byte(nil), k...))
+		}
+		for _, k := range old {
+			if err := feed.Delete(k); err != nil {
+				return fmt.Errorf("delete feed record: %w", err)
+			}
+		}
+		n = len(old)
+		return nil
+	})
+	return n, err
+}
+
+// sweepLoop runs Sweep every interval until Close.
+func (s *Store) sweepLoop(interval time.Duration) {
+	defer s.sweeper.Done()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-s.closing:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.closing:
+			return
+		case <-tick.C:
+			if err := s.Sweep(ctx); err != nil && ctx.Err() == nil {
+				s.log.Error("embedded: TTL sweep failed", "err", err)
+			}
+		}
+	}
+}

@@ -1,0 +1,369 @@
+package embedded
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"reflect"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/roadevents/roadevents/shared/store"
+)
+
+// writeOp is one checked item write: every call that writes goes through apply as a list of
+// these, a single Put, Delete or Update being a list of one.
+type writeOp struct {
+	kind   store.OpKind
+	key    store.Key
+	ik     []byte
+	item   store.Item   // OpPut, normalized
+	update store.Update // OpUpdate, Set values normalized
+	cond   store.Condition
+}
+
+// writeResult is what apply decided. apply may run more than once for one call (bbolt's Batch
+// retries a batch without a call that failed), so it starts from a zero writeResult each time.
+type writeResult struct {
+	err     error      // a refusal decided in the transaction: condition failed, bad Add
+	updated store.Item // the item after a single Update
+	changed bool       // at least one change record was appended
+}
+
+// Put writes item if cond holds.
+func (s *Store) Put(ctx context.Context, item store.Item, cond store.Condition) error {
+	op, err := putOp(item, cond)
+	if err != nil {
+		return fmt.Errorf("put: %w", err)
+	}
+	if _, err := s.write(ctx, []writeOp{op}, false); err != nil {
+		return fmt.Errorf("put %s: %w", op.key, err)
+	}
+	return nil
+}
+
+// Delete removes the item with key k if cond holds; deleting an absent item is no error.
+func (s *Store) Delete(ctx context.Context, k store.Key, cond store.Condition) error {
+	if err := store.ValidateKey(k); err != nil {
+		return fmt.Errorf("delete: %w", err)
+	}
+	op := writeOp{kind: store.OpDelete, key: k, ik: itemKey(k), cond: cond}
+	if _, err := s.write(ctx, []writeOp{op}, false); err != nil {
+		return fmt.Errorf("delete %s: %w", k, err)
+	}
+	return nil
+}
+
+// Update applies u to the item with key k, creating it when absent (an expired item counts as
+// absent), if cond holds, and returns the item after the update.
+func (s *Store) Update(ctx context.Context, k store.Key, u store.Update, cond store.Condition) (store.Item, error) {
+	op, err := updateOp(k, u, cond)
+	if err != nil {
+		return nil, fmt.Errorf("update: %w", err)
+	}
+	res, err := s.write(ctx, []writeOp{op}, false)
+	if err != nil {
+		return nil, fmt.Errorf("update %s: %w", k, err)
+	}
+	return res.updated, nil
+}
+
+// TransactWrite applies every operation or none.
+func (s *Store) TransactWrite(ctx context.Context, ops []store.Op) error {
+	wops, err := transactOps(ops)
+	if err != nil {
+		return fmt.Errorf("transact write: %w", err)
+	}
+	if _, err := s.write(ctx, wops, true); err != nil {
+		return fmt.Errorf("transact write: %w", err)
+	}
+	return nil
+}
+
+func putOp(item store.Item, cond store.Condition) (writeOp, error) {
+	it, err := store.Normalize(item)
+	if err != nil {
+		return writeOp{}, err
+	}
+	k := it.Key()
+	return writeOp{kind: store.OpPut, key: k, ik: itemKey(k), item: it, cond: cond}, nil
+}
+
+// updateOp checks an update as DynamoDB's UpdateItem would: no key attribute, no attribute in
+// two clauses ("two document paths overlap"), only supported values.
+func updateOp(k store.Key, u store.Update, cond store.Condition) (writeOp, error) {
+	if err := store.ValidateKey(k); err != nil {
+		return writeOp{}, err
+	}
+	seen := map[string]string{}
+	claim := func(name, clause string) error {
+		switch {
+		case name == "":
+			return fmt.Errorf("%w: empty attribute name in %s", store.ErrInvalid, clause)
+		case name == store.AttrPK || name == store.AttrSK:
+			return fmt.Errorf("%w: %s of key attribute %q", store.ErrInvalid, clause, name)
+		case seen[name] != "":
+			return fmt.Errorf("%w: attribute %q in both %s and %s", store.ErrInvalid, name, seen[name], clause)
+		}
+		seen[name] = clause
+		return nil
+	}
+	norm := store.Update{Add: u.Add, Remove: u.Remove}
+	if len(u.Set) > 0 {
+		norm.Set = make(map[string]any, len(u.Set))
+	}
+	for name, v := range u.Set {
+		if err := claim(name, "Set"); err != nil {
+			return writeOp{}, err
+		}
+		nv, err := store.NormalizeValue(v)
+		if err != nil {
+			return writeOp{}, fmt.Errorf("set %q: %w", name, err)
+		}
+		norm.Set[name] = nv
+	}
+	for name := range u.Add {
+		if err := claim(name, "Add"); err != nil {
+			return writeOp{}, err
+		}
+	}
+	for _, name := range u.Remove {
+		if err := claim(name, "Remove"); err != nil {
+			return writeOp{}, err
+		}
+	}
+	return writeOp{kind: store.OpUpdate, key: k, ik: itemKey(k), update: norm, cond: cond}, nil
+}
+
+func transactOps(ops []store.Op) ([]writeOp, error) {
+	if len(ops) == 0 || len(ops) > store.MaxTransactOps {
+		return nil, fmt.Errorf("%w: %d operations, want 1 to %d", store.ErrInvalid, len(ops), store.MaxTransactOps)
+	}
+	out := make([]writeOp, len(ops))
+	seen := make(map[store.Key]int, len(ops))
+	for i, op := range ops {
+		var (
+			w   writeOp
+			err error
+		)
+		switch op.Kind {
+		case store.OpPut:
+			w, err = putOp(op.Item, op.Cond)
+		case store.OpUpdate:
+			w, err = updateOp(op.Key, op.Update, op.Cond)
+		case store.OpDelete, store.OpCheck:
+			err = store.ValidateKey(op.Key)
+			w = writeOp{kind: op.Kind, key: op.Key, ik: itemKey(op.Key), cond: op.Cond}
+		default:
+			err = fmt.Errorf("%w: unknown operation kind %d", store.ErrInvalid, op.Kind)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("operation %d: %w", i, err)
+		}
+		if j, dup := seen[w.key]; dup {
+			// DynamoDB refuses a transaction that names one item twice.
+			return nil, fmt.Errorf("%w: operations %d and %d both on %s", store.ErrInvalid, j, i, w.key)
+		}
+		seen[w.key] = i
+		out[i] = w
+	}
+	return out, nil
+}
+
+// write commits ops in one bbolt transaction, with their change records, and wakes the
+// followers. A write that finds no other in progress commits at once; concurrent writes go
+// through bbolt's Batch and share a commit and its fsync.
+func (s *Store) write(ctx context.Context, ops []writeOp, transact bool) (writeResult, error) {
+	if err := s.enter(ctx); err != nil {
+		return writeResult{}, err
+	}
+	defer s.gate.RUnlock()
+	var res writeResult
+	fn := func(tx *bolt.Tx) error {
+		res = writeResult{}
+		return s.apply(tx, ops, transact, &res)
+	}
+	var err error
+	if s.writers.Add(1) == 1 {
+		err = s.db.Update(fn)
+	} else {
+		err = s.db.Batch(fn)
+	}
+	s.writers.Add(-1)
+	if err != nil {
+		return writeResult{}, err
+	}
+	if res.changed {
+		s.notify()
+	}
+	return res, res.err
+}
+
+// pending is one item write decided by apply's first pass.
+type pending struct {
+	op     *writeOp
+	stored store.Item // as stored before the write, even if expired (DynamoDB's old image)
+	next   store.Item // after the write; nil deletes
+}
+
+// apply checks every condition first and writes only if all hold, so a refused call writes
+// nothing. Refusals go in res.err and apply returns nil: an error return would make bbolt's
+// Batch roll back the whole batch and re-run this call alone. Only storage failures are errors.
+func (s *Store) apply(tx *bolt.Tx, ops []writeOp, transact bool, res *writeResult) error {
+	items := tx.Bucket(bucketItems)
+	at, now := s.now()
+	plan := make([]pending, 0, len(ops))
+	for i := range ops {
+		op := &ops[i]
+		stored, err := storedItem(items, op.ik)
+		if err != nil {
+			return fmt.Errorf("read %s: %w", op.key, err)
+		}
+		live := stored
+		if live.ExpiredAt(now) {
+			live = nil
+		}
+		if !op.cond.Eval(live) {
+			idx := -1
+			if transact {
+				idx = i
+			}
+			res.err = &store.ConditionError{Op: idx}
+			return nil
+		}
+		p := pending{op: op, stored: stored}
+		switch op.kind {
+		case store.OpCheck:
+			continue
+		case store.OpPut:
+			p.next = op.item
+		case store.OpUpdate:
+			next, err := applyUpdate(op.key, live, op.update)
+			if err != nil {
+				res.err = err
+				if transact {
+					res.err = fmt.Errorf("operation %d: %w", i, err)
+				}
+				return nil
+			}
+			p.next = next
+			if !transact {
+				res.updated = next
+			}
+		}
+		plan = append(plan, p)
+	}
+	for _, p := range plan {
+		changed, err := s.commitItem(tx, p, at)
+		if err != nil {
+			return err
+		}
+		res.changed = res.changed || changed
+	}
+	return nil
+}
+
+// applyUpdate returns the item that u makes of live (nil when absent or expired: the update
+// then starts from the key alone, as UpdateItem creates an absent item).
+func applyUpdate(k store.Key, live store.Item, u store.Update) (store.Item, error) {
+	next := live.Clone()
+	if next == nil {
+		next = store.Item{store.AttrPK: k.PK, store.AttrSK: k.SK}
+	}
+	for name, v := range u.Set {
+		next[name] = v
+	}
+	for name, d := range u.Add {
+		switch cur := next[name].(type) {
+		case nil:
+			next[name] = d
+		case int64:
+			if (d > 0 && cur > math.MaxInt64-d) || (d < 0 && cur < math.MinInt64-d) {
+				return nil, fmt.Errorf("%w: add %d to %q overflows", store.ErrInvalid, d, name)
+			}
+			next[name] = cur + d
+		case float64:
+			next[name] = cur + float64(d)
+		default:
+			return nil, fmt.Errorf("%w: add to %q, which holds a %T, not a number", store.ErrInvalid, name, cur)
+		}
+	}
+	for _, name := range u.Remove {
+		delete(next, name)
+	}
+	// Normalize makes sums canonical (a whole float becomes int64) and checks size and TTL.
+	return store.Normalize(next)
+}
+
+// commitItem writes one item change, keeps the expiry index in step and appends the change
+// record. It reports whether a record was appended: a delete of an absent item and a write
+// that changes nothing append none, as DynamoDB Streams writes none for them.
+func (s *Store) commitItem(tx *bolt.Tx, p pending, at time.Time) (bool, error) {
+	items, ttls := tx.Bucket(bucketItems), tx.Bucket(bucketTTL)
+	c := store.Change{Key: p.op.key, Old: p.stored, New: p.next, At: at}
+	switch {
+	case p.next == nil && p.stored == nil:
+		return false, nil
+	case p.next == nil:
+		c.Kind = store.ChangeRemove
+		if err := items.Delete(p.op.ik); err != nil {
+			return false, fmt.Errorf("delete %s: %w", p.op.key, err)
+		}
+	case p.stored != nil && reflect.DeepEqual(p.stored, p.next):
+		return false, nil
+	default:
+		c.Kind = store.ChangeModify
+		if p.stored == nil {
+			c.Kind = store.ChangeInsert
+		}
+		raw, err := encodeItem(p.next)
+		if err != nil {
+			return false, err
+		}
+		if err := items.Put(p.op.ik, raw); err != nil {
+			return false, fmt.Errorf("write %s: %w", p.op.key, err)
+		}
+	}
+	if err := reindexTTL(ttls, p.op.ik, p.stored, p.next); err != nil {
+		return false, fmt.Errorf("index %s: %w", p.op.key, err)
+	}
+	if err := appendChange(tx, c); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// reindexTTL moves an item's entry in the expiry index from its old TTL to its new one.
+func reindexTTL(ttls *bolt.Bucket, ik []byte, old, next store.Item) error {
+	oldTTL, hadOld := ttlOf(old)
+	newTTL, hasNew := ttlOf(next)
+	if hadOld && (!hasNew || oldTTL != newTTL) {
+		if err := ttls.Delete(ttlKey(oldTTL, ik)); err != nil {
+			return err
+		}
+	}
+	if hasNew && (!hadOld || oldTTL != newTTL) {
+		if err := ttls.Put(ttlKey(newTTL, ik), []byte{}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// appendChange adds a record at the next feed position, inside the writing transaction.
+func appendChange(tx *bolt.Tx, c store.Change) error {
+	feed := tx.Bucket(bucketFeed)
+	seq, err := feed.NextSequence()
+	if err != nil {
+		return fmt.Errorf("feed sequence: %w", err)
+	}
+	raw, err := encodeChange(c)
+	if err != nil {
+		return err
+	}
+	if err := feed.Put(seqKey(seq), raw); err != nil {
+		return fmt.Errorf("append change of %s: %w", c.Key, err)
+	}
+	return nil
+}
