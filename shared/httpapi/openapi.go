@@ -3,6 +3,7 @@ package httpapi
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
@@ -215,4 +216,14 @@ type securityScheme struct {
 	BearerFormat string `json:"bearerFormat,omitempty"`
 	Name         string `json:"name,omitempty"`
 	In           string `json:"in,omitempty"`
+}
+
+// OpenAPIHandler serves the document as application/json, for GET /openapi.json.
+func (a *API) OpenAPIHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		doc := a.OpenAPI()
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", strconv.Itoa(len(doc)))
+		_, _ = w.Write(doc)
+	})
 }
