@@ -1,0 +1,279 @@
+package embedded_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/roadevents/roadevents/shared/clock"
+	"github.com/roadevents/roadevents/shared/store"
+	"github.com/roadevents/roadevents/shared/store/embedded"
+)
+
+// waitLimit bounds waits for another goroutine, so a bug fails the test instead of hanging it.
+const waitLimit = 30 * time.Second
+
+func key(sk string) store.Key { return store.Key{PK: "p", SK: sk} }
+
+func itemAt(k store.Key, kv ...any) store.Item {
+	it := store.Item{store.AttrPK: k.PK, store.AttrSK: k.SK}
+	for i := 0; i+1 < len(kv); i += 2 {
+		it[kv[i].(string)] = kv[i+1]
+	}
+	return it
+}
+
+func mustPut(t *testing.T, s *embedded.Store, it store.Item) {
+	t.Helper()
+	if err := s.Put(t.Context(), it, store.Condition{}); err != nil {
+		t.Fatalf("Put(%v) = %v; want nil", it, err)
+	}
+}
+
+func TestCloseWakesFollowerAndRefusesCalls(t *testing.T) {
+	t.Parallel()
+	s, err := embedded.Open(filepath.Join(t.TempDir(), "store.db"), embedded.Options{SweepInterval: time.Hour})
+	if err != nil {
+		t.Fatalf("Open = %v", err)
+	}
+	ctx := t.Context()
+	cur, err := s.Follow(ctx)
+	if err != nil {
+		t.Fatalf("Follow = %v", err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := cur.Next(ctx)
+		done <- err
+	}()
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close = %v; want nil", err)
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, embedded.ErrClosed) {
+			t.Errorf("Next during Close = %v; want ErrClosed", err)
+		}
+	case <-time.After(waitLimit):
+		t.Fatal("Next still waiting after Close")
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("second Close = %v; want nil", err)
+	}
+	calls := map[string]error{
+		"Get":    func() error { _, err := s.Get(ctx, key("a")); return err }(),
+		"Put":    s.Put(ctx, itemAt(key("a")), store.Condition{}),
+		"Delete": s.Delete(ctx, key("a"), store.Condition{}),
+		"Query":  func() error { _, err := s.Query(ctx, store.Query{PK: "p"}); return err }(),
+		"Follow": func() error { _, err := s.Follow(ctx); return err }(),
+		"Sweep":  s.Sweep(ctx),
+	}
+	for name, err := range calls {
+		if !errors.Is(err, embedded.ErrClosed) {
+			t.Errorf("%s after Close = %v; want ErrClosed", name, err)
+		}
+	}
+}
+
+func TestCursorClose(t *testing.T) {
+	t.Parallel()
+	h := openHarness(t)
+	cur, err := h.Feed.Follow(t.Context())
+	if err != nil {
+		t.Fatalf("Follow = %v", err)
+	}
+	if err := cur.Close(); err != nil {
+		t.Fatalf("Cursor.Close = %v; want nil", err)
+	}
+	if _, err := cur.Next(t.Context()); !errors.Is(err, embedded.ErrCursorClosed) {
+		t.Errorf("Next after Cursor.Close = %v; want ErrCursorClosed", err)
+	}
+}
+
+func TestSlowFollowerGetsErrTrimmed(t *testing.T) {
+	t.Parallel()
+	clk := clock.NewFake(epoch)
+	s := openStore(t, filepath.Join(t.TempDir(), "store.db"), embedded.Options{Clock: clk, SweepInterval: -1, FeedRetention: time.Hour})
+	ctx := t.Context()
+	slow, err := s.Follow(ctx)
+	if err != nil {
+		t.Fatalf("Follow = %v", err)
+	}
+	mustPut(t, s, itemAt(key("old")))
+	clk.Advance(time.Hour + time.Second)
+	mustPut(t, s, itemAt(key("recent")))
+	if err := s.Sweep(ctx); err != nil {
+		t.Fatalf("Sweep = %v", err)
+	}
+	// The record of "old" is past retention and gone: the slow follower must learn it lost it
+	// rather than silently skip to "recent".
+	if c, err := slow.Next(ctx); !errors.Is(err, embedded.ErrTrimmed) {
+		t.Errorf("Next of a follower behind the retention = %v, %v; want ErrTrimmed", c.Key, err)
+	}
+	fresh, err := s.Follow(ctx)
+	if err != nil {
+		t.Fatalf("Follow = %v", err)
+	}
+	mustPut(t, s, itemAt(key("new")))
+	if c, err := nextWithin(t, fresh); err != nil || c.Key != key("new") {
+		t.Errorf("Next of a new follower = %v, %v; want the INSERT of %v", c.Key, err, key("new"))
+	}
+}
+
+func nextWithin(t *testing.T, cur store.Cursor) (store.Change, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), waitLimit)
+	defer cancel()
+	return cur.Next(ctx)
+}
+
+func TestBackgroundSweeperDeletesExpired(t *testing.T) {
+	t.Parallel()
+	clk := clock.NewFake(epoch)
+	s := openStore(t, filepath.Join(t.TempDir(), "store.db"), embedded.Options{Clock: clk, SweepInterval: 5 * time.Millisecond})
+	ctx := t.Context()
+	cur, err := s.Follow(ctx)
+	if err != nil {
+		t.Fatalf("Follow = %v", err)
+	}
+	k := key("session")
+	it := itemAt(k, store.AttrTTL, epoch.Add(time.Minute).Unix())
+	mustPut(t, s, it)
+	if c, err := nextWithin(t, cur); err != nil || c.Kind != store.ChangeInsert {
+		t.Fatalf("first record = %v %v, %v; want the INSERT", c.Kind, c.Key, err)
+	}
+	clk.Advance(time.Minute)
+	// No sleep: the sweeper's REMOVE arrives through the feed.
+	c, err := nextWithin(t, cur)
+	if err != nil {
+		t.Fatalf("waiting for the sweeper's REMOVE: %v", err)
+	}
+	if c.Kind != store.ChangeRemove || !c.Expired || c.Key != k {
+		t.Errorf("record after expiry = %v %v expired=%v; want REMOVE %v expired=true", c.Kind, c.Key, c.Expired, k)
+	}
+}
+
+func TestSeqKeepsIncreasingAcrossRestart(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "store.db")
+	seqAfterPut := func(sk string) string {
+		s, err := embedded.Open(path, embedded.Options{SweepInterval: -1})
+		if err != nil {
+			t.Fatalf("Open = %v", err)
+		}
+		defer func() {
+			if err := s.Close(); err != nil {
+				t.Errorf("Close = %v", err)
+			}
+		}()
+		cur, err := s.Follow(t.Context())
+		if err != nil {
+			t.Fatalf("Follow = %v", err)
+		}
+		mustPut(t, s, itemAt(key(sk)))
+		c, err := nextWithin(t, cur)
+		if err != nil {
+			t.Fatalf("Next = %v", err)
+		}
+		return c.Seq
+	}
+	first := seqAfterPut("a")
+	second := seqAfterPut("b")
+	if !(second > first) || len(second) != len(first) {
+		t.Errorf("Seq after reopening = %q; want a same-width position after %q", second, first)
+	}
+}
+
+// TestCorruptRecordsAreErrors damages stored records behind the store's back: reads return
+// ErrCorrupt instead of panicking or returning garbage.
+func TestCorruptRecordsAreErrors(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "store.db")
+	s, err := embedded.Open(path, embedded.Options{SweepInterval: -1})
+	if err != nil {
+		t.Fatalf("Open = %v", err)
+	}
+	mustPut(t, s, itemAt(key("a"), "v", "x"))
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close = %v", err)
+	}
+	garbage := [][]byte{nil, {1}, {1, 200}, {9, 0}, {1, 1, 1, 'v', 'Z'}, {1, 1, 1, 'v', 'S', 50, 'x'}, {1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}}
+	for i, g := range garbage {
+		rewriteItems(t, path, g)
+		s := openStore(t, path, embedded.Options{SweepInterval: -1})
+		if _, err := s.Get(t.Context(), key("a")); !errors.Is(err, embedded.ErrCorrupt) {
+			t.Errorf("garbage %d %v: Get = %v; want ErrCorrupt", i, g, err)
+		}
+		if _, err := s.Query(t.Context(), store.Query{PK: "p"}); !errors.Is(err, embedded.ErrCorrupt) {
+			t.Errorf("garbage %d %v: Query = %v; want ErrCorrupt", i, g, err)
+		}
+		if err := s.Put(t.Context(), itemAt(key("a")), store.IfNotExists()); !errors.Is(err, embedded.ErrCorrupt) {
+			t.Errorf("garbage %d %v: Put(IfNotExists) = %v; want ErrCorrupt", i, g, err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatalf("Close = %v", err)
+		}
+	}
+}
+
+// rewriteItems replaces the value of every item in the file with raw.
+func rewriteItems(t *testing.T, path string, raw []byte) {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatalf("bolt.Open = %v", err)
+	}
+	defer db.Close()
+	err = db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte("items"))
+		var keys [][]byte
+		if err := b.ForEach(func(k, _ []byte) error {
+			keys = append(keys, append([]byte(nil), k...))
+			return nil
+		}); err != nil {
+			return err
+		}
+		for _, k := range keys {
+			if err := b.Put(k, raw); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("rewrite items: %v", err)
+	}
+}
+
+func TestOpenRefusesUnknownFormat(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "store.db")
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatalf("bolt.Open = %v", err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucket([]byte("meta"))
+		if err != nil {
+			return err
+		}
+		return b.Put([]byte("format"), []byte("2"))
+	})
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatalf("write a format-2 file: %v", err)
+	}
+	s, err := embedded.Open(path, embedded.Options{SweepInterval: -1})
+	if !errors.Is(err, embedded.ErrFormat) {
+		if s != nil {
+			_ = s.Close()
+		}
+		t.Errorf("Open(format 2 file) = %v; want ErrFormat", err)
+	}
+}
