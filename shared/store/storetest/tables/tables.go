@@ -1,0 +1,133 @@
+// Package tables opens a fresh table on each store adapter for the tests of domain packages,
+// so that every package that stores something runs its tests against both the embedded store
+// and DynamoDB (ARCHITECTURE.md, "Storage: one table, two adapters": a behaviour difference is
+// a bug, and the domain is where it would show).
+//
+//	func TestRevoke(t *testing.T) {
+//		t.Parallel()
+//		tables.Each(t, func(t *testing.T, tab tables.Table) {
+//			t.Parallel()
+//			keys := apikey.New(tab, apikey.Options{Clock: tab.Clock})
+//			...
+//		})
+//	}
+//
+// The embedded store always runs, in t.TempDir(). DynamoDB runs against DynamoDB Local when
+// ROADEVENTS_DYNAMODB_ENDPOINT is set (scripts/test.sh starts it and sets it); otherwise its
+// subtest skips with a message naming scripts/test.sh, which scripts/test.sh turns into a
+// failure, so CI cannot pass without it.
+package tables
+
+import (
+	"context"
+	"crypto/rand"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+
+	"github.com/roadevents/roadevents/shared/clock"
+	"github.com/roadevents/roadevents/shared/store"
+	"github.com/roadevents/roadevents/shared/store/dynamodb"
+	"github.com/roadevents/roadevents/shared/store/embedded"
+)
+
+// EndpointEnv names the environment variable holding DynamoDB Local's endpoint; scripts/test.sh
+// sets it. Only tests read it (the service reads its configuration through package config).
+const EndpointEnv = "ROADEVENTS_DYNAMODB_ENDPOINT"
+
+// The adapter names, also the names of the subtests Each runs.
+const (
+	AdapterEmbedded = "embedded"
+	AdapterDynamoDB = "dynamodb"
+)
+
+// Start is where every Table's fake clock starts: years ahead of the wall clock, so that
+// DynamoDB Local's own TTL deletion (which runs on the wall clock) never removes a test item
+// and TTL behaviour follows the fake clock alone. Tests that move the clock elsewhere should
+// stay after the wall clock for the same reason.
+var Start = time.Date(2040, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// Table is a fresh, empty table on one adapter, with the fake clock that adapter uses to
+// decide TTL expiry. Give the same clock to the code under test so that its idea of "now"
+// and the table's agree.
+type Table struct {
+	store.Table
+	// Feed is the table's change feed.
+	Feed store.Feed
+	// Clock is the adapter's clock, starting at Start.
+	Clock *clock.Fake
+	// Adapter is AdapterEmbedded or AdapterDynamoDB.
+	Adapter string
+}
+
+// Each runs f as one subtest per adapter (named AdapterEmbedded and AdapterDynamoDB), each
+// with a fresh table. The DynamoDB subtest skips when DynamoDB Local is not configured.
+func Each(t *testing.T, f func(t *testing.T, tab Table)) {
+	t.Helper()
+	t.Run(AdapterEmbedded, func(t *testing.T) { f(t, Embedded(t)) })
+	t.Run(AdapterDynamoDB, func(t *testing.T) { f(t, DynamoDB(t)) })
+}
+
+// Embedded opens an embedded store in a temporary directory of tb, closed at the end of the
+// test. It has no background sweeper: items past their TTL are invisible all the same.
+func Embedded(tb testing.TB) Table {
+	tb.Helper()
+	clk := clock.NewFake(Start)
+	path := filepath.Join(tb.TempDir(), "store.db")
+	s, err := embedded.Open(path, embedded.Options{Clock: clk, SweepInterval: -1})
+	if err != nil {
+		tb.Fatalf("embedded.Open(%s) = %v; want nil", path, err)
+	}
+	tb.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			tb.Errorf("embedded store Close = %v; want nil", err)
+		}
+	})
+	return Table{Table: s, Feed: s, Clock: clk, Adapter: AdapterEmbedded}
+}
+
+// DynamoDB creates a table of its own on DynamoDB Local, deleted at the end of the test, or
+// skips tb when EndpointEnv is not set.
+func DynamoDB(tb testing.TB) Table {
+	tb.Helper()
+	endpoint := os.Getenv(EndpointEnv)
+	if endpoint == "" {
+		tb.Skip("DynamoDB Local not running: run ./scripts/test.sh, which starts it (or scripts/dynamodb-local.sh start and set " + EndpointEnv + ")")
+	}
+	cfg := aws.Config{
+		Region:      "us-east-1",
+		Credentials: credentials.NewStaticCredentialsProvider("local", "local", ""),
+	}
+	db := ddb.NewFromConfig(cfg, func(o *ddb.Options) { o.BaseEndpoint = aws.String(endpoint) })
+	streams := dynamodbstreams.NewFromConfig(cfg, func(o *dynamodbstreams.Options) {
+		o.BaseEndpoint = aws.String(endpoint)
+	})
+	name := "test-" + strings.ToLower(rand.Text())
+	ctx := context.Background()
+	if err := dynamodb.CreateTable(ctx, db, name); err != nil {
+		tb.Fatalf("CreateTable(%s) on %s = %v; want nil", name, endpoint, err)
+	}
+	tb.Cleanup(func() {
+		if _, err := db.DeleteTable(context.Background(), &ddb.DeleteTableInput{TableName: aws.String(name)}); err != nil {
+			tb.Errorf("DeleteTable(%s) = %v; want nil", name, err)
+		}
+	})
+	arn, err := dynamodb.StreamARN(ctx, db, name)
+	if err != nil {
+		tb.Fatalf("StreamARN(%s) = %v; want nil", name, err)
+	}
+	clk := clock.NewFake(Start)
+	return Table{
+		Table:   dynamodb.New(db, name, dynamodb.Options{Clock: clk}),
+		Feed:    dynamodb.NewStreamFeed(streams, arn, dynamodb.StreamOptions{PollInterval: 50 * time.Millisecond}),
+		Clock:   clk,
+		Adapter: AdapterDynamoDB,
+	}
+}
