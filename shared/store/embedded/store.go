@@ -5,7 +5,8 @@
 //
 // Every write commits its change records in the same bbolt transaction as the write, so the
 // feed is durable and in commit order; a write returns only after bbolt has synced the commit
-// to disk. Concurrent writes share commits (bbolt's Batch), so one fsync serves many writers.
+// to disk. Concurrent writes share commits (group commit, commit.go), so one fsync serves many
+// writers.
 package embedded
 
 import (
@@ -16,7 +17,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -49,9 +49,8 @@ const (
 	DefaultSweepInterval = time.Minute
 	DefaultFeedRetention = 24 * time.Hour // as long as DynamoDB Streams keeps records
 	defaultOpenTimeout   = 5 * time.Second
-	// defaultBatchDelay is how long a write waits for others to share its commit when another
-	// write is already in progress (bbolt's MaxBatchDelay); a lone write does not wait.
-	defaultBatchDelay = 2 * time.Millisecond
+	// commitQueue is how many writes may wait for the committer before writers block.
+	commitQueue = 1024
 )
 
 // Options tune a Store; the zero value is ready to use.
@@ -94,9 +93,10 @@ type Store struct {
 	closeErr  error
 	sweeper   sync.WaitGroup
 
-	// writers counts writes in progress; a write that finds none commits on its own instead
-	// of waiting for a batch to fill.
-	writers atomic.Int64
+	// commits feeds the committer goroutine (commit.go); Close closes it once no call is in
+	// progress, and committerDone tells when the committer has finished.
+	commits       chan *commitReq
+	committerDone chan struct{}
 
 	// wake is closed and replaced after every commit that appended to the feed, waking the
 	// cursors waiting for it.
@@ -128,7 +128,6 @@ func Open(path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("embedded: open %s: %w", path, err)
 	}
-	db.MaxBatchDelay = defaultBatchDelay
 	if err := db.Update(initBuckets); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("embedded: open %s: %w", path, err)
@@ -140,7 +139,11 @@ func Open(path string, opts Options) (*Store, error) {
 		retention: opts.FeedRetention,
 		closing:   make(chan struct{}),
 		wake:      make(chan struct{}),
+
+		commits:       make(chan *commitReq, commitQueue),
+		committerDone: make(chan struct{}),
 	}
+	go s.commitLoop()
 	if opts.SweepInterval > 0 {
 		s.sweeper.Add(1)
 		go s.sweepLoop(opts.SweepInterval)
@@ -179,6 +182,8 @@ func (s *Store) Close() error {
 		s.gate.Lock()
 		s.closed = true
 		s.gate.Unlock()
+		close(s.commits) // no call is in progress, so no write is left to send
+		<-s.committerDone
 		if err := s.db.Close(); err != nil {
 			s.closeErr = fmt.Errorf("embedded: close: %w", err)
 		}

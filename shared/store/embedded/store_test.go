@@ -3,7 +3,9 @@ package embedded_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -275,5 +277,53 @@ func TestOpenRefusesUnknownFormat(t *testing.T) {
 			_ = s.Close()
 		}
 		t.Errorf("Open(format 2 file) = %v; want ErrFormat", err)
+	}
+}
+
+// TestFailingWriteFailsAlone has one write fail on a damaged record while others commit at the
+// same time, in the same group commit: only that write fails, the others are all stored.
+func TestFailingWriteFailsAlone(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "store.db")
+	s, err := embedded.Open(path, embedded.Options{SweepInterval: -1})
+	if err != nil {
+		t.Fatalf("Open = %v", err)
+	}
+	mustPut(t, s, itemAt(key("damaged")))
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close = %v", err)
+	}
+	rewriteItems(t, path, []byte{1, 7})
+	s = openStore(t, path, embedded.Options{SweepInterval: -1})
+	ctx := t.Context()
+	const n = 40
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			if i == n/2 {
+				errs[i] = s.Put(ctx, itemAt(key("damaged"), "v", "new"), store.Condition{})
+				return
+			}
+			errs[i] = s.Put(ctx, itemAt(key(fmt.Sprint(i)), "v", int64(i)), store.Condition{})
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		switch {
+		case i == n/2 && !errors.Is(err, embedded.ErrCorrupt):
+			t.Errorf("Put over the damaged record = %v; want ErrCorrupt", err)
+		case i != n/2 && err != nil:
+			t.Errorf("Put %d alongside the failing write = %v; want nil", i, err)
+		}
+	}
+	for i := range n {
+		if i == n/2 {
+			continue
+		}
+		got, err := s.Get(ctx, key(fmt.Sprint(i)))
+		if err != nil || got.Int("v") != int64(i) {
+			t.Errorf("Get(%d) = %v, %v; want v=%d", i, got, err, i)
+		}
 	}
 }

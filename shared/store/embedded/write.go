@@ -23,8 +23,8 @@ type writeOp struct {
 	cond   store.Condition
 }
 
-// writeResult is what apply decided. apply may run more than once for one call (bbolt's Batch
-// retries a batch without a call that failed), so it starts from a zero writeResult each time.
+// writeResult is what apply decided. apply may run more than once for one call (a group commit
+// that failed is retried write by write), so it starts from a zero writeResult each time.
 type writeResult struct {
 	err     error      // a refusal decided in the transaction: condition failed, bad Add
 	updated store.Item // the item after a single Update
@@ -172,8 +172,7 @@ func transactOps(ops []store.Op) ([]writeOp, error) {
 }
 
 // write commits ops in one bbolt transaction, with their change records, and wakes the
-// followers. A write that finds no other in progress commits at once; concurrent writes go
-// through bbolt's Batch and share a commit and its fsync.
+// followers. Concurrent writes share a transaction and its fsync (commit.go).
 func (s *Store) write(ctx context.Context, ops []writeOp, transact bool) (writeResult, error) {
 	if err := s.enter(ctx); err != nil {
 		return writeResult{}, err
@@ -184,14 +183,7 @@ func (s *Store) write(ctx context.Context, ops []writeOp, transact bool) (writeR
 		res = writeResult{}
 		return s.apply(tx, ops, transact, &res)
 	}
-	var err error
-	if s.writers.Add(1) == 1 {
-		err = s.db.Update(fn)
-	} else {
-		err = s.db.Batch(fn)
-	}
-	s.writers.Add(-1)
-	if err != nil {
+	if err := s.commit(fn); err != nil {
 		return writeResult{}, err
 	}
 	if res.changed {
@@ -208,8 +200,8 @@ type pending struct {
 }
 
 // apply checks every condition first and writes only if all hold, so a refused call writes
-// nothing. Refusals go in res.err and apply returns nil: an error return would make bbolt's
-// Batch roll back the whole batch and re-run this call alone. Only storage failures are errors.
+// nothing. Refusals go in res.err and apply returns nil: an error return would roll back the
+// whole group commit and re-run every write in it alone. Only storage failures are errors.
 func (s *Store) apply(tx *bolt.Tx, ops []writeOp, transact bool, res *writeResult) error {
 	items := tx.Bucket(bucketItems)
 	at, now := s.now()

@@ -1,0 +1,87 @@
+package embedded
+
+import (
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Group commit. Every write goes to one committer goroutine, which runs all the writes waiting
+// at that moment in one bbolt transaction, so one fsync serves them all; a write that finds the
+// committer idle is committed at once. bbolt's own DB.Batch does the same grouping but first
+// waits a fixed MaxBatchDelay for company: measured on this store (BenchmarkEmbedded, 16
+// writers), a 2 ms delay gave ~210 µs per write and 10 ms ~730 µs, against ~300 µs for one lone
+// synced commit, because each round of writers waits out the timer; grouping whatever queued up
+// during the previous commit gives ~65 µs per write and has no timer to tune.
+
+// maxGroup bounds the writes of one transaction, so one commit's work stays short.
+const maxGroup = 256
+
+// commitReq is one write waiting for the committer.
+type commitReq struct {
+	fn   func(*bolt.Tx) error
+	done chan error
+}
+
+// commit runs fn in a write transaction shared with other writes and returns once that
+// transaction is durably committed (or failed). fn may run more than once, so it must decide
+// everything from the transaction it is given.
+func (s *Store) commit(fn func(*bolt.Tx) error) error {
+	req := &commitReq{fn: fn, done: make(chan error, 1)}
+	s.commits <- req
+	return <-req.done
+}
+
+// commitLoop is the committer goroutine; it ends when Close closes s.commits.
+func (s *Store) commitLoop() {
+	defer close(s.committerDone)
+	for req := range s.commits {
+		group := []*commitReq{req}
+	gather:
+		for len(group) < maxGroup {
+			select {
+			case r, ok := <-s.commits:
+				if !ok {
+					break gather
+				}
+				group = append(group, r)
+			default:
+				break gather
+			}
+		}
+		s.runGroup(group)
+	}
+}
+
+// runGroup commits a group in one transaction. If one write fails, the transaction is rolled
+// back and every write of the group runs again alone, so that only the failing one fails.
+func (s *Store) runGroup(group []*commitReq) {
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		for _, r := range group {
+			if err := safeCall(r.fn, tx); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err == nil || len(group) == 1 {
+		for _, r := range group {
+			r.done <- err
+		}
+		return
+	}
+	for _, r := range group {
+		r.done <- s.db.Update(func(tx *bolt.Tx) error { return safeCall(r.fn, tx) })
+	}
+}
+
+// safeCall turns a panic in a write into an error of that write, so one bad write cannot
+// stop the committer and with it every other writer.
+func safeCall(fn func(*bolt.Tx) error, tx *bolt.Tx) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("embedded: write panicked: %v", p)
+		}
+	}()
+	return fn(tx)
+}
