@@ -1,0 +1,174 @@
+// Package ratelimit counts requests in fixed time windows on the table and refuses those past
+// a limit. Its first rule is the signal ceiling of spec 8, the only rate limit on /v1: 3000
+// signals per organisation per hour, within one side of the live/sandbox line, counted in
+// fixed UTC clock-hour windows (contract 2). The console caps of contract 3 (code requests,
+// TOTP attempts, invitations, key issuance) are the same kind of rule with other windows.
+//
+// # How it counts
+//
+// Each (rule, subject, window) is one item, pk "ratelimit#<rule>#<subject>#<window start>",
+// sk "window", holding count and a TTL a little past the window's end (ARCHITECTURE.md:
+// "counters for rate limits per window, expiring by TTL"). Allow makes one atomic conditional
+// Add per call: count + 1 if count < limit or the item is absent. The table decides, so every
+// process and every Lambda shares one budget, exactly; a second key of the organisation gives
+// no second budget (spec 8 rule 1) because the subject is the organisation, not the key.
+//
+// Each window has its own partition key, so windows and subjects spread over the table. A
+// refused call costs a refused write; to keep a client hammering past its ceiling from
+// loading the item, a process that saw a window full refuses the rest of that window itself,
+// without a table call (counts only grow within a window, so this never refuses wrongly).
+//
+// # Metering
+//
+// A refused signal is still counted by the meter (spec 8 rule 3): the caller counts every
+// signal with package metering before or regardless of calling Allow; this package only
+// decides.
+package ratelimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/roadevents/roadevents/shared/store"
+)
+
+// SignalCeiling is spec 8's signal ceiling: 3000 per organisation and environment per UTC
+// clock hour (contract 2).
+var SignalCeiling = Rule{Name: "signals", Limit: 3000, Window: time.Hour}
+
+// ttlMargin keeps a window's item past the window's end, so that a process whose clock runs
+// a little behind still finds the count of the window it believes current.
+const ttlMargin = 10 * time.Minute
+
+// maxExhausted bounds the in-memory list of full windows; past it, ended windows are dropped.
+const maxExhausted = 4096
+
+// ErrInvalid is returned for a rule or a subject the limiter cannot count: an empty name or
+// subject, a limit below 1, a window that does not divide a day.
+var ErrInvalid = errors.New("ratelimit: invalid rule or subject")
+
+// Rule is a limit per subject per fixed window. Windows are aligned to UTC: a Window of an
+// hour starts at every clock hour, of a day at midnight UTC.
+type Rule struct {
+	// Name tells the rule's items apart from other rules' in the table.
+	Name string
+	// Limit is how many calls a window allows.
+	Limit int64
+	// Window is the length of a window; it must divide 24 hours.
+	Window time.Duration
+}
+
+func (r Rule) validate() error {
+	switch {
+	case r.Name == "":
+		return fmt.Errorf("%w: rule without a name", ErrInvalid)
+	case r.Limit < 1:
+		return fmt.Errorf("%w: rule %s limit %d", ErrInvalid, r.Name, r.Limit)
+	case r.Window < time.Second || (24*time.Hour)%r.Window != 0:
+		return fmt.Errorf("%w: rule %s window %v does not divide a day", ErrInvalid, r.Name, r.Window)
+	}
+	return nil
+}
+
+// Limiter applies one Rule on one table. It is safe for concurrent use.
+type Limiter struct {
+	table store.Table
+	rule  Rule
+
+	mu        sync.Mutex
+	exhausted map[string]time.Time // item pk -> end of its full window
+}
+
+// New returns a limiter of rule on table; it fails for an invalid rule.
+func New(table store.Table, rule Rule) (*Limiter, error) {
+	if err := rule.validate(); err != nil {
+		return nil, err
+	}
+	return &Limiter{table: table, rule: rule, exhausted: map[string]time.Time{}}, nil
+}
+
+// Allow counts one call of subject at now and tells whether the window still allowed it.
+// When it did not, retryAfter is the time left in the window in whole seconds, rounded up and
+// at least one (contract 2: the Retry-After of the 429). A refused call is not counted.
+func (l *Limiter) Allow(ctx context.Context, subject string, now time.Time) (ok bool, retryAfter time.Duration, err error) {
+	if subject == "" {
+		return false, 0, fmt.Errorf("%w: empty subject for rule %s", ErrInvalid, l.rule.Name)
+	}
+	now = now.UTC()
+	start := now.Truncate(l.rule.Window)
+	end := start.Add(l.rule.Window)
+	retryAfter = wholeSeconds(end.Sub(now))
+	pk := "ratelimit#" + l.rule.Name + "#" + subject + "#" + start.Format("20060102T150405Z")
+	if l.isExhausted(pk, now) {
+		return false, retryAfter, nil
+	}
+	_, err = l.table.Update(ctx, store.Key{PK: pk, SK: "window"},
+		store.Update{
+			Add: map[string]int64{"count": 1},
+			Set: map[string]any{store.AttrTTL: end.Add(ttlMargin).Unix()},
+		},
+		store.Or(store.IfAttrNotExists("count"), store.IfLess("count", l.rule.Limit)))
+	switch {
+	case errors.Is(err, store.ErrConditionFailed):
+		l.markExhausted(pk, end, now)
+		return false, retryAfter, nil
+	case err != nil:
+		return false, 0, fmt.Errorf("ratelimit: count %s for %s: %w", l.rule.Name, subject, err)
+	}
+	return true, 0, nil
+}
+
+func (l *Limiter) isExhausted(pk string, now time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	end, ok := l.exhausted[pk]
+	return ok && now.Before(end)
+}
+
+func (l *Limiter) markExhausted(pk string, end, now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.exhausted) >= maxExhausted {
+		for k, e := range l.exhausted {
+			if !now.Before(e) {
+				delete(l.exhausted, k)
+			}
+		}
+	}
+	if len(l.exhausted) < maxExhausted {
+		l.exhausted[pk] = end
+	}
+}
+
+// wholeSeconds rounds d up to whole seconds, at least one.
+func wholeSeconds(d time.Duration) time.Duration {
+	d = (d + time.Second - 1).Truncate(time.Second)
+	return max(d, time.Second)
+}
+
+// Signals is the signal ceiling (spec 8): one budget per organisation and environment.
+type Signals struct {
+	l *Limiter
+}
+
+// NewSignals returns the signal ceiling on table.
+func NewSignals(table store.Table) *Signals {
+	l, err := New(table, SignalCeiling)
+	if err != nil {
+		panic(err) // SignalCeiling is a valid rule
+	}
+	return &Signals{l: l}
+}
+
+// Allow counts one signal of organisation org in environment env ("live" or "sandbox") at
+// now. When refused, answer 429 with Retry-After retryAfter (httpapi.TooManyRequests); the
+// meter counts the signal either way (spec 8 rule 3).
+func (s *Signals) Allow(ctx context.Context, org, env string, now time.Time) (ok bool, retryAfter time.Duration, err error) {
+	if org == "" || (env != "live" && env != "sandbox") {
+		return false, 0, fmt.Errorf("%w: organisation %q, environment %q", ErrInvalid, org, env)
+	}
+	return s.l.Allow(ctx, org+"#"+env, now)
+}
