@@ -37,6 +37,9 @@ func marshalValue(v any) (types.AttributeValue, error) {
 	case bool:
 		return &types.AttributeValueMemberBOOL{Value: v}, nil
 	case []byte:
+		if v == nil {
+			v = []byte{} // the SDK would send a nil B as no value at all, which DynamoDB refuses
+		}
 		return &types.AttributeValueMemberB{Value: v}, nil
 	case []string:
 		l := make([]types.AttributeValue, len(v))
