@@ -454,3 +454,23 @@ func TestTouchFailureDoesNotFailTheRequest(t *testing.T) {
 		t.Errorf("log = %q; holds the key", logged)
 	}
 }
+
+// BenchmarkAuthenticate measures the per-request cost of a key on the embedded store: one
+// read by hash (the last_used_at write happens at most once a minute, so not here).
+func BenchmarkAuthenticate(b *testing.B) {
+	tab := tables.Embedded(b)
+	keys := apikey.New(tab, apikey.Options{Clock: tab.Clock})
+	raw, _, err := keys.Issue(b.Context(), apikey.IssueRequest{OrgID: "org_bench", Environment: apikey.Live, Label: "bench"})
+	if err != nil {
+		b.Fatalf("Issue = %v", err)
+	}
+	for b.Loop() {
+		if _, err := keys.Authenticate(b.Context(), raw); err != nil {
+			b.Fatalf("Authenticate = %v", err)
+		}
+	}
+	b.StopTimer()
+	if err := keys.Wait(context.Background()); err != nil {
+		b.Fatalf("Wait = %v", err)
+	}
+}

@@ -309,3 +309,17 @@ func TestReadRefuses(t *testing.T) {
 		t.Errorf("Read(90 days) = %d days, %v; want 90, nil", len(days), err)
 	}
 }
+
+// BenchmarkCount measures what a request pays for metering in the default mode: an
+// in-memory add, no table write.
+func BenchmarkCount(b *testing.B) {
+	tab := tables.Embedded(b)
+	m := metering.New(tab, metering.Options{Clock: tab.Clock, FlushInterval: -1})
+	defer m.Close(context.Background())
+	ctx := b.Context()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			m.Count(ctx, "org_bench", "live", metering.Reads)
+		}
+	})
+}

@@ -164,3 +164,19 @@ func TestInvalid(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkSignalsAllow measures one allowed signal on the embedded store: one conditional
+// atomic update (a durable write).
+func BenchmarkSignalsAllow(b *testing.B) {
+	tab := tables.Embedded(b)
+	tab.Clock.Set(hour)
+	l, err := ratelimit.New(tab, ratelimit.Rule{Name: "bench", Limit: 1 << 40, Window: time.Hour})
+	if err != nil {
+		b.Fatalf("New = %v", err)
+	}
+	for b.Loop() {
+		if ok, _, err := l.Allow(b.Context(), "org_bench#live", hour); !ok || err != nil {
+			b.Fatalf("Allow = %v, %v", ok, err)
+		}
+	}
+}
