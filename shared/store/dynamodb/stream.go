@@ -228,7 +228,8 @@ func (c *streamCursor) readShard(id, iterator string, typ streamtypes.ShardItera
 			switch {
 			case errors.As(err, &expired):
 				// Iterators live 15 minutes; a reader held up by a slow consumer resumes
-				// after the last record it delivered.
+				// after the last record it delivered. One that delivered nothing yet was
+				// never held up (it polls far more often), so it starts where it started.
 				if last != "" {
 					iterator, err = f.iterator(c.ctx, id, streamtypes.ShardIteratorTypeAfterSequenceNumber, last)
 				} else {
