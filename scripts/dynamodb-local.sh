@@ -148,8 +148,9 @@ start() {
   cmd+=(-inMemory -disableTelemetry -port "$port")
   echo "--- $(date -u +%FT%TZ) starting on port $port: ${cmd[*]}" >>"$logfile"
   # setsid: the server outlives the shell that started it and gets no terminal signals.
-  # 9>&-: the server must not hold the lock (fd 9) for as long as it runs.
-  DDB_LOCAL_TELEMETRY=0 setsid nohup "${cmd[@]}" >>"$logfile" 2>&1 </dev/null 9>&- &
+  # 9>&-: the server must not hold the lock (fd 9) for as long as it runs. It runs in the
+  # cache folder because it writes a dynamodb-local-metadata.json into its working directory.
+  (cd "$dir" && DDB_LOCAL_TELEMETRY=0 exec setsid nohup "${cmd[@]}") >>"$logfile" 2>&1 </dev/null 9>&- &
   local pid=$!
   echo "$pid" >"$pidfile"
   local deadline=$((SECONDS + START_TIMEOUT_SECONDS))
