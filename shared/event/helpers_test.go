@@ -15,7 +15,7 @@ import (
 var t0 = time.Date(2024, 5, 1, 10, 0, 0, 0, time.UTC)
 
 // decode parses JSON the way the HTTP layer hands a body to validation (UseNumber).
-func decode(t *testing.T, s string) any {
+func decode(t testing.TB, s string) any {
 	t.Helper()
 	dec := json.NewDecoder(strings.NewReader(s))
 	dec.UseNumber()
@@ -27,7 +27,7 @@ func decode(t *testing.T, s string) any {
 }
 
 // object decodes a JSON object and applies edits: a nil value deletes the member.
-func object(t *testing.T, s string, edits map[string]any) map[string]any {
+func object(t testing.TB, s string, edits map[string]any) map[string]any {
 	t.Helper()
 	m, ok := decode(t, s).(map[string]any)
 	if !ok {
