@@ -4,92 +4,25 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
-	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/pb33f/libopenapi/datamodel"
-	"github.com/santhosh-tekuri/jsonschema/v6"
-
 	"github.com/roadevents/roadevents/shared/httpapi"
+	"github.com/roadevents/roadevents/shared/httpapi/openapitest"
 )
 
 // TestOpenAPIIsValidOpenAPI31 validates the generated document against the official
-// OpenAPI 3.1 JSON Schema (OAI/OpenAPI-Specification schemas/v3.1/schema.json, id
-// https://spec.openapis.org/oas/3.1/schema/2022-10-07). The schema text comes embedded in
-// github.com/pb33f/libopenapi/datamodel (OpenAPI31SchemaData), a maintained OpenAPI library,
-// rather than copied into this repository; santhosh-tekuri/jsonschema evaluates it. That
-// schema treats Schema Objects as opaque, so every schema of the document is also compiled
-// on its own, which checks it against the JSON Schema 2020-12 meta-schema.
+// OpenAPI 3.1 JSON Schema, and each of its schemas as JSON Schema 2020-12 (see openapitest).
 func TestOpenAPIIsValidOpenAPI31(t *testing.T) {
 	t.Parallel()
 	api, _ := newTestAPI(t, httpapi.Config{Description: "Test routes"})
-	doc := api.OpenAPI()
-
-	oas, err := jsonschema.UnmarshalJSON(strings.NewReader(datamodel.OpenAPI31SchemaData))
+	n, err := openapitest.Validate(api.OpenAPI())
 	if err != nil {
-		t.Fatalf("parse the OAS 3.1 schema: %v", err)
-	}
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource("https://spec.openapis.org/oas/3.1/schema/2022-10-07", oas); err != nil {
 		t.Fatal(err)
 	}
-	oasSchema, err := c.Compile("https://spec.openapis.org/oas/3.1/schema/2022-10-07")
-	if err != nil {
-		t.Fatalf("compile the OAS 3.1 schema: %v", err)
+	if n < 20 {
+		t.Fatalf("found only %d schemas in the document; the walk is broken", n)
 	}
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
-	if err != nil {
-		t.Fatalf("document is not JSON: %v", err)
-	}
-	if err := oasSchema.Validate(inst); err != nil {
-		t.Fatalf("document is not valid OpenAPI 3.1: %v\n%s", err, doc)
-	}
-
-	// Every schema in the document, checked as JSON Schema 2020-12.
-	sc := jsonschema.NewCompiler()
-	sc.DefaultDraft(jsonschema.Draft2020)
-	if err := sc.AddResource("mem://openapi.json", inst); err != nil {
-		t.Fatal(err)
-	}
-	var tree any
-	if err := json.Unmarshal(doc, &tree); err != nil {
-		t.Fatal(err)
-	}
-	ptrs := schemaPointers(tree, "")
-	if len(ptrs) < 20 {
-		t.Fatalf("found only %d schemas in the document; the walk is broken", len(ptrs))
-	}
-	for _, ptr := range ptrs {
-		if _, err := sc.Compile("mem://openapi.json#" + ptr); err != nil {
-			t.Errorf("schema at %s is not valid JSON Schema 2020-12: %v", ptr, err)
-		}
-	}
-}
-
-// schemaPointers returns the JSON pointers of every Schema Object in an OpenAPI document:
-// values of "schema" members and the members of components.schemas.
-func schemaPointers(v any, at string) []string {
-	var out []string
-	switch x := v.(type) {
-	case map[string]any:
-		for k, child := range x {
-			ptr := at + "/" + strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1")
-			switch {
-			case k == "schema":
-				out = append(out, ptr)
-			case at == "/components/schemas":
-				out = append(out, ptr)
-			default:
-				out = append(out, schemaPointers(child, ptr)...)
-			}
-		}
-	case []any:
-		for i, child := range x {
-			out = append(out, schemaPointers(child, at+"/"+strconv.Itoa(i))...)
-		}
-	}
-	return out
 }
 
 func TestOpenAPIContent(t *testing.T) {
