@@ -28,7 +28,7 @@ func main() {
 
 	outputs := map[string]*strings.Builder{} // package/test -> output
 	var passed, failed, skipped int
-	var failures, forbidden []string
+	var failures, forbidden, skips []string
 	pkgFailed := false
 
 	sc := bufio.NewScanner(os.Stdin)
@@ -66,6 +66,7 @@ func main() {
 				fmt.Printf("--- FAIL: %s (%s)\n%s", e.Test, e.Package, text(outputs[id]))
 			case "skip":
 				skipped++
+				skips = append(skips, fmt.Sprintf("--- SKIP: %s (%s): %s", e.Test, e.Package, skipReason(text(outputs[id]))))
 				if *forbid != "" && strings.Contains(text(outputs[id]), *forbid) {
 					forbidden = append(forbidden, id)
 				}
@@ -76,6 +77,9 @@ func main() {
 	if err := sc.Err(); err != nil {
 		fmt.Fprintln(os.Stderr, "testsummary:", err)
 		os.Exit(2)
+	}
+	for _, line := range skips {
+		fmt.Println(line)
 	}
 	sort.Strings(forbidden)
 	for _, id := range forbidden {
@@ -104,4 +108,16 @@ func text(b *strings.Builder) string {
 		return ""
 	}
 	return b.String()
+}
+
+// skipReason returns the last line a skipped test logged: t.Skip's message.
+func skipReason(out string) string {
+	var last string
+	for _, line := range strings.Split(out, "\n") {
+		line = strings.TrimSpace(line)
+		if line != "" && !strings.HasPrefix(line, "=== ") && !strings.HasPrefix(line, "--- SKIP") {
+			last = line
+		}
+	}
+	return last
 }
