@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/roadevents/roadevents/shared/admin"
 	"github.com/roadevents/roadevents/shared/clock"
 	"github.com/roadevents/roadevents/shared/config"
 	"github.com/roadevents/roadevents/shared/server"
@@ -28,6 +29,10 @@ func main() {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
+	}
+	// Operator commands (shared/admin) run against the store instead of serving.
+	if len(os.Args) > 1 && os.Args[1] == "apikey" {
+		os.Exit(admin.Main(context.Background(), cfg, os.Args[2:], os.Stdout, os.Stderr))
 	}
 	// Flags win over the environment (README, Configuration).
 	flag.StringVar(&cfg.Addr, "addr", cfg.Addr, "listen address (env ROADEVENTS_ADDR)")
