@@ -1,5 +1,7 @@
 package store
 
+import "fmt"
+
 // Condition guards a write. The zero Condition always holds. Conditions see an item past its
 // TTL as absent, as reads do.
 //
@@ -73,6 +75,13 @@ func cmp(op CondOp, name string, v any) Condition {
 	nv, err := NormalizeValue(v)
 	if err != nil {
 		panic("store: condition value: " + err.Error())
+	}
+	switch nv.(type) {
+	case bool, []string:
+		// DynamoDB refuses an ordered comparison of these; refuse it here for both adapters.
+		if op != CondEqual && op != CondNotEqual {
+			panic(fmt.Sprintf("store: ordered comparison of a %T value", nv))
+		}
 	}
 	return Condition{op: op, attr: name, value: nv}
 }

@@ -166,7 +166,8 @@ func NormalizeValue(v any) (any, error) {
 		}
 		return ParseNumber(FormatNumber(v))
 	case []byte:
-		return bytes.Clone(v), nil
+		// One canonical empty binary value: DynamoDB cannot tell nil from empty.
+		return append([]byte{}, v...), nil
 	case []string:
 		if len(v) == 0 {
 			return nil, fmt.Errorf("%w: empty string list", ErrInvalid)
