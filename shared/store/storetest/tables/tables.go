@@ -93,9 +93,18 @@ func Embedded(tb testing.TB) Table {
 	return Table{Table: s, Feed: s, Clock: clk, Adapter: AdapterEmbedded}
 }
 
-// DynamoDB creates a table of its own on DynamoDB Local, deleted at the end of the test, or
-// skips tb when EndpointEnv is not set.
-func DynamoDB(tb testing.TB) Table {
+// Local is a table of its own on DynamoDB Local with the clients that reach it, for tests that
+// need the raw clients (the dynamodb adapter's own tests); other tests take DynamoDB.
+type Local struct {
+	DB        *ddb.Client
+	Streams   *dynamodbstreams.Client
+	Name      string
+	StreamARN string
+}
+
+// NewLocal creates a table on DynamoDB Local, deleted at the end of the test, or skips tb when
+// EndpointEnv is not set.
+func NewLocal(tb testing.TB) *Local {
 	tb.Helper()
 	endpoint := os.Getenv(EndpointEnv)
 	if endpoint == "" {
@@ -105,29 +114,45 @@ func DynamoDB(tb testing.TB) Table {
 		Region:      "us-east-1",
 		Credentials: credentials.NewStaticCredentialsProvider("local", "local", ""),
 	}
-	db := ddb.NewFromConfig(cfg, func(o *ddb.Options) { o.BaseEndpoint = aws.String(endpoint) })
-	streams := dynamodbstreams.NewFromConfig(cfg, func(o *dynamodbstreams.Options) {
-		o.BaseEndpoint = aws.String(endpoint)
-	})
-	name := "test-" + strings.ToLower(rand.Text())
+	l := &Local{
+		DB: ddb.NewFromConfig(cfg, func(o *ddb.Options) { o.BaseEndpoint = aws.String(endpoint) }),
+		Streams: dynamodbstreams.NewFromConfig(cfg, func(o *dynamodbstreams.Options) {
+			o.BaseEndpoint = aws.String(endpoint)
+		}),
+		Name: "test-" + strings.ToLower(rand.Text()),
+	}
 	ctx := context.Background()
-	if err := dynamodb.CreateTable(ctx, db, name); err != nil {
-		tb.Fatalf("CreateTable(%s) on %s = %v; want nil", name, endpoint, err)
+	if err := dynamodb.CreateTable(ctx, l.DB, l.Name); err != nil {
+		tb.Fatalf("CreateTable(%s) on %s = %v; want nil", l.Name, endpoint, err)
 	}
 	tb.Cleanup(func() {
-		if _, err := db.DeleteTable(context.Background(), &ddb.DeleteTableInput{TableName: aws.String(name)}); err != nil {
-			tb.Errorf("DeleteTable(%s) = %v; want nil", name, err)
+		if _, err := l.DB.DeleteTable(context.Background(), &ddb.DeleteTableInput{TableName: aws.String(l.Name)}); err != nil {
+			tb.Errorf("DeleteTable(%s) = %v; want nil", l.Name, err)
 		}
 	})
-	arn, err := dynamodb.StreamARN(ctx, db, name)
+	arn, err := dynamodb.StreamARN(ctx, l.DB, l.Name)
 	if err != nil {
-		tb.Fatalf("StreamARN(%s) = %v; want nil", name, err)
+		tb.Fatalf("StreamARN(%s) = %v; want nil", l.Name, err)
 	}
+	l.StreamARN = arn
+	return l
+}
+
+// Table returns an adapter over the table, with a fake clock of its own starting at Start.
+// Several adapters over one table can serve tests that write under distinct partitions.
+func (l *Local) Table() Table {
 	clk := clock.NewFake(Start)
 	return Table{
-		Table:   dynamodb.New(db, name, dynamodb.Options{Clock: clk}),
-		Feed:    dynamodb.NewStreamFeed(streams, arn, dynamodb.StreamOptions{PollInterval: 50 * time.Millisecond}),
+		Table:   dynamodb.New(l.DB, l.Name, dynamodb.Options{Clock: clk}),
+		Feed:    dynamodb.NewStreamFeed(l.Streams, l.StreamARN, dynamodb.StreamOptions{PollInterval: 50 * time.Millisecond}),
 		Clock:   clk,
 		Adapter: AdapterDynamoDB,
 	}
+}
+
+// DynamoDB creates a table of its own on DynamoDB Local, deleted at the end of the test, or
+// skips tb when EndpointEnv is not set.
+func DynamoDB(tb testing.TB) Table {
+	tb.Helper()
+	return NewLocal(tb).Table()
 }
