@@ -1,0 +1,385 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// errNotLoopback refuses a target that is not this machine: the generator is a benchmark of
+// a local server, not a tool to load somebody else's.
+var errNotLoopback = errors.New("loadgen: the base URL must be a loopback address")
+
+// loopbackURL parses base and accepts it only when its host is a loopback address.
+func loopbackURL(base string) (*url.URL, error) {
+	u, err := url.Parse(base)
+	if err != nil {
+		return nil, fmt.Errorf("loadgen: base URL %q: %w", base, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, fmt.Errorf("loadgen: base URL %q: want http or https", base)
+	}
+	host := u.Hostname()
+	if ip := net.ParseIP(host); (ip == nil || !ip.IsLoopback()) && host != "localhost" {
+		return nil, fmt.Errorf("%w, not %q", errNotLoopback, host)
+	}
+	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("loadgen: base URL %q: want scheme, host, port and path only", base)
+	}
+	return u, nil
+}
+
+// target is the server under test, reached through one keep-alive client.
+type target struct {
+	base   string // without a trailing slash
+	key    string
+	client *http.Client
+	// dials counts TCP connections: with keep-alive working it stays near the concurrency.
+	dials atomic.Int64
+}
+
+// newTarget returns a client for clients concurrent workers. Every worker must find an idle
+// connection when it sends, so the idle pool holds at least one per worker; otherwise the
+// transport closes connections after each burst and the figures measure TCP handshakes.
+func newTarget(base *url.URL, key string, clients int, timeout time.Duration) *target {
+	t := &target{base: base.String(), key: key}
+	for len(t.base) > 0 && t.base[len(t.base)-1] == '/' {
+		t.base = t.base[:len(t.base)-1]
+	}
+	dialer := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
+	transport := &http.Transport{
+		Proxy: nil, // loopback only: never through a proxy from the environment
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			t.dials.Add(1)
+			return dialer.DialContext(ctx, network, addr)
+		},
+		MaxIdleConns:          2 * clients,
+		MaxIdleConnsPerHost:   2 * clients,
+		IdleConnTimeout:       90 * time.Second,
+		ResponseHeaderTimeout: timeout,
+		// The server's own bytes are measured, not a decompression on our side.
+		DisableCompression: true,
+	}
+	t.client = &http.Client{
+		Transport: transport,
+		Timeout:   timeout,
+		// A redirect could lead off this machine; it is an answer to count, not to follow.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	return t
+}
+
+// close drops the idle connections, so that the next phase dials its own.
+func (t *target) close() { t.client.CloseIdleConnections() }
+
+// worker is one concurrent client: its reusable body buffer and its random source.
+type worker struct {
+	buf bytes.Buffer
+	rng *rand.Rand
+}
+
+// outcome is one request's result as a phase's do function sees it: status 0 with an error
+// is a transport failure; an error with a status is a refused or malformed answer. n is a
+// per-phase count (events returned by a query, 1 for a published segment).
+type outcome struct {
+	status int
+	n      int
+	err    error
+}
+
+// plan bounds a phase: it ends after count measured requests (when count > 0) or at
+// warmup+duration (when duration > 0), whichever first, and in any case at hard.
+type plan struct {
+	phase    string
+	clients  int
+	count    int
+	warmup   time.Duration
+	duration time.Duration
+	hard     time.Duration
+	// abortErrors stops the phase early: once this many requests failed, going on measures
+	// nothing.
+	abortErrors int
+	seed        uint64
+}
+
+// workerStats is what one worker saw; merged at the end so the hot path takes no lock.
+type workerStats struct {
+	samples   latencies
+	ok, errs  int
+	n, maxN   int
+	statuses  map[string]int
+	errSample []string
+	lastEnd   time.Time
+}
+
+const maxErrorSamples = 5
+
+// run drives do from p.clients workers as p says and returns the measured result. do gets
+// the index of the measured request (0, 1, ...; seed uses it as the event number) or -1
+// during the warm-up.
+func (t *target) run(ctx context.Context, p plan, do func(ctx context.Context, w *worker, i int) outcome) result {
+	hardCtx, cancel := context.WithTimeout(ctx, p.hard)
+	defer cancel()
+	dials := t.dials.Load()
+	start := time.Now()
+	measureFrom := start.Add(p.warmup)
+	end := measureFrom.Add(p.duration)
+
+	var (
+		tickets atomic.Int64
+		failed  atomic.Int64
+		stopMu  sync.Mutex
+		stopped string
+	)
+	stop := func(reason string) {
+		stopMu.Lock()
+		if stopped == "" {
+			stopped = reason
+		}
+		stopMu.Unlock()
+	}
+	isStopped := func() bool {
+		stopMu.Lock()
+		defer stopMu.Unlock()
+		return stopped != ""
+	}
+
+	stats := make([]workerStats, p.clients)
+	var wg sync.WaitGroup
+	for c := range p.clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s := &stats[c]
+			s.statuses = map[string]int{}
+			w := &worker{rng: rand.New(rand.NewPCG(p.seed, uint64(c)+1<<32))}
+			for !isStopped() {
+				if hardCtx.Err() != nil {
+					if ctx.Err() != nil {
+						stop(stopInterrupts)
+					} else {
+						stop(stopHardLimit)
+					}
+					return
+				}
+				now := time.Now()
+				measured := !now.Before(measureFrom)
+				if measured && p.duration > 0 && !now.Before(end) {
+					stop(stopDuration)
+					return
+				}
+				i := -1
+				if measured {
+					n := tickets.Add(1)
+					if p.count > 0 && n > int64(p.count) {
+						stop(stopCount)
+						return
+					}
+					i = int(n - 1)
+				}
+				t0 := time.Now()
+				o := do(hardCtx, w, i)
+				took := time.Since(t0)
+				if o.err != nil && hardCtx.Err() != nil {
+					// Cut by our own stop, not refused by the server: not a measurement.
+					continue
+				}
+				if !measured {
+					continue
+				}
+				s.lastEnd = t0.Add(took)
+				s.statuses[statusKey(o.status)]++
+				if o.err != nil {
+					s.errs++
+					if len(s.errSample) < maxErrorSamples {
+						s.errSample = append(s.errSample, o.err.Error())
+					}
+					if failed.Add(1) >= int64(p.abortErrors) {
+						stop(stopTooMany)
+					}
+					continue
+				}
+				s.ok++
+				s.samples = append(s.samples, took)
+				s.n += o.n
+				s.maxN = max(s.maxN, o.n)
+			}
+		}()
+	}
+	wg.Wait()
+
+	r := result{Phase: p.phase, Clients: p.clients, Statuses: map[string]int{}, Stopped: stopped,
+		Conns: t.dials.Load() - dials}
+	var all latencies
+	var lastEnd time.Time
+	sumN := 0
+	for _, s := range stats {
+		r.OK += s.ok
+		r.Errors += s.errs
+		sumN += s.n
+		r.MaxEvents = max(r.MaxEvents, s.maxN)
+		for k, v := range s.statuses {
+			r.Statuses[k] += v
+		}
+		for _, e := range s.errSample {
+			if len(r.ErrorSamples) < maxErrorSamples {
+				r.ErrorSamples = append(r.ErrorSamples, e)
+			}
+		}
+		all = append(all, s.samples...)
+		if s.lastEnd.After(lastEnd) {
+			lastEnd = s.lastEnd
+		}
+	}
+	r.Requests = r.OK + r.Errors
+	if r.Requests > 0 {
+		r.Seconds = math.Round(lastEnd.Sub(measureFrom).Seconds()*1000) / 1000
+	}
+	if r.OK > 0 {
+		r.MeanEvents = math.Round(float64(sumN)/float64(r.OK)*100) / 100
+	}
+	r.Lines = sumN // meaningful for seed only; query clears it
+	r.summarise(all)
+	return r
+}
+
+func statusKey(status int) string {
+	if status == 0 {
+		return "transport_error"
+	}
+	return strconv.Itoa(status)
+}
+
+// send does one request and reads the whole answer into w.buf: a connection goes back to the
+// idle pool only once its body is read to the end.
+func (t *target) send(ctx context.Context, w *worker, method, path string, body []byte) (int, error) {
+	var rd io.Reader // nil, not a nil *bytes.Reader, for a request without a body
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, t.base+path, rd)
+	if err != nil {
+		return 0, fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	req.Header.Set("Authorization", "Bearer "+t.key)
+	req.Header.Set("Accept", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := t.client.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("%s %s: %w", method, trimQuery(path), err)
+	}
+	w.buf.Reset()
+	_, err = w.buf.ReadFrom(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return resp.StatusCode, fmt.Errorf("%s %s: read the answer: %w", method, trimQuery(path), err)
+	}
+	if resp.StatusCode/100 != 2 {
+		return resp.StatusCode, fmt.Errorf("%s %s: %d %s", method, trimQuery(path), resp.StatusCode, snippet(w.buf.Bytes()))
+	}
+	return resp.StatusCode, nil
+}
+
+func trimQuery(path string) string {
+	for i := range len(path) {
+		if path[i] == '?' {
+			return path[:i]
+		}
+	}
+	return path
+}
+
+func snippet(b []byte) string {
+	const n = 200
+	if len(b) > n {
+		return strconv.Quote(string(b[:n])) + "..."
+	}
+	return strconv.Quote(string(b))
+}
+
+// taxonomy reads GET /v1/meta/taxonomy (spec 2.6): the types and subtypes the server knows,
+// so the city uses the server's vocabulary as it is today.
+func (t *target) taxonomy(ctx context.Context) (map[string][]string, error) {
+	var w worker
+	if _, err := t.send(ctx, &w, http.MethodGet, "/v1/meta/taxonomy", nil); err != nil {
+		return nil, fmt.Errorf("loadgen: read the taxonomy: %w", err)
+	}
+	var doc struct {
+		Types []struct {
+			ID       string   `json:"id"`
+			Subtypes []string `json:"subtypes"`
+		} `json:"types"`
+	}
+	if err := json.Unmarshal(w.buf.Bytes(), &doc); err != nil {
+		return nil, fmt.Errorf("loadgen: decode the taxonomy: %w", err)
+	}
+	out := make(map[string][]string, len(doc.Types))
+	for _, ty := range doc.Types {
+		out[ty.ID] = ty.Subtypes
+	}
+	return out, nil
+}
+
+// seed publishes events 0..count-1 of c (POST /v1/events) and reports publishes/s.
+func (t *target) seed(ctx context.Context, c *city, p plan) result {
+	p.phase = "seed"
+	r := t.run(ctx, p, func(ctx context.Context, w *worker, i int) outcome {
+		if i < 0 {
+			return outcome{} // seed has no warm-up: every event counts
+		}
+		e := c.Event(i)
+		body, err := json.Marshal(e)
+		if err != nil {
+			return outcome{err: fmt.Errorf("encode event %d: %w", i, err)}
+		}
+		status, err := t.send(ctx, w, http.MethodPost, "/v1/events", body)
+		if err == nil && status != http.StatusCreated && status != http.StatusOK {
+			err = fmt.Errorf("POST /v1/events: %d, want 201", status)
+		}
+		o := outcome{status: status, err: err}
+		if e.Geometry != nil {
+			o.n = 1
+		}
+		return o
+	})
+	r.MeanEvents, r.MaxEvents = 0, 0
+	return r
+}
+
+// query sends GET /v1/events at random points of area with radius metres and reports
+// queries/s, latency and the mean size of the answers.
+func (t *target) query(ctx context.Context, area square, radius float64, p plan) result {
+	p.phase = "query"
+	rad := strconv.FormatFloat(radius, 'f', -1, 64)
+	r := t.run(ctx, p, func(ctx context.Context, w *worker, _ int) outcome {
+		lat, lon := area.random(w.rng)
+		path := "/v1/events?lat=" + strconv.FormatFloat(round5(lat), 'f', -1, 64) +
+			"&lon=" + strconv.FormatFloat(round5(lon), 'f', -1, 64) + "&radius=" + rad
+		status, err := t.send(ctx, w, http.MethodGet, path, nil)
+		if err != nil {
+			return outcome{status: status, err: err}
+		}
+		n, err := countArray(w.buf.Bytes())
+		if err != nil {
+			return outcome{status: status, err: fmt.Errorf("GET /v1/events: %w", err)}
+		}
+		return outcome{status: status, n: n}
+	})
+	r.RadiusM = radius
+	r.Lines = 0
+	return r
+}
