@@ -162,6 +162,8 @@ func (a *API) complete(r Route) (*Route, error) {
 		return nil, fmt.Errorf("path must not end with / (it would match a subtree); use /{$} for the root")
 	case rt.Handler == nil:
 		return nil, fmt.Errorf("no handler")
+	case rt.Validate != nil && rt.Body == nil:
+		return nil, fmt.Errorf("Validate without a Body to validate")
 	case a.keys[rt.Method+" "+rt.Path]:
 		return nil, fmt.Errorf("declared twice")
 	}
@@ -305,7 +307,11 @@ func (a *API) validate(rt *Route, w http.ResponseWriter, r *http.Request) {
 		if !present {
 			errs = append(errs, schema.ValidationError{Type: schema.ErrMissing, Loc: []any{"body"}, Msg: "Field required", Input: nil})
 		} else {
-			errs = append(errs, rt.Body.Validate(v, []any{"body"})...)
+			if rt.Validate != nil {
+				errs = append(errs, rt.Validate(v)...)
+			} else {
+				errs = append(errs, rt.Body.Validate(v, []any{"body"})...)
+			}
 			body = v
 		}
 	}

@@ -2,7 +2,9 @@ package httpapi_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -399,6 +401,8 @@ func TestHandleRejectsBadDeclarations(t *testing.T) {
 		{"duplicate operation id", httpapi.Route{Method: "GET", Path: "/b", OperationID: "get_event", Handler: ok}},
 		{"two schemas with one name", httpapi.Route{Method: "POST", Path: "/c", Handler: ok,
 			Body: schema.Object(schema.Req("x", schema.String())).Named("EventIn")}},
+		{"Validate without Body", httpapi.Route{Method: "POST", Path: "/d", Handler: ok,
+			Validate: func(any) schema.Errors { return nil }}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -436,4 +440,82 @@ func TestDecodeJSONOutsideTheRouter(t *testing.T) {
 	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil || rec.Code != 422 || len(body.Detail) != 2 {
 		t.Errorf("invalid body: status %d body %s; want 422 with 2 errors", rec.Code, rec.Body)
 	}
+}
+
+// A route's Validate replaces the body schema's validation, so that cross-field rules are
+// reported in the same 422 as the schema's errors (contract 1: every error is reported), and
+// the handler only runs when it finds nothing.
+func TestRouteValidateReportsCrossFieldErrorsWithSchemaErrors(t *testing.T) {
+	t.Parallel()
+	body := schema.Object(
+		schema.Req("from", schema.Integer()),
+		schema.Req("to", schema.Integer()),
+		schema.Prop("note", schema.String().MaxLen(3)),
+	).Named("RangeIn")
+	api := httpapi.New(httpapi.Config{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	api.Handle(httpapi.Route{
+		Method: "POST", Path: "/ranges", Body: body,
+		Validate: func(v any) schema.Errors {
+			errs := body.Validate(v, []any{"body"})
+			obj, _ := v.(map[string]any)
+			from, err1 := jsonInt(obj["from"])
+			to, err2 := jsonInt(obj["to"])
+			if err1 == nil && err2 == nil && from > to {
+				errs = append(errs, schema.ValueError([]any{"body", "to"}, "to must not be before from", obj["to"]))
+			}
+			return errs
+		},
+		Handler: httpapi.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
+			return httpapi.WriteJSON(w, http.StatusOK, map[string]string{"ok": "yes"})
+		}),
+	})
+	h := api.Handler()
+	cases := []struct {
+		name       string
+		body       string
+		wantStatus int
+		wantErrors [][2]string // type, loc
+	}{
+		{"valid", `{"from":1,"to":2}`, 200, nil},
+		{"cross-field only", `{"from":3,"to":2}`, 422, [][2]string{{"value_error", `["body","to"]`}}},
+		{"schema and cross-field together", `{"from":3,"to":2,"note":"long"}`, 422,
+			[][2]string{{"string_too_long", `["body","note"]`}, {"value_error", `["body","to"]`}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			rec := call(t, h, "POST", "/ranges", strings.NewReader(tc.body), nil)
+			if rec.Code != tc.wantStatus {
+				t.Fatalf("status = %d %s; want %d", rec.Code, rec.Body, tc.wantStatus)
+			}
+			if tc.wantErrors == nil {
+				return
+			}
+			var got struct {
+				Detail []struct {
+					Type string `json:"type"`
+					Loc  []any  `json:"loc"`
+				} `json:"detail"`
+			}
+			if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
+				t.Fatal(err)
+			}
+			var pairs [][2]string
+			for _, d := range got.Detail {
+				loc, _ := json.Marshal(d.Loc)
+				pairs = append(pairs, [2]string{d.Type, string(loc)})
+			}
+			if fmt.Sprint(pairs) != fmt.Sprint(tc.wantErrors) {
+				t.Errorf("errors = %v; want %v", pairs, tc.wantErrors)
+			}
+		})
+	}
+}
+
+func jsonInt(v any) (int64, error) {
+	n, ok := v.(json.Number)
+	if !ok {
+		return 0, fmt.Errorf("not a number: %v", v)
+	}
+	return n.Int64()
 }

@@ -51,6 +51,13 @@ type Route struct {
 	// Body is the JSON request body; nil means the route reads none. A declared body is
 	// required.
 	Body *schema.Schema
+	// Validate, when set, validates the decoded body instead of Body.Validate: for payloads
+	// with cross-field rules that a schema cannot state (spec 2.2: geometry start, occurred_at
+	// slack, subtype under its type), so that they are reported in the same 422 as the schema's
+	// errors (contract 1: every error of a payload is reported). It receives the body as
+	// Body.Validate does (decoded with UseNumber) and must include Body's own errors. Body
+	// still documents, normalises and types the body.
+	Validate func(body any) schema.Errors
 	// MaxBodyBytes overrides Config.MaxBodyBytes for this route.
 	MaxBodyBytes int64
 	// Responses by status code. A route with parameters or a body gets 422
