@@ -392,3 +392,69 @@ func TestCheckFailsIncompletePhases(t *testing.T) {
 		})
 	}
 }
+
+func TestMediansPerPhaseAndRadius(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	runs := []result{
+		{Phase: "seed", Clients: 64, Requests: 100, OK: 100, PerSecond: 900, P99Ms: 40, Stopped: stopCount},
+		{Phase: "query", RadiusM: 1000, Clients: 64, Requests: 10, OK: 10, PerSecond: 300, P50Ms: 3, P99Ms: 9, MeanEvents: 120, Stopped: stopDuration},
+		{Phase: "query", RadiusM: 9780, Clients: 64, Requests: 10, OK: 9, Errors: 1, PerSecond: 50, P50Ms: 30, P99Ms: 90, MeanEvents: 500, Stopped: stopDuration},
+		{Phase: "query", RadiusM: 1000, Clients: 64, Requests: 10, OK: 10, PerSecond: 100, P50Ms: 1, P99Ms: 30, MeanEvents: 125, Stopped: stopDuration},
+		{Phase: "query", RadiusM: 9780, Clients: 64, Requests: 10, OK: 10, PerSecond: 70, P50Ms: 20, P99Ms: 70, MeanEvents: 500, Stopped: stopDuration},
+		{Phase: "query", RadiusM: 1000, Clients: 64, Requests: 10, OK: 10, PerSecond: 200, P50Ms: 2, P99Ms: 10, MeanEvents: 130, Stopped: stopDuration},
+		{Phase: "query", RadiusM: 9780, Clients: 64, Requests: 3, OK: 3, PerSecond: 60, P50Ms: 25, P99Ms: 80, MeanEvents: 499, Stopped: stopHardLimit},
+	}
+	if err := report(&out, runs...); err != nil {
+		t.Fatalf("report = %v", err)
+	}
+	rs, err := readResults(&out)
+	if err != nil {
+		t.Fatalf("readResults = %v", err)
+	}
+	if len(rs) != len(runs) {
+		t.Fatalf("readResults found %d results in the report; want %d (table lines skipped)", len(rs), len(runs))
+	}
+	got := medians(rs)
+	if len(got) != 3 {
+		t.Fatalf("medians = %d groups; want 3 (seed, query 1000, query 9780)", len(got))
+	}
+	tests := []struct {
+		name      string
+		got       result
+		phase     string
+		radius    float64
+		runs      int
+		perSecond float64
+		p50, p99  float64
+		mean      float64
+		requests  int
+		errors    int
+		stopped   string
+	}{
+		{"seed", got[0], "seed", 0, 1, 900, 0, 40, 0, 100, 0, stopCount},
+		{"query 1000", got[1], "query", 1000, 3, 200, 2, 10, 125, 30, 0, stopDuration},
+		{"query 9780", got[2], "query", 9780, 3, 60, 25, 80, 500, 23, 1, stopHardLimit},
+	}
+	for _, tt := range tests {
+		g := tt.got
+		if g.Phase != tt.phase || g.RadiusM != tt.radius || g.Runs != tt.runs {
+			t.Errorf("%s: group %s %g ×%d; want %s %g ×%d", tt.name, g.Phase, g.RadiusM, g.Runs, tt.phase, tt.radius, tt.runs)
+		}
+		if g.PerSecond != tt.perSecond || g.P50Ms != tt.p50 || g.P99Ms != tt.p99 || g.MeanEvents != tt.mean {
+			t.Errorf("%s: per_s %g p50 %g p99 %g mean %g; want %g %g %g %g", tt.name,
+				g.PerSecond, g.P50Ms, g.P99Ms, g.MeanEvents, tt.perSecond, tt.p50, tt.p99, tt.mean)
+		}
+		if g.Requests != tt.requests || g.Errors != tt.errors || g.Stopped != tt.stopped {
+			t.Errorf("%s: requests %d errors %d stopped %q; want %d %d %q (totals, and an incomplete run shows)",
+				tt.name, g.Requests, g.Errors, g.Stopped, tt.requests, tt.errors, tt.stopped)
+		}
+	}
+}
+
+func TestMedianOfEvenCount(t *testing.T) {
+	t.Parallel()
+	if got := median([]float64{4, 1, 3, 2}); got != 2.5 {
+		t.Errorf("median(4,1,3,2) = %g; want 2.5", got)
+	}
+}

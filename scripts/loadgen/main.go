@@ -3,6 +3,7 @@
 //
 //	loadgen seed  [flags]   publish a generated city: N active events over a square
 //	loadgen query [flags]   GET /v1/events at random points of that square at one radius
+//	loadgen median FILE...  the median of each figure over the result lines of earlier runs
 //
 // Each phase prints a table row and one JSON line starting with {"phase" (for scripts), and
 // exits 1 when more than -max-errors requests failed or the phase stopped before its end.
@@ -57,10 +58,14 @@ type options struct {
 	requests         int
 }
 
-const usage = `usage: loadgen seed|query [flags]   (loadgen seed -h for the flags)`
+const usage = `usage: loadgen seed|query [flags]   (loadgen seed -h for the flags)
+       loadgen median FILE...          (median of each figure over the result lines in FILEs)`
 
 // run is main without the process: it returns the exit code.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "median" {
+		return medianCommand(args[1:], stdout, stderr)
+	}
 	if len(args) == 0 || (args[0] != "seed" && args[0] != "query") {
 		fmt.Fprintln(stderr, usage)
 		return 2
@@ -190,4 +195,45 @@ func randomRunID() string {
 	b := make([]byte, 4)
 	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24+)
 	return "lg" + hex.EncodeToString(b)
+}
+
+// medianCommand prints the medians of the result lines in files, and exits 1 when any run
+// failed or stopped early, so that a summary never hides a failure.
+func medianCommand(files []string, stdout, stderr io.Writer) int {
+	if len(files) == 0 {
+		fmt.Fprintln(stderr, usage)
+		return 2
+	}
+	var all []result
+	for _, name := range files {
+		f, err := os.Open(name)
+		if err != nil {
+			fmt.Fprintln(stderr, "loadgen:", err)
+			return 1
+		}
+		rs, err := readResults(f)
+		f.Close()
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			return 1
+		}
+		all = append(all, rs...)
+	}
+	if len(all) == 0 {
+		fmt.Fprintln(stderr, "loadgen: no result lines in", files)
+		return 1
+	}
+	ms := medians(all)
+	if err := report(stdout, ms...); err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	code := 0
+	for _, m := range ms {
+		if m.Stopped != stopCount && m.Stopped != stopDuration {
+			fmt.Fprintf(stderr, "loadgen: a %s run stopped by %s\n", m.Phase, m.Stopped)
+			code = 1
+		}
+	}
+	return code
 }

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -203,8 +204,8 @@ func (t *target) run(ctx context.Context, p plan, do func(ctx context.Context, w
 				s.statuses[statusKey(o.status)]++
 				if o.err != nil {
 					s.errs++
-					if len(s.errSample) < maxErrorSamples {
-						s.errSample = append(s.errSample, o.err.Error())
+					if msg := o.err.Error(); len(s.errSample) < maxErrorSamples && !slices.Contains(s.errSample, msg) {
+						s.errSample = append(s.errSample, msg)
 					}
 					if failed.Add(1) >= int64(p.abortErrors) {
 						stop(stopTooMany)
@@ -234,7 +235,7 @@ func (t *target) run(ctx context.Context, p plan, do func(ctx context.Context, w
 			r.Statuses[k] += v
 		}
 		for _, e := range s.errSample {
-			if len(r.ErrorSamples) < maxErrorSamples {
+			if len(r.ErrorSamples) < maxErrorSamples && !slices.Contains(r.ErrorSamples, e) {
 				r.ErrorSamples = append(r.ErrorSamples, e)
 			}
 		}

@@ -43,7 +43,9 @@ type result struct {
 	Statuses map[string]int `json:"statuses"`
 	// Stopped says what ended the phase: "count", "duration", "hard_limit", "too_many_errors"
 	// or "interrupted".
-	Stopped      string   `json:"stopped"`
+	Stopped string `json:"stopped"`
+	// Runs is the number of runs a median summarises (loadgen median); 0 for one run.
+	Runs         int      `json:"runs,omitempty"`
 	ErrorSamples []string `json:"error_samples,omitempty"`
 }
 
@@ -66,7 +68,7 @@ var (
 // maxErrors failures.
 func (r result) check(maxErrors int) error {
 	if r.Errors > maxErrors {
-		return fmt.Errorf("%w: %s had %d errors (at most %d allowed): %q", errTooManyErrors, r.Phase, r.Errors, maxErrors, r.ErrorSamples)
+		return fmt.Errorf("%w: %s had %d errors (at most %d allowed; samples above)", errTooManyErrors, r.Phase, r.Errors, maxErrors)
 	}
 	if r.Stopped != stopCount && r.Stopped != stopDuration {
 		return fmt.Errorf("%w: %s stopped by %s after %d requests", errIncomplete, r.Phase, r.Stopped, r.Requests)
@@ -101,29 +103,37 @@ func (r *result) summarise(samples latencies) {
 	}
 }
 
-// report writes r as a table row, with its header, and as one JSON line starting with
-// `{"phase"` for scripts.
-func report(w io.Writer, r result) error {
+// report writes rs as a table, and each as one JSON line starting with `{"phase"` for
+// scripts.
+func report(w io.Writer, rs ...result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "phase\tradius_m\tclients\trequests\terrors\tseconds\tper_s\tp50_ms\tp90_ms\tp99_ms\tmax_ms\tmean_events\tconns\t")
-	radius, events := "-", "-"
-	if r.Phase == "query" {
-		radius = strconv.FormatFloat(r.RadiusM, 'f', -1, 64)
-		events = strconv.FormatFloat(r.MeanEvents, 'f', 1, 64)
+	fmt.Fprintln(tw, "phase\tradius_m\truns\tclients\trequests\terrors\tseconds\tper_s\tp50_ms\tp90_ms\tp99_ms\tmax_ms\tmean_events\tconns\t")
+	for _, r := range rs {
+		radius, events := "-", "-"
+		if r.Phase == "query" {
+			radius = strconv.FormatFloat(r.RadiusM, 'f', -1, 64)
+			events = strconv.FormatFloat(r.MeanEvents, 'f', 1, 64)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%.2f\t%.1f\t%.2f\t%.2f\t%.2f\t%.2f\t%s\t%d\t\n",
+			r.Phase, radius, max(r.Runs, 1), r.Clients, r.Requests, r.Errors, r.Seconds, r.PerSecond,
+			r.P50Ms, r.P90Ms, r.P99Ms, r.MaxMs, events, r.Conns)
 	}
-	fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%.2f\t%.1f\t%.2f\t%.2f\t%.2f\t%.2f\t%s\t%d\t\n",
-		r.Phase, radius, r.Clients, r.Requests, r.Errors, r.Seconds, r.PerSecond,
-		r.P50Ms, r.P90Ms, r.P99Ms, r.MaxMs, events, r.Conns)
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write table: %w", err)
 	}
-	for _, s := range r.ErrorSamples {
-		fmt.Fprintf(w, "  error: %s\n", s)
+	for _, r := range rs {
+		for _, s := range r.ErrorSamples {
+			fmt.Fprintf(w, "  error (%s): %s\n", r.Phase, s)
+		}
 	}
-	line, err := json.Marshal(r)
-	if err != nil {
-		return fmt.Errorf("encode result: %w", err)
+	for _, r := range rs {
+		line, err := json.Marshal(r)
+		if err != nil {
+			return fmt.Errorf("encode result: %w", err)
+		}
+		if _, err := fmt.Fprintf(w, "%s\n", line); err != nil {
+			return fmt.Errorf("write result: %w", err)
+		}
 	}
-	_, err = fmt.Fprintf(w, "%s\n", line)
-	return err
+	return nil
 }
