@@ -165,7 +165,7 @@ func (t *target) run(ctx context.Context, p plan, do func(ctx context.Context, w
 			defer wg.Done()
 			s := &stats[c]
 			s.statuses = map[string]int{}
-			w := &worker{rng: rand.New(rand.NewPCG(p.seed, uint64(c)+1<<32))}
+			w := &worker{rng: rand.New(rand.NewPCG(p.seed, 1<<32+uint64(c)))}
 			for !isStopped() {
 				if hardCtx.Err() != nil {
 					if ctx.Err() != nil {
@@ -197,10 +197,10 @@ func (t *target) run(ctx context.Context, p plan, do func(ctx context.Context, w
 					// Cut by our own stop, not refused by the server: not a measurement.
 					continue
 				}
-				if !measured {
+				if !measured && o.err == nil {
 					continue
 				}
-				s.lastEnd = t0.Add(took)
+				// A failure counts even in the warm-up: the server refused a user.
 				s.statuses[statusKey(o.status)]++
 				if o.err != nil {
 					s.errs++
@@ -212,6 +212,7 @@ func (t *target) run(ctx context.Context, p plan, do func(ctx context.Context, w
 					}
 					continue
 				}
+				s.lastEnd = t0.Add(took)
 				s.ok++
 				s.samples = append(s.samples, took)
 				s.n += o.n

@@ -21,9 +21,9 @@ type result struct {
 	Requests int `json:"requests"`
 	OK       int `json:"ok"`
 	// Errors are transport errors, non-2xx answers and bodies that are not what the route
-	// returns.
+	// returns, the warm-up's included.
 	Errors int `json:"errors"`
-	// Seconds is the measured time, from the first measured request to the last answer.
+	// Seconds is the measured time, from the first measured request to the last good answer.
 	Seconds float64 `json:"seconds"`
 	// PerSecond is OK / Seconds: publishes/s or queries/s.
 	PerSecond float64 `json:"per_second"`
