@@ -340,6 +340,31 @@ func TestSeedWithRefusedKeyStopsEarly(t *testing.T) {
 	}
 }
 
+func TestKeyFromEnvironmentIsUsedAndNeverPrinted(t *testing.T) {
+	t.Parallel()
+	const key = "svc_fromtheenvironment"
+	getenv := func(name string) string {
+		if name == "LOADGEN_API_KEY" {
+			return key
+		}
+		return ""
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run(t.Context(), []string{"query", "-h"}, getenv, &stdout, &stderr); code != 0 {
+		t.Errorf("query -h = %d; want 0", code)
+	}
+	if strings.Contains(stdout.String()+stderr.String(), key) {
+		t.Errorf("-h printed the API key from the environment: %q", stderr.String())
+	}
+
+	f, srv := newFake(t, key)
+	stdout.Reset()
+	code := run(t.Context(), []string{"seed", "-base", srv.URL, "-events", "10", "-clients", "2"}, getenv, &stdout, &stderr)
+	if published, _, _ := f.stats(); code != 0 || published != 10 {
+		t.Errorf("seed with the key in LOADGEN_API_KEY: exit %d, %d published; want 0, 10", code, published)
+	}
+}
+
 func TestRunRefusesBadCommandLines(t *testing.T) {
 	t.Parallel()
 	tests := []struct {

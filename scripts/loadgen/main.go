@@ -75,7 +75,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fl := flag.NewFlagSet("loadgen "+phase, flag.ContinueOnError)
 	fl.SetOutput(stderr)
 	fl.StringVar(&o.base, "base", "http://127.0.0.1:8080", "base URL of the server (loopback only)")
-	fl.StringVar(&o.key, "key", getenv("LOADGEN_API_KEY"), "API key (default $LOADGEN_API_KEY)")
+	// The environment is read after parsing, so that -h never prints the key as a default.
+	fl.StringVar(&o.key, "key", "", "API key (default $LOADGEN_API_KEY)")
 	fl.IntVar(&o.clients, "clients", 64, "concurrent clients, each with its own keep-alive connection")
 	fl.Float64Var(&o.lat, "lat", 48.85, "latitude of the centre of the city")
 	fl.Float64Var(&o.lon, "lon", 2.35, "longitude of the centre of the city")
@@ -101,6 +102,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return 0
 		}
 		return 2
+	}
+	if o.key == "" {
+		o.key = getenv("LOADGEN_API_KEY")
 	}
 	if err := o.validate(phase, fl.NArg()); err != nil {
 		fmt.Fprintln(stderr, err)
