@@ -154,7 +154,9 @@ var EventInSchema = schema.Object(
 	schema.Prop("subtype", token().OrNull().Describe("A finer type; must belong to type (GET /v1/meta/taxonomy).")),
 	schema.Req("lat", latitude().Describe("Latitude in decimal degrees; rounded to 5 decimals on write.")),
 	schema.Req("lon", longitude().Describe("Longitude in decimal degrees; rounded to 5 decimals on write.")),
-	schema.Prop("geometry", LineStringSchema.OrNull().Describe("The extent; when present its first point must equal lat/lon.")),
+	// The extent; when present its first point must equal lat/lon. (A named schema is a $ref
+	// where it is used, so a description here would only make a second "LineString".)
+	schema.Prop("geometry", LineStringSchema.OrNull()),
 	schema.Prop("heading", schema.Integer().Range(0, 359).OrNull().Describe(
 		"Direction of travel of the drivers at risk, degrees 0..359 (for a wrong-way vehicle: of the oncoming traffic).")),
 	schema.Prop("road_ref", schema.String().MaxLen(MaxRoadRef).OrNull().Describe("Road reference, for example A9.")),
@@ -171,8 +173,9 @@ var EventInSchema = schema.Object(
 var RevisionInSchema = schema.Object(
 	schema.Req("lat", latitude().Describe("Latitude in decimal degrees.")),
 	schema.Req("lon", longitude().Describe("Longitude in decimal degrees.")),
-	schema.Prop("geometry", LineStringSchema.OrNull().Describe(
-		"The new extent; omitted or null collapses the event to its point. Its first point must equal lat/lon.")),
+	// The new extent; omitted or null collapses the event to its point. Its first point must
+	// equal lat/lon. (Not a Describe: see EventInSchema's geometry.)
+	schema.Prop("geometry", LineStringSchema.OrNull()),
 	schema.Prop("severity", severity().OrNull().Describe("Omitted or null clears it.")),
 	schema.Prop("subtype", token().OrNull().Describe("Must belong to the event's stored type; omitted or null clears it.")),
 ).Named("RevisionIn").Describe("A restatement of an event by its publisher; omitted fields are cleared.")
