@@ -41,6 +41,11 @@ func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) storetest.Harness { return openHarness(t) })
 }
 
+func TestSweep(t *testing.T) {
+	t.Parallel()
+	storetest.RunSweep(t, func(t *testing.T) storetest.Harness { return openHarness(t) })
+}
+
 func BenchmarkEmbedded(b *testing.B) {
 	storetest.RunBenchmarks(b, func(b *testing.B) storetest.Harness { return openHarness(b) })
 }

@@ -79,7 +79,6 @@ func feedCases() []testCase {
 		}},
 		{"WaitingFollowerWakes", testFeedWaitingFollower},
 		{"TransactionOneRecordPerWrittenItem", testFeedTransaction},
-		{"SweepEmitsExpiredRemove", testFeedSweep},
 		{"NextHonoursContext", func(e *env) {
 			f := e.follow()
 			ctx, cancel := context.WithCancel(e.ctx)
@@ -281,7 +280,7 @@ func testFeedTransaction(e *env) {
 // REMOVE marked Expired with the item's last image, and nothing for the live items.
 func testFeedSweep(e *env) {
 	if e.h.Sweep == nil {
-		e.t.Skip("storetest: the harness has no Sweep (the adapter's TTL deletion is not under test control)")
+		e.t.Fatal("storetest: RunSweep needs a Harness with Sweep")
 	}
 	gone, live, forever := e.key("p", "gone"), e.key("p", "live"), e.key("p", "forever")
 	goneItem := item(gone, "v", "x", store.AttrTTL, e.ttlIn(time.Minute))
