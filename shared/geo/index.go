@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"sync"
 
 	"github.com/uber/h3-go/v4"
 )
@@ -156,9 +157,9 @@ func CoverCircle(center Point, radiusM float64, res int) ([]h3.Cell, error) {
 		if len(cover) > MaxCoverCells {
 			return nil, fmt.Errorf("radius %.0f m at resolution %d: %w", radiusM, res, ErrCoverTooLarge)
 		}
-		ring, err := h3.GridDisk(c, 1)
+		ring, err := cells.ring(c)
 		if err != nil {
-			return nil, fmt.Errorf("neighbours of cell %s: %w", c, err)
+			return nil, err
 		}
 		for _, nb := range ring {
 			if seen[nb] {
@@ -182,21 +183,84 @@ func CoverCircle(center Point, radiusM float64, res int) ([]h3.Cell, error) {
 
 // angleToBoundary returns the central angle from p to the nearest point of cell c's boundary.
 func angleToBoundary(p vec, c h3.Cell) (float64, error) {
-	boundary, err := h3.CellToBoundary(c)
+	edges, err := cells.edges(c)
 	if err != nil {
-		return 0, fmt.Errorf("boundary of cell %s: %w", c, err)
-	}
-	if len(boundary) == 0 {
-		return 0, fmt.Errorf("boundary of cell %s: no vertices: %w", c, ErrInvalidCell)
+		return 0, err
 	}
 	best := math.Inf(1)
+	for _, e := range edges {
+		best = min(best, e.angleTo(p))
+	}
+	return best, nil
+}
+
+// maxCachedCells bounds each of cellCache's maps; a full map is emptied and refilled. A city's
+// queries keep revisiting a few thousand cells (a 50 km square holds about 3,400 cells of
+// resolution 8), so this holds them all at about 12 MB.
+const maxCachedCells = 1 << 14
+
+// cellCache keeps the edges and the neighbours of the cells CoverCircle visits. Both come from
+// H3 through cgo and never change, and a cover asks for them again and again: at resolution 8
+// a 1000 m cover visits about 40 cells, and computing their boundaries was four fifths of its
+// time (130 µs); with the cache it is mostly arithmetic.
+type cellCache struct {
+	mu    sync.RWMutex
+	edge  map[h3.Cell][]arc
+	rings map[h3.Cell][]h3.Cell
+}
+
+var cells = &cellCache{edge: map[h3.Cell][]arc{}, rings: map[h3.Cell][]h3.Cell{}}
+
+// edges returns the great-circle edges of c's boundary.
+func (cc *cellCache) edges(c h3.Cell) ([]arc, error) {
+	cc.mu.RLock()
+	e, ok := cc.edge[c]
+	cc.mu.RUnlock()
+	if ok {
+		return e, nil
+	}
+	boundary, err := h3.CellToBoundary(c)
+	if err != nil {
+		return nil, fmt.Errorf("boundary of cell %s: %w", c, err)
+	}
+	if len(boundary) == 0 {
+		return nil, fmt.Errorf("boundary of cell %s: no vertices: %w", c, ErrInvalidCell)
+	}
+	e = make([]arc, 0, len(boundary))
 	prev := toVec(Point{boundary[len(boundary)-1].Lat, boundary[len(boundary)-1].Lng})
 	for _, ll := range boundary {
 		v := toVec(Point{ll.Lat, ll.Lng})
-		best = min(best, newArc(prev, v).angleTo(p))
+		e = append(e, newArc(prev, v))
 		prev = v
 	}
-	return best, nil
+	cc.mu.Lock()
+	if len(cc.edge) >= maxCachedCells {
+		clear(cc.edge)
+	}
+	cc.edge[c] = e
+	cc.mu.Unlock()
+	return e, nil
+}
+
+// ring returns c and its neighbours (h3.GridDisk of radius 1). The caller must not modify it.
+func (cc *cellCache) ring(c h3.Cell) ([]h3.Cell, error) {
+	cc.mu.RLock()
+	r, ok := cc.rings[c]
+	cc.mu.RUnlock()
+	if ok {
+		return r, nil
+	}
+	r, err := h3.GridDisk(c, 1)
+	if err != nil {
+		return nil, fmt.Errorf("neighbours of cell %s: %w", c, err)
+	}
+	cc.mu.Lock()
+	if len(cc.rings) >= maxCachedCells {
+		clear(cc.rings)
+	}
+	cc.rings[c] = r
+	cc.mu.Unlock()
+	return r, nil
 }
 
 func checkResolution(res int) error {
