@@ -1,0 +1,416 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/roadevents/roadevents/shared/apikey"
+	"github.com/roadevents/roadevents/shared/clock"
+	"github.com/roadevents/roadevents/shared/event"
+	"github.com/roadevents/roadevents/shared/geo"
+	"github.com/roadevents/roadevents/shared/httpapi"
+	"github.com/roadevents/roadevents/shared/metering"
+	"github.com/roadevents/roadevents/shared/schema"
+	"github.com/roadevents/roadevents/shared/taxonomy"
+)
+
+// Defaults of Deps.
+const (
+	// DefaultWriteTimeout bounds one write to a subscriber (a batch of frames and its flush).
+	// A client that has not read for that long, with the kernel's buffers full, is
+	// disconnected; until then it costs the others nothing, since the hub never waits for it.
+	DefaultWriteTimeout = 15 * time.Second
+	// DefaultMaxRadius is max_query_radius_m (spec 8).
+	DefaultMaxRadius = 9780.0
+	// DefaultRadius is the radius of a stream that names none (spec 6 rule 1).
+	DefaultRadius = 1000.0
+)
+
+// Meter counts consumption (spec 1: every stream connect; contract 3: tickets);
+// *metering.Meter is one.
+type Meter interface {
+	Count(ctx context.Context, org, env string, c metering.Counter)
+}
+
+var _ Meter = (*metering.Meter)(nil)
+
+// Deps is what the stream routes need.
+type Deps struct {
+	// Hub routes changes to streams. GET /v1/stream answers 503 without one (a process that
+	// only documents the route, such as a Lambda).
+	Hub *Hub
+	// Snapshots reads the first frame of each stream.
+	Snapshots Snapshotter
+	// Tickets mints the tickets of POST /v1/stream/tickets.
+	Tickets *Tickets
+	Meter   Meter
+	// Clock stamps frames; clock.System when nil.
+	Clock clock.Clock
+	// Timers make each connection's keepalive ticker and end-of-life timer; SystemTimers when
+	// nil.
+	Timers Timers
+	// Logger receives what a stream cannot report to its client; slog.Default() when nil.
+	Logger *slog.Logger
+	// MaxRadius is max_query_radius_m: 422 above it (spec 7: same rules as GET /v1/events).
+	// DefaultMaxRadius when 0.
+	MaxRadius float64
+	// DefaultRadius is the radius when the query names none; DefaultRadius when 0.
+	DefaultRadius float64
+	// WriteTimeout bounds each write to a subscriber; DefaultWriteTimeout when 0.
+	WriteTimeout time.Duration
+}
+
+func (d *Deps) defaults() {
+	if d.Clock == nil {
+		d.Clock = clock.System
+	}
+	if d.Timers == nil {
+		d.Timers = SystemTimers
+	}
+	if d.Logger == nil {
+		d.Logger = slog.Default()
+	}
+	if d.MaxRadius <= 0 {
+		d.MaxRadius = DefaultMaxRadius
+	}
+	if d.DefaultRadius <= 0 {
+		d.DefaultRadius = DefaultRadius
+	}
+	if d.WriteTimeout <= 0 {
+		d.WriteTimeout = DefaultWriteTimeout
+	}
+}
+
+// TicketOutSchema declares StreamTicketOut (spec 2.8, contract 1).
+var TicketOutSchema = schema.Object(
+	schema.Req("ticket", schema.String().Describe("svc_st_ followed by 43 base62 characters; pass it as the ticket query parameter of GET /v1/stream.")),
+	schema.Req("expires_at", schema.DateTime().Describe("When the ticket stops opening streams (UTC); an open stream is not cut then.")),
+	schema.Req("expires_in", schema.Integer().Describe("Seconds from now to expires_at: 300.")),
+).Named("StreamTicketOut").Describe("A stream ticket: opens GET /v1/stream from a browser, where no Authorization header can be set.")
+
+// TicketOut is the body of a minted ticket (StreamTicketOut).
+type TicketOut struct {
+	Ticket    string `json:"ticket"`
+	ExpiresAt string `json:"expires_at"`
+	ExpiresIn int    `json:"expires_in"`
+}
+
+// TicketRoutes returns POST /v1/stream/tickets (spec 4.1, spec 5 ticket rules). It takes an
+// API key only: a ticket in the Authorization header is refused as an invalid key and the
+// route reads no ticket parameter, so a ticket cannot mint a ticket. It is unrationed and
+// metered (spec 5, last rule).
+func TicketRoutes(d Deps) []httpapi.Route {
+	d.defaults()
+	return []httpapi.Route{{
+		Method: http.MethodPost, Path: "/v1/stream/tickets", OperationID: "mintStreamTicket",
+		Tags: []string{"stream"}, Security: []httpapi.Security{httpapi.SecurityAPIKey},
+		Summary: "Mint a stream ticket",
+		Description: "A ticket opens GET /v1/stream with ?ticket= for the key's organisation and environment, " +
+			"any area, for 300 s; it may be reused to reconnect within that time. Expiry is checked at connect only.",
+		Responses: map[int]httpapi.Response{
+			http.StatusCreated: httpapi.JSONResponse("The ticket.", TicketOutSchema),
+		},
+		Handler: httpapi.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
+			p, ok := apikey.PrincipalFrom(r.Context())
+			if !ok {
+				return errNoPrincipal
+			}
+			t, err := d.Tickets.Mint(r.Context(), p)
+			if err != nil {
+				return err
+			}
+			d.Meter.Count(r.Context(), p.OrgID, p.Environment, metering.Tickets)
+			return httpapi.WriteJSON(w, http.StatusCreated, TicketOut{
+				Ticket:    t.Raw,
+				ExpiresAt: event.FormatTime(t.ExpiresAt),
+				ExpiresIn: int(TicketLifetime / time.Second),
+			})
+		}),
+	}}
+}
+
+var errNoPrincipal = errors.New("stream: no authenticated principal: is apikey.Middleware installed?")
+
+// QueryParams are the filters of GET /v1/stream: those of GET /v1/events, with the same rules
+// (spec 7: "422: same rules as GET /v1/events").
+func QueryParams(maxRadius, defaultRadius float64) []schema.Param {
+	return []schema.Param{
+		schema.Query("lat", schema.Number().Range(-90, 90)).Require().Describe("Latitude of the centre, decimal degrees."),
+		schema.Query("lon", schema.Number().Range(-180, 180)).Require().Describe("Longitude of the centre, decimal degrees."),
+		schema.Query("radius", schema.Number().GreaterThan(0).Max(maxRadius).WithDefault(defaultRadius)).
+			Describe("Metres; at most max_query_radius_m (GET /v1/meta/limits)."),
+		schema.Query("type", schema.Array(schema.Enum(taxonomy.IDs()...))).
+			Describe("Keep these types only; repeat the parameter for several."),
+		schema.Query("min_confidence", schema.Number().Range(0, 1).WithDefault(0.0)).
+			Describe("Keep events whose confidence is at least this."),
+	}
+}
+
+// streamDescription documents the frames in /openapi.json (spec 6, contract 2).
+const streamDescription = "Server-sent events. Every frame has an id that increases within the connection, " +
+	"an event name and one JSON data line:\n\n" +
+	"- `snapshot`, first and once: `{\"events\": [EventPublic...], \"max_seconds\": 3300, \"at\": <time>}`, " +
+	"the events GET /v1/events returns for the same filter; authoritative.\n" +
+	"- `event`, per change: `{\"kind\": \"created\"|\"updated\"|\"signal\"|\"ended\", \"event\": EventPublic, \"at\": <time>}`. " +
+	"A delta reaches a stream whose filter matches the event before or after the change. Natural expiry sends nothing: " +
+	"drop an event at its expires_at.\n" +
+	"- `keepalive`, every 20 s while idle: `{\"dropped\": <deltas dropped for this connection>, \"at\": <time>}`; " +
+	"each connection queues 256 deltas and drops the oldest when full.\n" +
+	"- `bye`, before closing: `{\"reason\": \"max_connection_age\"|\"snapshot_unavailable\", \"reconnect\": true}`. " +
+	"The connection closes after 3300 s, or earlier when the server stops.\n\n" +
+	"Authenticate with an API key in the Authorization header or, from a browser, with a ticket from " +
+	"POST /v1/stream/tickets; when an Authorization header is present it decides. Credentials and filters are " +
+	"checked before the stream starts (401, 422). A live key is streamed live events, a sandbox key both."
+
+// Routes returns GET /v1/stream (spec 4.1 rule 7, spec 6). Authentication is apikey.Middleware's
+// (an API key, or a ticket when no Authorization header came: spec 5 ticket rule 4), and the
+// query is validated by the router, both before the handler, so a refusal is a status with the
+// usual body (spec 6 rule 1); once the stream has begun only a bye frame can end it.
+func Routes(d Deps) []httpapi.Route {
+	d.defaults()
+	params := append(QueryParams(d.MaxRadius, d.DefaultRadius),
+		schema.Query("ticket", schema.String()).Describe(
+			"A stream ticket from POST /v1/stream/tickets, when no Authorization header can be sent (browsers). "+
+				"Never put an API key in a URL."))
+	return []httpapi.Route{{
+		Method: http.MethodGet, Path: "/v1/stream", OperationID: "streamEvents", Tags: []string{"stream"},
+		Security: []httpapi.Security{httpapi.SecurityAPIKey, httpapi.SecurityStreamTicket},
+		Summary:  "Live changes of the events around a point",
+		Description: streamDescription,
+		Params:      params,
+		Responses: map[int]httpapi.Response{
+			http.StatusOK: {Description: "The stream begins.", ContentType: "text/event-stream",
+				Schema: schema.String().Describe("snapshot, event, keepalive and bye frames.")},
+			http.StatusServiceUnavailable: httpapi.ErrorResponse("This process does not serve streams."),
+		},
+		Handler: httpapi.HandlerFunc((&handler{d: d}).serve),
+	}}
+}
+
+type handler struct{ d Deps }
+
+func (h *handler) serve(w http.ResponseWriter, r *http.Request) error {
+	p, ok := apikey.PrincipalFrom(r.Context())
+	if !ok {
+		return errNoPrincipal
+	}
+	if h.d.Hub == nil || h.d.Snapshots == nil {
+		return httpapi.NewError(http.StatusServiceUnavailable, "This process does not serve streams", nil)
+	}
+	q := httpapi.Params(r)
+	v := Viewer{Org: p.OrgID, Environment: p.Environment}
+	f := Filter{
+		Center:        geo.Point{Lat: q.Float("lat"), Lon: q.Float("lon")},
+		Radius:        q.Float("radius"),
+		Types:         q.Strings("type"),
+		MinConfidence: q.Float("min_confidence"),
+	}
+	// Register first, then read the snapshot: a change committed meanwhile is queued, not lost
+	// (ARCHITECTURE.md, Streaming).
+	sub, err := h.d.Hub.Subscribe(v, f)
+	if err != nil {
+		return err
+	}
+	defer sub.Close()
+	h.d.Meter.Count(r.Context(), p.OrgID, p.Environment, metering.StreamConnects)
+	c := &conn{d: &h.d, w: w, rc: http.NewResponseController(w), sub: sub, log: httpapi.Logger(r.Context())}
+	c.run(r.Context(), v, f)
+	return nil
+}
+
+// conn is one open stream.
+type conn struct {
+	d   *Deps
+	w   http.ResponseWriter
+	rc  *http.ResponseController
+	sub *Subscription
+	log *slog.Logger
+	id  uint64 // id of the last frame written
+}
+
+// bufPool holds frame buffers; a snapshot of 500 events runs to hundreds of kilobytes, which
+// a connection must not keep for its whole life.
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
+
+func (c *conn) run(ctx context.Context, v Viewer, f Filter) {
+	h := c.w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no") // proxies must not buffer the stream
+	c.w.WriteHeader(http.StatusOK)
+	// STYLE.md guideline 6: make sure the writer can flush at all before promising a stream.
+	if err := c.rc.Flush(); err != nil {
+		c.log.Error("stream: the response writer cannot flush; streams need streamer/ or main.go", "error", err.Error())
+		return
+	}
+	keepalive := c.d.Timers.NewTicker(KeepaliveInterval)
+	defer keepalive.Stop()
+	endOfLife := c.d.Timers.NewTimer(MaxConnectionAge)
+	defer endOfLife.Stop()
+
+	hub := c.d.Hub
+	if !hub.Ready() || closed(c.sub.Lost()) {
+		// Without the feed the deltas after the snapshot are not guaranteed: reconnect.
+		c.bye(ReasonSnapshotUnavailable)
+		return
+	}
+	snap, err := c.d.Snapshots.Snapshot(ctx, v, f)
+	if err != nil {
+		if ctx.Err() == nil {
+			c.log.Error("stream: cannot read the snapshot", "error", err.Error())
+		}
+		c.bye(ReasonSnapshotUnavailable)
+		return
+	}
+	if err := c.snapshot(snap); err != nil {
+		return
+	}
+	// Deltas already reflected in the snapshot are not sent again (a client would briefly see
+	// an older state): a delta of an event the snapshot holds at a version at least its own
+	// is skipped. Changes reach the hub within moments of their commit, so the versions are
+	// kept until the first keepalive only.
+	var seen map[string]int64
+	for _, e := range snap {
+		if e.Version > 0 {
+			if seen == nil {
+				seen = make(map[string]int64, len(snap))
+			}
+			seen[e.ID] = e.Version
+		}
+	}
+
+	var (
+		batch       []*Queued
+		idle        = true // nothing sent since the last keepalive tick
+		lastDropped int64
+	)
+	for {
+		select {
+		case <-c.sub.Notify():
+			batch = c.sub.Take(batch[:0])
+			sent, err := c.deltas(batch, seen)
+			clear(batch)
+			if err != nil {
+				return
+			}
+			if sent {
+				idle = false
+			}
+		case <-keepalive.C():
+			seen = nil
+			// Spec 6: keepalive while idle. A busy connection gets one too when it dropped
+			// deltas since the last, or its client would never learn of the drops (rule 3).
+			if d := c.sub.Dropped(); idle || d != lastDropped {
+				if c.keepalive(d) != nil {
+					return
+				}
+				lastDropped = d
+			}
+			idle = true
+		case <-endOfLife.C():
+			c.bye(ReasonMaxConnectionAge)
+			return
+		case <-c.sub.Lost():
+			c.bye(ReasonMaxConnectionAge)
+			return
+		case <-hub.Draining():
+			c.bye(ReasonMaxConnectionAge)
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+func (c *conn) now() string { return event.FormatTime(c.d.Clock.Now()) }
+
+func (c *conn) snapshot(events []SnapshotEvent) error {
+	bp := bufPool.Get().(*[]byte)
+	defer bufPool.Put(bp)
+	c.id++
+	b := appendFrameHead((*bp)[:0], c.id, FrameSnapshot)
+	b = appendSnapshot(b, events, int(MaxConnectionAge/time.Second), c.now())
+	b = appendFrameEnd(b)
+	*bp = b
+	return c.write(func() error {
+		_, err := c.w.Write(b)
+		return err
+	})
+}
+
+// deltas writes the event frames of batch, skipping those the snapshot already holds, and
+// reports whether it wrote any.
+func (c *conn) deltas(batch []*Queued, seen map[string]int64) (bool, error) {
+	bp := bufPool.Get().(*[]byte)
+	defer bufPool.Put(bp)
+	b := (*bp)[:0]
+	for _, q := range batch {
+		if v, ok := seen[q.EventID]; ok && q.Version <= v {
+			continue
+		}
+		c.id++
+		b = appendFrame(b, c.id, FrameEvent, q.Data)
+	}
+	*bp = b
+	if len(b) == 0 {
+		return false, nil
+	}
+	return true, c.write(func() error {
+		_, err := c.w.Write(b)
+		return err
+	})
+}
+
+func (c *conn) keepalive(dropped int64) error {
+	c.id++
+	b := appendFrame(nil, c.id, FrameKeepalive, appendKeepalive(nil, dropped, c.now()))
+	return c.write(func() error {
+		_, err := c.w.Write(b)
+		return err
+	})
+}
+
+func (c *conn) bye(reason string) {
+	c.id++
+	b := appendFrame(nil, c.id, FrameBye, appendBye(nil, reason))
+	_ = c.write(func() error {
+		_, err := c.w.Write(b)
+		return err
+	})
+}
+
+// write runs f and flushes under a write deadline, so that a client that stopped reading
+// costs this connection at most WriteTimeout and nobody else anything. The deadline is
+// spread by up to a quarter, so that clients stalled together (a network blip) are not all
+// cut, and do not all reconnect, at the same instant.
+func (c *conn) write(f func() error) error {
+	wt := c.d.WriteTimeout
+	// A writer without deadlines (httptest.ResponseRecorder) still streams.
+	_ = c.rc.SetWriteDeadline(time.Now().Add(wt + rand.N(wt/4+1)))
+	err := f()
+	if err == nil {
+		err = c.rc.Flush()
+	}
+	if err != nil {
+		c.log.Debug("stream: write failed; closing", "error", err.Error())
+	}
+	return err
+}
+
+// HealthHandler answers the load balancer's health check of a streamer: 200
+// {"status":"ok","version":build} while the hub follows its feed, 503 with status
+// "unavailable" while it does not (starting, feed lost, draining), so that no new client is
+// sent to a process that cannot promise it every change.
+func HealthHandler(h *Hub, build string) http.Handler {
+	return httpapi.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
+		if !h.Ready() {
+			return httpapi.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "version": build})
+		}
+		return httpapi.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok", "version": build})
+	})
+}

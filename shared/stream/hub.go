@@ -1,0 +1,428 @@
+package stream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/uber/h3-go/v4"
+
+	"github.com/roadevents/roadevents/shared/clock"
+	"github.com/roadevents/roadevents/shared/event"
+	"github.com/roadevents/roadevents/shared/geo"
+	"github.com/roadevents/roadevents/shared/store"
+)
+
+// Limits of the stream (spec 6, spec 8).
+const (
+	// QueueSize is the delta queue of one connection; when it is full the oldest delta is
+	// dropped and counted (spec 6 rule 3).
+	QueueSize = 256
+	// KeepaliveInterval is how often an idle connection gets a keepalive (spec 6, spec 8).
+	KeepaliveInterval = 20 * time.Second
+	// MaxConnectionAge is when a connection is closed with bye max_connection_age; the
+	// snapshot announces it as max_seconds (spec 6 rule 2).
+	MaxConnectionAge = 3300 * time.Second
+)
+
+// The hub indexes subscriptions by the H3 cells covering their circle, at one of two
+// resolutions: the fine one for the small circles most clients watch (1 000 m by default:
+// 1 to 6 cells), the coarse one for wide circles (9 780 m: under 10 cells instead of about
+// 120 at the fine level), so that no subscription holds many index entries. A change is looked
+// up at both levels under the cells of its extent (geo.IndexCells), and the candidates found
+// there are matched exactly (Filter.Matches): geo.CoverCircle pads the circle so that an
+// extent within the radius always shares a cell with the cover.
+var hubLevels = [...]int{7, 5}
+
+// fineMaxRadius is the widest radius indexed at the fine level: a 3 000 m circle covers about
+// 10 to 16 cells of resolution 7.
+const fineMaxRadius = 3000.0
+
+// DefaultRetryInterval is how long Run waits before following the feed again after losing it.
+const DefaultRetryInterval = time.Second
+
+// HubOptions configure a Hub.
+type HubOptions struct {
+	// Clock stamps deltas ("at") and decides what an event looks like when it is sent
+	// (event.Event.Public); clock.System when nil.
+	Clock clock.Clock
+	// Logger receives feed failures and undecodable records; slog.Default() when nil.
+	Logger *slog.Logger
+	// QueueSize is the delta queue of each subscription; QueueSize when 0.
+	QueueSize int
+	// RetryInterval is the pause before following the feed again after a failure;
+	// DefaultRetryInterval when 0.
+	RetryInterval time.Duration
+}
+
+// Hub routes the changes of events to the subscriptions they concern (ARCHITECTURE.md,
+// Streaming; STYLE.md guideline 6): subscriptions are indexed by H3 cell, a change finds its
+// candidates through the cells of its old and new extent and is matched exactly, and each
+// matching subscription gets it in a bounded queue without ever blocking: a slow or stalled
+// client cannot delay the others or the feed. It is safe for concurrent use.
+type Hub struct {
+	clock     clock.Clock
+	logger    *slog.Logger
+	queueSize int
+	retry     time.Duration
+
+	mu    sync.RWMutex
+	index [len(hubLevels)]map[h3.Cell]map[*Subscription]struct{}
+	count int
+	// lost is closed when the hub loses its change feed: every subscription made before
+	// then may have missed changes and must be ended; Subscribe hands out the current one.
+	lost      chan struct{}
+	following bool
+
+	drainOnce sync.Once
+	draining  chan struct{}
+
+	dmu sync.Mutex // one dispatch at a time: Subscription.mark is the dispatcher's
+	gen uint64
+
+	dispatched, enqueued, dropped atomic.Uint64
+}
+
+// NewHub returns a hub with no subscription, not following any feed yet (Ready is false until
+// Run follows one).
+func NewHub(opts HubOptions) *Hub {
+	if opts.Clock == nil {
+		opts.Clock = clock.System
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.QueueSize <= 0 {
+		opts.QueueSize = QueueSize
+	}
+	if opts.RetryInterval <= 0 {
+		opts.RetryInterval = DefaultRetryInterval
+	}
+	h := &Hub{
+		clock:     opts.Clock,
+		logger:    opts.Logger,
+		queueSize: opts.QueueSize,
+		retry:     opts.RetryInterval,
+		lost:      make(chan struct{}),
+		draining:  make(chan struct{}),
+	}
+	for i := range h.index {
+		h.index[i] = map[h3.Cell]map[*Subscription]struct{}{}
+	}
+	return h
+}
+
+// Ready reports whether the hub follows its feed and is not draining: only then can a new
+// subscriber be promised every change after its snapshot. It is what a streamer's health
+// check reports.
+func (h *Hub) Ready() bool {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return h.following && !closed(h.draining)
+}
+
+// Drain ends every stream, open or opened from now on, with bye reconnect: true, so that
+// clients reconnect to another process; call it when shutdown begins (server.Options
+// OnShutdown), before the server waits for in-flight requests.
+func (h *Hub) Drain() {
+	h.drainOnce.Do(func() { close(h.draining) })
+}
+
+// Draining is closed once Drain has been called.
+func (h *Hub) Draining() <-chan struct{} { return h.draining }
+
+// HubStats are running totals of a hub.
+type HubStats struct {
+	Subscribers int    // open subscriptions
+	Dispatched  uint64 // changes dispatched
+	Enqueued    uint64 // deltas put in a subscription's queue
+	Dropped     uint64 // deltas dropped from a full queue, over every subscription
+}
+
+// Stats returns the hub's running totals.
+func (h *Hub) Stats() HubStats {
+	h.mu.RLock()
+	n := h.count
+	h.mu.RUnlock()
+	return HubStats{Subscribers: n, Dispatched: h.dispatched.Load(), Enqueued: h.enqueued.Load(), Dropped: h.dropped.Load()}
+}
+
+// Run follows feed and dispatches every change dec turns into an event change, until ctx
+// ends. When the feed fails (a DynamoDB Streams error, records trimmed before they were read),
+// changes may have been lost, so every open subscription is ended (its stream says bye and the
+// client reconnects to a fresh snapshot), and the feed is followed again after RetryInterval.
+// A record dec cannot decode is logged and skipped. Run returns nil when ctx ends.
+func (h *Hub) Run(ctx context.Context, feed store.Feed, dec Decoder) error {
+	for {
+		cur, err := feed.Follow(ctx)
+		if err == nil {
+			h.setFollowing()
+			err = h.pump(ctx, cur, dec)
+			cur.Close()
+			h.loseFeed()
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		h.logger.Error("stream hub lost its change feed: open streams end, following again",
+			"error", err.Error(), "retry_in", h.retry.String())
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(h.retry):
+		}
+	}
+}
+
+func (h *Hub) pump(ctx context.Context, cur store.Cursor, dec Decoder) error {
+	for {
+		ch, err := cur.Next(ctx)
+		if err != nil {
+			return fmt.Errorf("stream hub: read change feed: %w", err)
+		}
+		c, ok, err := dec.Decode(ch)
+		if err != nil {
+			h.logger.Error("stream hub: skipping a change it cannot decode", "key", ch.Key.String(), "error", err.Error())
+			continue
+		}
+		if ok {
+			h.Dispatch(c)
+		}
+	}
+}
+
+func (h *Hub) setFollowing() {
+	h.mu.Lock()
+	h.following = true
+	h.mu.Unlock()
+}
+
+// loseFeed ends every subscription made while the feed was followed.
+func (h *Hub) loseFeed() {
+	h.mu.Lock()
+	h.following = false
+	close(h.lost)
+	h.lost = make(chan struct{})
+	h.mu.Unlock()
+}
+
+// side is one side of a change, as filters see it.
+type side struct {
+	env, typ string
+	conf     float64
+	ext      []geo.Point
+}
+
+// Dispatch routes one change of an event to every subscription that wants it: whose viewer
+// is served the event's environment and whose filter matches the event before or after the
+// change (contract 2: a subscriber sees an event move out of its area). Run calls it for each
+// change of the feed; it never blocks on a subscriber.
+func (h *Hub) Dispatch(c EventChange) {
+	now := h.clock.Now()
+	pub := c.After.Public(now)
+	js, err := json.Marshal(pub)
+	if err != nil {
+		h.logger.Error("stream hub: cannot encode an event", "event_id", c.After.ID, "error", err.Error())
+		return
+	}
+	q := &Queued{EventID: c.After.ID, Version: c.After.Version, Data: deltaData(c.Kind, js, event.FormatTime(now))}
+	sides := []side{{env: c.After.Environment, typ: c.After.Type, conf: pub.Confidence, ext: c.After.Extent()}}
+	if c.Before != nil && c.Kind != KindCreated {
+		b := c.Before
+		sides = append(sides, side{env: b.Environment, typ: b.Type, conf: event.Confidence(b.ConfirmCount, b.DenyCount), ext: b.Extent()})
+	}
+
+	var cells [len(hubLevels)][]h3.Cell
+	for i, res := range hubLevels {
+		for _, s := range sides {
+			cs, err := geo.IndexCells(s.ext, res)
+			if err != nil {
+				h.logger.Error("stream hub: cannot index an event's extent", "event_id", c.After.ID, "error", err.Error())
+				continue
+			}
+			cells[i] = append(cells[i], cs...)
+		}
+	}
+
+	h.dmu.Lock()
+	defer h.dmu.Unlock()
+	h.dispatched.Add(1)
+	h.gen++
+	gen := h.gen
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	for i := range hubLevels {
+		for _, cell := range cells[i] {
+			for sub := range h.index[i][cell] {
+				if sub.mark == gen {
+					continue
+				}
+				sub.mark = gen
+				if sub.wants(sides) {
+					sub.push(q)
+				}
+			}
+		}
+	}
+}
+
+// ErrSubscribe is returned by Subscribe for a filter the hub cannot index (an invalid centre
+// or radius, which validation should have refused).
+var ErrSubscribe = errors.New("stream: cannot subscribe")
+
+// Subscribe registers a subscription: from the moment it returns, every change dispatched
+// that the filter matches is queued for it. A stream subscribes before it reads its snapshot,
+// so that no change falls between the two (ARCHITECTURE.md, Streaming). Close it when done.
+func (h *Hub) Subscribe(v Viewer, f Filter) (*Subscription, error) {
+	lvl := 0
+	if f.Radius > fineMaxRadius {
+		lvl = 1
+	}
+	cells, err := geo.CoverCircle(f.Center, f.Radius, hubLevels[lvl])
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrSubscribe, err)
+	}
+	s := &Subscription{
+		hub:    h,
+		viewer: v,
+		filter: f,
+		level:  lvl,
+		cells:  cells,
+		size:   h.queueSize,
+		notify: make(chan struct{}, 1),
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, c := range cells {
+		m := h.index[lvl][c]
+		if m == nil {
+			m = map[*Subscription]struct{}{}
+			h.index[lvl][c] = m
+		}
+		m[s] = struct{}{}
+	}
+	h.count++
+	s.lost = h.lost
+	return s, nil
+}
+
+// Queued is a delta waiting in a subscription's queue; one is shared by every subscription
+// it goes to.
+type Queued struct {
+	EventID string
+	Version int64  // the event's version after the change
+	Data    []byte // the data of its event frame (DeltaData as JSON)
+}
+
+// Subscription is one subscriber's place in the hub: its filter and its bounded delta queue.
+type Subscription struct {
+	hub    *Hub
+	viewer Viewer
+	filter Filter
+	level  int
+	cells  []h3.Cell
+	size   int
+	lost   chan struct{}
+	notify chan struct{}
+	mark   uint64 // the last dispatch that considered it (guarded by hub.dmu)
+
+	mu      sync.Mutex
+	queue   []*Queued
+	dropped int64
+	closed  bool
+}
+
+func (s *Subscription) wants(sides []side) bool {
+	for _, sd := range sides {
+		if s.viewer.Sees(sd.env) && s.filter.Matches(sd.typ, sd.conf, sd.ext) {
+			return true
+		}
+	}
+	return false
+}
+
+// push queues q, dropping the oldest delta when the queue is full (spec 6 rule 3), and wakes
+// the subscriber without waiting for it.
+func (s *Subscription) push(q *Queued) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	if len(s.queue) == s.size {
+		copy(s.queue, s.queue[1:])
+		s.queue[len(s.queue)-1] = q
+		s.dropped++
+		s.hub.dropped.Add(1)
+	} else {
+		s.queue = append(s.queue, q)
+	}
+	s.mu.Unlock()
+	s.hub.enqueued.Add(1)
+	select {
+	case s.notify <- struct{}{}:
+	default:
+	}
+}
+
+// Notify receives a value when deltas may be waiting; Take them.
+func (s *Subscription) Notify() <-chan struct{} { return s.notify }
+
+// Lost is closed when the hub lost its feed after this subscription was made: changes may
+// have been missed, and the stream must end so that its client takes a new snapshot.
+func (s *Subscription) Lost() <-chan struct{} { return s.lost }
+
+// Take appends the waiting deltas to dst, oldest first, and empties the queue.
+func (s *Subscription) Take(dst []*Queued) []*Queued {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	dst = append(dst, s.queue...)
+	clear(s.queue)
+	s.queue = s.queue[:0]
+	return dst
+}
+
+// Dropped returns how many deltas were dropped from this subscription's full queue so far.
+func (s *Subscription) Dropped() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.dropped
+}
+
+// Close removes the subscription from the hub; no delta is queued for it afterwards. Closing
+// twice is harmless.
+func (s *Subscription) Close() {
+	h := s.hub
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s.mu.Lock()
+	already := s.closed
+	s.closed = true
+	s.queue = nil
+	s.mu.Unlock()
+	if already {
+		return
+	}
+	for _, c := range s.cells {
+		m := h.index[s.level][c]
+		delete(m, s)
+		if len(m) == 0 {
+			delete(h.index[s.level], c)
+		}
+	}
+	h.count--
+}
+
+func closed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
