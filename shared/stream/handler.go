@@ -179,8 +179,8 @@ func Routes(d Deps) []httpapi.Route {
 				"Never put an API key in a URL."))
 	return []httpapi.Route{{
 		Method: http.MethodGet, Path: "/v1/stream", OperationID: "streamEvents", Tags: []string{"stream"},
-		Security: []httpapi.Security{httpapi.SecurityAPIKey, httpapi.SecurityStreamTicket},
-		Summary:  "Live changes of the events around a point",
+		Security:    []httpapi.Security{httpapi.SecurityAPIKey, httpapi.SecurityStreamTicket},
+		Summary:     "Live changes of the events around a point",
 		Description: streamDescription,
 		Params:      params,
 		Responses: map[int]httpapi.Response{
