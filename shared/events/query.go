@@ -1,0 +1,392 @@
+package events
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+
+	"github.com/uber/h3-go/v4"
+
+	"github.com/roadevents/roadevents/shared/geo"
+	"github.com/roadevents/roadevents/shared/store"
+)
+
+// AreaQuery selects the active events around a point (spec 4.1, GET /v1/events).
+type AreaQuery struct {
+	Center geo.Point
+	// Radius in metres, more than 0 and at most Options.MaxRadius.
+	Radius float64
+	// Types keeps events of these types only; empty keeps every type.
+	Types []string
+	// MinConfidence keeps events whose confidence is at least this (0..1).
+	MinConfidence float64
+}
+
+// AreaEvent is one event an area query found.
+type AreaEvent struct {
+	ID string
+	// Distance in metres from the query's centre to the event's full extent (spec 4.1 rule 3).
+	Distance float64
+	// JSON is the event's EventPublic as GET /v1/events sends it.
+	JSON []byte
+}
+
+// AreaResult is the answer of an area query and what it cost.
+type AreaResult struct {
+	// Events are the matching events, nearest first (ties by id), at most
+	// Options.MaxEventsPerQuery of them (spec 8: truncated silently).
+	Events []AreaEvent
+	// Level is the H3 resolution whose cells were read.
+	Level int
+	// Lookups is the number of index partitions read (one table Query each), and ItemsRead
+	// the index items they returned.
+	Lookups, ItemsRead int
+}
+
+// AppendJSON appends the events as a JSON array of EventPublic, the body of GET /v1/events,
+// without encoding anything again.
+func (r *AreaResult) AppendJSON(b []byte) []byte {
+	b = append(b, '[')
+	for i, e := range r.Events {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, e.JSON...)
+	}
+	return append(b, ']')
+}
+
+// Area returns the active events of the networks the caller is served (spec 1: live for a
+// live credential, live and sandbox for a sandbox credential) whose extent comes within
+// q.Radius of q.Center and that pass q's filters, nearest first, capped silently at
+// Options.MaxEventsPerQuery (spec 4.1 rule 3, spec 8).
+//
+// It reads only the area index: the cells covering the circle at the level coverFor picks,
+// one table Query per cell and environment, several at once. Each index item carries the
+// event's type, confidence, expiry, extent and public JSON, so the events are filtered,
+// measured exactly (geo.DistanceToExtent) and answered without reading them. Expiry is checked
+// against the clock here, whatever the table's TTL deletion has done (spec 3: an event is
+// expired once expires_at is reached). A LineString indexed under several cells is answered
+// once, in its newest copy.
+//
+// At the coarse level, which large radii use, the cells are read nearest first, in growing
+// waves, and reading stops as soon as the cap is reached by events that no unread cell can
+// beat: a 9780 m query over a dense city reads the few cells around its centre, not all of
+// them.
+func (s *Store) Area(ctx context.Context, c Caller, q AreaQuery) (*AreaResult, error) {
+	if !q.Center.Valid() || !(q.Radius > 0) || q.Radius > s.maxRadius || math.IsNaN(q.MinConfidence) {
+		return nil, fmt.Errorf("%w: centre %v, radius %v, min_confidence %v", ErrInvalidQuery, q.Center, q.Radius, q.MinConfidence)
+	}
+	envs := c.environments()
+	cov, err := coverFor(q.Center, q.Radius)
+	if err != nil {
+		return nil, err
+	}
+	res := &AreaResult{Level: cov.level}
+	m := newMatcher(q, s.clock.Now().UnixNano(), s.maxPerQuery)
+
+	waves := [][]h3.Cell{cov.cells}
+	var bounds []float64 // lower bound of the distance to the first cell of each wave
+	if cov.level != levels[0] && len(cov.cells) > 1 {
+		waves, bounds, err = nearestFirst(q.Center, cov)
+		if err != nil {
+			return nil, err
+		}
+	}
+	for i, wave := range waves {
+		pks := make([]string, 0, len(wave)*len(envs))
+		for _, cell := range wave {
+			for _, env := range envs {
+				pks = append(pks, areaPK(env, geo.CellString(cell)))
+			}
+		}
+		parts, err := s.readPartitions(ctx, pks)
+		if err != nil {
+			return nil, err
+		}
+		res.Lookups += len(pks)
+		for _, items := range parts {
+			res.ItemsRead += len(items)
+			for _, it := range items {
+				m.add(it)
+			}
+		}
+		if i+1 < len(waves) && m.complete(bounds[i+1]) {
+			break
+		}
+	}
+	if m.bad > 0 {
+		s.log.ErrorContext(ctx, "events: skipped unreadable area index records", "count", m.bad)
+	}
+	res.Events = m.result()
+	return res, nil
+}
+
+// nearestFirst orders the cover's cells by their distance from center and groups them in
+// waves of 1, 1, 2, 2, 4, 4, 8... cells. bounds[i] is a lower bound of the distance from center
+// to anything indexed in wave i or later.
+func nearestFirst(center geo.Point, cov cover) ([][]h3.Cell, []float64, error) {
+	origin, err := h3.LatLngToCell(h3.NewLatLng(center.Lat, center.Lon), cov.level)
+	if err != nil {
+		return nil, nil, fmt.Errorf("cell of %v: %w", center, err)
+	}
+	type ranked struct {
+		cell h3.Cell
+		dist float64
+	}
+	cells := make([]ranked, len(cov.cells))
+	var ring []geo.Point
+	for i, cell := range cov.cells {
+		cells[i].cell = cell
+		if cell == origin {
+			continue // it holds the centre: distance 0
+		}
+		b, err := h3.CellToBoundary(cell)
+		if err != nil {
+			return nil, nil, fmt.Errorf("boundary of cell %s: %w", cell, err)
+		}
+		ring = ring[:0]
+		for _, ll := range b {
+			ring = append(ring, geo.Point{Lat: ll.Lat, Lon: ll.Lng})
+		}
+		ring = append(ring, ring[0])
+		// The centre lies outside this cell, so every point of the cell is at least as far as
+		// the nearest point of its boundary (cell edges are great-circle arcs).
+		cells[i].dist = geo.DistanceToExtent(center, ring)
+	}
+	slices.SortFunc(cells, func(a, b ranked) int { return cmp.Compare(a.dist, b.dist) })
+	var (
+		waves  [][]h3.Cell
+		bounds []float64
+	)
+	for i, size := 0, 0; i < len(cells); size++ {
+		n := min(1<<(size/2), len(cells)-i)
+		wave := make([]h3.Cell, n)
+		for j := range n {
+			wave[j] = cells[i+j].cell
+		}
+		waves = append(waves, wave)
+		bounds = append(bounds, cells[i].dist)
+		i += n
+	}
+	return waves, bounds, nil
+}
+
+// readPartitions queries every partition of pks, Options.Parallelism at a time, and returns
+// their items in the order of pks.
+func (s *Store) readPartitions(ctx context.Context, pks []string) ([][]store.Item, error) {
+	out := make([][]store.Item, len(pks))
+	if len(pks) == 1 {
+		items, err := s.table.Query(ctx, store.Query{PK: pks[0]})
+		if err != nil {
+			return nil, fmt.Errorf("read area index %s: %w", pks[0], err)
+		}
+		out[0] = items
+		return out, nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+		slots = make(chan struct{}, s.parallelism)
+	)
+	for i, pk := range pks {
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			items, err := s.table.Query(ctx, store.Query{PK: pk})
+			if err != nil {
+				mu.Lock()
+				if first == nil {
+					first = fmt.Errorf("read area index %s: %w", pk, err)
+					cancel()
+				}
+				mu.Unlock()
+				return
+			}
+			out[i] = items
+		})
+	}
+	wg.Wait()
+	if first != nil {
+		return nil, first
+	}
+	return out, nil
+}
+
+// matcher filters index items into the answer of one query.
+type matcher struct {
+	center  geo.Point
+	radius  float64
+	types   []string
+	minConf float64
+	now     int64 // Unix nanoseconds
+	limit   int
+
+	// A point outside this latitude band or longitude span is farther than radius: the
+	// circle's bounding box on the sphere, widened by a metre. It spares most of the exact
+	// distances, as a cover's cells hold about twice the events its circle does.
+	latLo, latHi, lonSpan float64
+	lonBound              bool
+
+	found []AreaEvent
+	ver   []int64        // version of found[i]
+	seen  map[string]int // event id -> index in found
+	top   []float64      // max-heap of the limit smallest distances found
+	buf   []geo.Point
+	bad   int // unreadable records skipped
+}
+
+func newMatcher(q AreaQuery, now int64, limit int) *matcher {
+	const degPerRad = 180 / math.Pi
+	const slack = 1.0 // metre
+	ang := (q.Radius + slack) / geo.EarthRadius
+	m := &matcher{
+		center:  q.Center,
+		radius:  q.Radius,
+		types:   q.Types,
+		minConf: q.MinConfidence,
+		now:     now,
+		limit:   limit,
+		seen:    make(map[string]int, 256),
+		latLo:   q.Center.Lat - ang*degPerRad,
+		latHi:   q.Center.Lat + ang*degPerRad,
+	}
+	// Every point of a spherical cap of angular radius ang around latitude φ that does not
+	// hold a pole lies within asin(sin ang / cos φ) of its centre's longitude.
+	if coLat := math.Pi/2 - math.Abs(q.Center.Lat)/degPerRad; ang < coLat {
+		m.lonBound = true
+		m.lonSpan = math.Asin(math.Sin(ang)/math.Cos(q.Center.Lat/degPerRad)) * degPerRad
+	}
+	return m
+}
+
+// outside tells whether a point is certainly farther than the radius, from its coordinates
+// alone: the distance is at least the meridian arc between the latitudes (and within the
+// cap's longitude span when it holds no pole). A false answer decides nothing.
+func (m *matcher) outside(p geo.Point) bool {
+	if p.Lat < m.latLo || p.Lat > m.latHi {
+		return true
+	}
+	if !m.lonBound {
+		return false
+	}
+	dLon := math.Abs(math.Mod(p.Lon-m.center.Lon+540, 360) - 180) // the short way round
+	return dLon > m.lonSpan
+}
+
+// add considers one index item.
+func (m *matcher) add(it store.Item) {
+	r, err := parseRecord(it.Bytes(attrRecord))
+	if err != nil {
+		m.bad++
+		return
+	}
+	if r.expires <= m.now { // spec 3: expired once expires_at is reached
+		return
+	}
+	if len(m.types) > 0 && !slices.ContainsFunc(m.types, func(t string) bool { return t == string(r.typ) }) {
+		return
+	}
+	if r.confidence < m.minConf {
+		return
+	}
+	if r.n == 1 && m.outside(r.point(0)) {
+		return
+	}
+	d := r.distance(m.center, &m.buf)
+	if d > m.radius {
+		return
+	}
+	if len(m.top) == m.limit && d > m.top[0] {
+		return // already beaten by limit events; a copy of it elsewhere is as far
+	}
+	id := it.String(store.AttrSK)
+	if i, dup := m.seen[id]; dup {
+		// The same event under another cell (a LineString), perhaps read across a concurrent
+		// change: the newest copy wins.
+		if r.version > m.ver[i] {
+			m.found[i] = AreaEvent{ID: id, Distance: d, JSON: r.body}
+			m.ver[i] = r.version
+		}
+		return
+	}
+	m.seen[id] = len(m.found)
+	m.found = append(m.found, AreaEvent{ID: id, Distance: d, JSON: r.body})
+	m.ver = append(m.ver, r.version)
+	m.push(d)
+}
+
+// complete tells whether the events found already hold the answer, when every unread cell
+// is at least bound metres away. An unread event has an index sample within
+// geo.SampleSpacing/2 of its nearest point (geo.IndexCells), in an unread cell, so it is at
+// least bound - SampleSpacing/2 away; once limit events are nearer than that (with a metre
+// of slack for rounding), none of them can be displaced.
+func (m *matcher) complete(bound float64) bool {
+	return len(m.top) == m.limit && m.top[0] < bound-geo.SampleSpacing/2-1
+}
+
+// push adds a distance to the heap of the limit smallest.
+func (m *matcher) push(d float64) {
+	h := m.top
+	if len(h) < m.limit {
+		h = append(h, d)
+		for i := len(h) - 1; i > 0; {
+			p := (i - 1) / 2
+			if h[p] >= h[i] {
+				break
+			}
+			h[p], h[i] = h[i], h[p]
+			i = p
+		}
+		m.top = h
+		return
+	}
+	if d >= h[0] {
+		return
+	}
+	h[0] = d
+	for i := 0; ; {
+		l, r, big := 2*i+1, 2*i+2, i
+		if l < len(h) && h[l] > h[big] {
+			big = l
+		}
+		if r < len(h) && h[r] > h[big] {
+			big = r
+		}
+		if big == i {
+			break
+		}
+		h[i], h[big] = h[big], h[i]
+		i = big
+	}
+}
+
+// result returns the events found, nearest first, ties by id, capped.
+func (m *matcher) result() []AreaEvent {
+	if len(m.top) == m.limit {
+		// Only events at most as far as the limit-th can make the answer.
+		kept := m.found[:0]
+		for _, e := range m.found {
+			if e.Distance <= m.top[0] {
+				kept = append(kept, e)
+			}
+		}
+		m.found = kept
+	}
+	slices.SortFunc(m.found, func(a, b AreaEvent) int {
+		if c := cmp.Compare(a.Distance, b.Distance); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ID, b.ID)
+	})
+	if len(m.found) > m.limit {
+		m.found = m.found[:m.limit:m.limit]
+	}
+	return m.found
+}
