@@ -3,9 +3,14 @@
 package config
 
 import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -33,17 +38,32 @@ type Config struct {
 	LogLevel    slog.Level
 
 	Limits Limits
+
+	// EventIDKey is the HMAC key event ids are derived from (contract 2: an id derived from
+	// organisation and client_event_id). Every process serving one table must share it, or a
+	// retried publish reaching another process would not find its event. It comes from
+	// ROADEVENTS_EVENT_ID_KEY (hex, at least MinEventIDKeyBytes) or, for `go run .`, from the
+	// data folder (EnsureEventIDKey). It is a secret: never commit or log it.
+	EventIDKey []byte
 }
+
+// MinEventIDKeyBytes is the shortest event-id key accepted: ids derived from a short key could
+// be guessed.
+const MinEventIDKeyBytes = 16
+
+// EventIDKeyFile is the file in the data folder that holds the event-id key of `go run .`,
+// created on first start (hex, one line, readable by its owner only).
+const EventIDKeyFile = "event-id.key"
 
 // Limits are the deployment values of spec 8 that the service enforces or serves.
 type Limits struct {
 	MaxQueryRadiusM   float64 // GET /v1/events and the stream: 422 above it (spec 8)
-	QueryLevel        int     // H3 resolution of the area index, served by /v1/meta/limits
+	QueryLevel        int     // H3 resolution of the area index, served by /v1/meta/limits (service.New sets it to events.QueryLevel, the level the index is read at)
 	MaxEventsPerQuery int     // silent truncation of an area query (spec 8)
 }
 
 // DefaultLimits are the current values of spec 8.
-var DefaultLimits = Limits{MaxQueryRadiusM: 9780, QueryLevel: 7, MaxEventsPerQuery: 500}
+var DefaultLimits = Limits{MaxQueryRadiusM: 9780, QueryLevel: 8, MaxEventsPerQuery: 500}
 
 // Default is the configuration of `go run .` on a fresh machine (contract 4).
 func Default() Config {
@@ -81,6 +101,13 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			return c, fmt.Errorf("config: ROADEVENTS_LOG_LEVEL=%q: %w", v, err)
 		}
 	}
+	if v := getenv("ROADEVENTS_EVENT_ID_KEY"); v != "" {
+		key, err := parseKey(v)
+		if err != nil {
+			return c, fmt.Errorf("config: ROADEVENTS_EVENT_ID_KEY: %w", err)
+		}
+		c.EventIDKey = key
+	}
 	if v := getenv("ROADEVENTS_MAX_QUERY_RADIUS_M"); v != "" {
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil || f <= 0 {
@@ -103,6 +130,91 @@ func (c Config) Validate() error {
 		return fmt.Errorf("config: ROADEVENTS_CORS_ORIGINS is empty")
 	}
 	return nil
+}
+
+// EnsureEventIDKey makes sure EventIDKey is set: when ROADEVENTS_EVENT_ID_KEY did not set it,
+// it reads EventIDKeyFile from the data folder, creating it with a fresh random key on first
+// start, so that ids derived from client_event_id stay the same across restarts of `go run .`.
+// A deployment of several processes (Lambda) sets ROADEVENTS_EVENT_ID_KEY instead.
+func (c *Config) EnsureEventIDKey() error {
+	if len(c.EventIDKey) > 0 {
+		return nil
+	}
+	if c.DataDir == "" {
+		return fmt.Errorf("config: no event id key: set ROADEVENTS_EVENT_ID_KEY or a data folder")
+	}
+	path := filepath.Join(c.DataDir, EventIDKeyFile)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		data, err = createKeyFile(path)
+	}
+	if err != nil {
+		return fmt.Errorf("config: event id key: %w", err)
+	}
+	key, err := parseKey(strings.TrimSpace(string(data)))
+	if err != nil {
+		return fmt.Errorf("config: event id key in %s: %w", path, err)
+	}
+	c.EventIDKey = key
+	return nil
+}
+
+// createKeyFile writes a new random key to path, unless another process just did (then it
+// reads that one).
+func createKeyFile(path string) ([]byte, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, err
+	}
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return nil, err
+	}
+	data := []byte(hex.EncodeToString(key) + "\n")
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return os.ReadFile(path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = syncDir(filepath.Dir(path))
+	}
+	if err != nil {
+		os.Remove(path)
+		return nil, err
+	}
+	return data, nil
+}
+
+// syncDir makes a new file's directory entry durable, so a crash cannot lose the key after
+// ids were derived from it.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// parseKey reads a hex key of at least MinEventIDKeyBytes.
+func parseKey(v string) ([]byte, error) {
+	key, err := hex.DecodeString(v)
+	if err != nil {
+		return nil, fmt.Errorf("want hexadecimal")
+	}
+	if len(key) < MinEventIDKeyBytes {
+		return nil, fmt.Errorf("%d bytes, want at least %d", len(key), MinEventIDKeyBytes)
+	}
+	return key, nil
 }
 
 // Getenv is os.Getenv, named so that main reads as wiring.
