@@ -12,10 +12,13 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/roadevents/roadevents/shared/admin"
+	"github.com/roadevents/roadevents/shared/apikey"
 	"github.com/roadevents/roadevents/shared/clock"
 	"github.com/roadevents/roadevents/shared/config"
+	"github.com/roadevents/roadevents/shared/metering"
 	"github.com/roadevents/roadevents/shared/server"
 	"github.com/roadevents/roadevents/shared/service"
 )
@@ -23,6 +26,9 @@ import (
 // build identifies this build in GET /health; release builds set it with
 // -ldflags "-X main.build=<version>".
 var build = "dev"
+
+// shutdownWrites bounds the writes left to do once the server has stopped.
+const shutdownWrites = 10 * time.Second
 
 func main() {
 	cfg, err := config.FromEnv(config.Getenv)
@@ -39,6 +45,11 @@ func main() {
 	flag.StringVar(&cfg.DataDir, "data", cfg.DataDir, "data folder: embedded store and e-mail outbox (env ROADEVENTS_DATA)")
 	flag.Parse()
 	if err := cfg.Validate(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	// Event ids derived from client_event_id must survive a restart (contract 2).
+	if err := cfg.EnsureEventIDKey(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
@@ -72,7 +83,22 @@ func run(ctx context.Context, cfg config.Config, logger *slog.Logger) (err error
 	if cfg.ConsoleURL == "" {
 		cfg.ConsoleURL = base + "/"
 	}
-	api := service.New(service.Deps{Config: cfg, Build: build, Table: st.Table, Clock: clock.System, Logger: logger})
+	keys := apikey.New(st.Table, apikey.Options{Logger: logger})
+	meter := metering.New(st.Table, metering.Options{Logger: logger})
+	defer func() {
+		// After the server has stopped and before the store closes: write the usage counted
+		// in memory and the keys' last_used_at.
+		ctx, cancel := context.WithTimeout(context.Background(), shutdownWrites)
+		defer cancel()
+		if err := meter.Close(ctx); err != nil {
+			logger.Error("flush usage counts", "error", err.Error())
+		}
+		if err := keys.Wait(ctx); err != nil {
+			logger.Error("finish last_used_at writes", "error", err.Error())
+		}
+	}()
+	api := service.New(service.Deps{Config: cfg, Build: build, Table: st.Table, Clock: clock.System, Logger: logger,
+		Keys: keys, Meter: meter})
 
 	fmt.Printf("road events service on %s (data in %s)\n", base, cfg.DataDir)
 	logger.Info("listening", "addr", base, "store", string(cfg.Store), "data", cfg.DataDir)

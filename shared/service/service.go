@@ -5,13 +5,19 @@
 package service
 
 import (
+	"crypto/rand"
+	"fmt"
 	"log/slog"
 	"net/http"
 
+	"github.com/roadevents/roadevents/shared/apikey"
 	"github.com/roadevents/roadevents/shared/clock"
 	"github.com/roadevents/roadevents/shared/config"
+	"github.com/roadevents/roadevents/shared/events"
 	"github.com/roadevents/roadevents/shared/httpapi"
 	"github.com/roadevents/roadevents/shared/meta"
+	"github.com/roadevents/roadevents/shared/metering"
+	"github.com/roadevents/roadevents/shared/ratelimit"
 	"github.com/roadevents/roadevents/shared/store"
 )
 
@@ -20,11 +26,12 @@ type Group string
 
 // The route groups of ARCHITECTURE.md that exist so far.
 const (
-	GroupMeta Group = "meta"
+	GroupMeta   Group = "meta"
+	GroupEvents Group = "events"
 )
 
 // AllGroups lists every group, in the order they are mounted.
-var AllGroups = []Group{GroupMeta}
+var AllGroups = []Group{GroupMeta, GroupEvents}
 
 // Deps is what the route groups are built from.
 type Deps struct {
@@ -34,6 +41,13 @@ type Deps struct {
 	Table  store.Table
 	Clock  clock.Clock
 	Logger *slog.Logger
+	// Keys authenticates the API keys of /v1 (apikey.Middleware); one on Table when nil.
+	// main passes its own so that it can Wait for its last_used_at writes on shutdown.
+	Keys *apikey.Keys
+	// Meter counts usage (spec 1). When nil, a meter on Table without a background flush is
+	// made, which only keeps counts in memory: a process that serves traffic passes its own
+	// and closes it on shutdown.
+	Meter *metering.Meter
 }
 
 // API is a built service: the routes of some groups, served, and the document of all groups.
@@ -53,15 +67,60 @@ func New(d Deps, groups ...Group) *API {
 	if d.Logger == nil {
 		d.Logger = slog.Default()
 	}
+	if d.Keys == nil {
+		d.Keys = apikey.New(d.Table, apikey.Options{Clock: d.Clock, Logger: d.Logger})
+	}
+	if d.Meter == nil {
+		d.Meter = metering.New(d.Table, metering.Options{Clock: d.Clock, Logger: d.Logger, FlushInterval: -1})
+	}
+	// The limits document serves the level the area index is read at (contract 2), whatever
+	// the configuration says.
+	d.Config.Limits.QueryLevel = events.QueryLevel
+	if len(d.Config.EventIDKey) == 0 {
+		d.Config.EventIDKey = make([]byte, 32)
+		rand.Read(d.Config.EventIDKey)
+		if servesGroup(groups, GroupEvents) {
+			d.Logger.Warn("no event id key configured (ROADEVENTS_EVENT_ID_KEY): using a random one, " +
+				"so ids derived from client_event_id change when this process restarts")
+		}
+	}
+	evs, err := events.New(d.Table, events.Options{
+		IDKey:             d.Config.EventIDKey,
+		Ceiling:           ratelimit.NewSignals(d.Table),
+		Clock:             d.Clock,
+		Logger:            d.Logger,
+		MaxEventsPerQuery: d.Config.Limits.MaxEventsPerQuery,
+		MaxRadius:         d.Config.Limits.MaxQueryRadiusM,
+	})
+	if err != nil {
+		// Only a key shorter than config accepts gets here: a wiring mistake, which must stop
+		// the program at start rather than serve publishes with guessable ids.
+		panic(fmt.Sprintf("service: %v", err))
+	}
 	a := &API{}
+	b := built{events: evs}
 	a.doc = newHTTPAPI(d)
-	a.doc.Handle(routes(d, a, AllGroups...)...)
+	a.doc.Handle(routes(d, a, b, AllGroups...)...)
 	a.served = a.doc
 	if !sameGroups(groups, AllGroups) {
 		a.served = newHTTPAPI(d)
-		a.served.Handle(routes(d, a, groups...)...)
+		a.served.Handle(routes(d, a, b, groups...)...)
 	}
 	return a
+}
+
+// built holds what New builds once for both the served API and the document.
+type built struct {
+	events *events.Store
+}
+
+func servesGroup(groups []Group, g Group) bool {
+	for _, x := range groups {
+		if x == g {
+			return true
+		}
+	}
+	return false
 }
 
 // Handler serves the API's routes.
@@ -78,12 +137,14 @@ func newHTTPAPI(d Deps) *httpapi.API {
 		Logger:      d.Logger,
 		Clock:       d.Clock,
 		CORSOrigins: d.Config.CORSOrigins,
+		// API keys on every /v1 route that declares them (spec 5); other routes pass.
+		Middleware: []httpapi.RouteMiddleware{apikey.Middleware(d.Keys, apikey.MiddlewareOptions{})},
 		Description: "Real-time, short-lived road hazard events shared between organisations, " +
 			"and the console where organisations manage themselves.",
 	})
 }
 
-func routes(d Deps, a *API, groups ...Group) []httpapi.Route {
+func routes(d Deps, a *API, b built, groups ...Group) []httpapi.Route {
 	var out []httpapi.Route
 	for _, g := range groups {
 		switch g {
@@ -93,6 +154,13 @@ func routes(d Deps, a *API, groups ...Group) []httpapi.Route {
 				ConsoleURL: d.Config.ConsoleURL,
 				Limits:     d.Config.Limits,
 				OpenAPI:    a.OpenAPI,
+			})...)
+		case GroupEvents:
+			out = append(out, events.Routes(events.Deps{
+				Store:     b.events,
+				Meter:     d.Meter,
+				Clock:     d.Clock,
+				MaxRadius: d.Config.Limits.MaxQueryRadiusM,
 			})...)
 		}
 	}
