@@ -39,6 +39,11 @@ type Config struct {
 
 	Limits Limits
 
+	// Mail configures outgoing e-mail (console.go).
+	Mail Mail
+	// Console holds the console sign-in secrets (console.go).
+	Console Console
+
 	// EventIDKey is the HMAC key event ids are derived from (contract 2: an id derived from
 	// organisation and client_event_id). Every process serving one table must share it, or a
 	// retried publish reaching another process would not find its event. It comes from
@@ -74,6 +79,7 @@ func Default() Config {
 		CORSOrigins: []string{"*"},
 		LogLevel:    slog.LevelInfo,
 		Limits:      DefaultLimits,
+		Mail:        DefaultMail,
 	}
 }
 
@@ -115,6 +121,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		}
 		c.Limits.MaxQueryRadiusM = f
 	}
+	if err := c.readConsole(getenv); err != nil {
+		return c, err
+	}
 	return c, c.Validate()
 }
 
@@ -129,7 +138,7 @@ func (c Config) Validate() error {
 	if len(c.CORSOrigins) == 0 {
 		return fmt.Errorf("config: ROADEVENTS_CORS_ORIGINS is empty")
 	}
-	return nil
+	return c.validateConsole()
 }
 
 // EnsureEventIDKey makes sure EventIDKey is set: when ROADEVENTS_EVENT_ID_KEY did not set it,
