@@ -13,11 +13,14 @@ import (
 	"github.com/roadevents/roadevents/shared/apikey"
 	"github.com/roadevents/roadevents/shared/clock"
 	"github.com/roadevents/roadevents/shared/config"
+	"github.com/roadevents/roadevents/shared/consoleauth"
 	"github.com/roadevents/roadevents/shared/events"
 	"github.com/roadevents/roadevents/shared/httpapi"
+	"github.com/roadevents/roadevents/shared/mail"
 	"github.com/roadevents/roadevents/shared/meta"
 	"github.com/roadevents/roadevents/shared/metering"
 	"github.com/roadevents/roadevents/shared/ratelimit"
+	"github.com/roadevents/roadevents/shared/seal"
 	"github.com/roadevents/roadevents/shared/store"
 )
 
@@ -26,12 +29,13 @@ type Group string
 
 // The route groups of ARCHITECTURE.md that exist so far.
 const (
-	GroupMeta   Group = "meta"
-	GroupEvents Group = "events"
+	GroupMeta        Group = "meta"
+	GroupEvents      Group = "events"
+	GroupConsoleAuth Group = "console-auth"
 )
 
 // AllGroups lists every group, in the order they are mounted.
-var AllGroups = []Group{GroupMeta, GroupEvents}
+var AllGroups = []Group{GroupMeta, GroupEvents, GroupConsoleAuth}
 
 // Deps is what the route groups are built from.
 type Deps struct {
@@ -48,6 +52,12 @@ type Deps struct {
 	// made, which only keeps counts in memory: a process that serves traffic passes its own
 	// and closes it on shutdown.
 	Meter *metering.Meter
+	// Mailer sends the console's e-mail (OpenMailer builds it from the configuration). When
+	// nil, sending fails and the console cannot sign anyone in.
+	Mailer mail.Mailer
+	// Sealer encrypts TOTP secrets at rest (OpenSealer). When nil, one is made from
+	// Config.Console.SealKey, or from a random key.
+	Sealer seal.Sealer
 }
 
 // API is a built service: the routes of some groups, served, and the document of all groups.
@@ -98,12 +108,12 @@ func New(d Deps, groups ...Group) *API {
 		panic(fmt.Sprintf("service: %v", err))
 	}
 	a := &API{}
-	b := built{events: evs}
-	a.doc = newHTTPAPI(d)
+	b := built{events: evs, auth: newConsoleAuth(d, servesGroup(groups, GroupConsoleAuth))}
+	a.doc = newHTTPAPI(d, b)
 	a.doc.Handle(routes(d, a, b, AllGroups...)...)
 	a.served = a.doc
 	if !sameGroups(groups, AllGroups) {
-		a.served = newHTTPAPI(d)
+		a.served = newHTTPAPI(d, b)
 		a.served.Handle(routes(d, a, b, groups...)...)
 	}
 	return a
@@ -112,6 +122,7 @@ func New(d Deps, groups ...Group) *API {
 // built holds what New builds once for both the served API and the document.
 type built struct {
 	events *events.Store
+	auth   *consoleauth.Service
 }
 
 func servesGroup(groups []Group, g Group) bool {
@@ -132,13 +143,17 @@ func (a *API) Routes() []httpapi.Route { return a.served.Routes() }
 // OpenAPI returns the document describing every group.
 func (a *API) OpenAPI() []byte { return a.doc.OpenAPI() }
 
-func newHTTPAPI(d Deps) *httpapi.API {
+func newHTTPAPI(d Deps, b built) *httpapi.API {
 	return httpapi.New(httpapi.Config{
 		Logger:      d.Logger,
 		Clock:       d.Clock,
 		CORSOrigins: d.Config.CORSOrigins,
 		// API keys on every /v1 route that declares them (spec 5); other routes pass.
-		Middleware: []httpapi.RouteMiddleware{apikey.Middleware(d.Keys, apikey.MiddlewareOptions{})},
+		// Session and temp tokens on every /console route that declares them (spec 4.2, 5).
+		Middleware: []httpapi.RouteMiddleware{
+			apikey.Middleware(d.Keys, apikey.MiddlewareOptions{}),
+			consoleauth.Middleware(b.auth),
+		},
 		Description: "Real-time, short-lived road hazard events shared between organisations, " +
 			"and the console where organisations manage themselves.",
 	})
@@ -155,6 +170,8 @@ func routes(d Deps, a *API, b built, groups ...Group) []httpapi.Route {
 				Limits:     d.Config.Limits,
 				OpenAPI:    a.OpenAPI,
 			})...)
+		case GroupConsoleAuth:
+			out = append(out, consoleauth.Routes(b.auth)...)
 		case GroupEvents:
 			out = append(out, events.Routes(events.Deps{
 				Store:     b.events,
