@@ -1,0 +1,127 @@
+package consoleauth_test
+
+import (
+	"bytes"
+	"io"
+	"log/slog"
+	"mime"
+	"mime/multipart"
+	"net/http"
+	"net/mail"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/roadevents/roadevents/shared/consoleauth"
+	rmail "github.com/roadevents/roadevents/shared/mail"
+	"github.com/roadevents/roadevents/shared/store/storetest/tables"
+)
+
+// Contract 4 through the service: request-code writes <data>/outbox/<time>-<id>.eml, a valid
+// RFC 5322 message (net/mail, mime/multipart) whose plain-text part holds the code that
+// verify-code then accepts, and says what it is for and how long it lasts; the summary line
+// logged holds no code.
+func TestOutboxMessage(t *testing.T) {
+	t.Parallel()
+	tables.Each(t, func(t *testing.T, tab tables.Table) {
+		t.Parallel()
+		dir := filepath.Join(t.TempDir(), "outbox")
+		logs := &syncBuffer{}
+		outbox, err := rmail.NewOutbox(dir, rmail.OutboxOptions{
+			From: "Road Events <no-reply@roadevents.invalid>", Clock: tab.Clock,
+			Logger: slog.New(slog.NewJSONHandler(logs, nil)),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := newEnvWith(t, tab, outbox)
+		e.expect(e.call("POST", "/console/auth/request-code", "", `{"email":"ada@example.com"}`), http.StatusOK, nil, "request-code")
+
+		entries, err := os.ReadDir(dir)
+		if err != nil || len(entries) != 1 {
+			t.Fatalf("outbox holds %d files (%v); want 1", len(entries), err)
+		}
+		if !regexp.MustCompile(`^20400101T000000\.000000000Z-[a-z0-9]+\.eml$`).MatchString(entries[0].Name()) {
+			t.Errorf("file %q; want <time>-<id>.eml", entries[0].Name())
+		}
+		raw, err := os.ReadFile(filepath.Join(dir, entries[0].Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg, err := mail.ReadMessage(bytes.NewReader(raw))
+		if err != nil {
+			t.Fatalf("net/mail.ReadMessage = %v", err)
+		}
+		if msg.Header.Get("To") != "ada@example.com" || msg.Header.Get("Subject") == "" || msg.Header.Get("From") == "" {
+			t.Errorf("headers To %q Subject %q From %q", msg.Header.Get("To"), msg.Header.Get("Subject"), msg.Header.Get("From"))
+		}
+		if d, err := msg.Header.Date(); err != nil || !d.Equal(tab.Clock.Now()) {
+			t.Errorf("Date %v (%v); want %v", d, err, tab.Clock.Now())
+		}
+		_, params, err := mime.ParseMediaType(msg.Header.Get("Content-Type"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		mr := multipart.NewReader(msg.Body, params["boundary"])
+		part, err := mr.NextPart()
+		if err != nil || !strings.HasPrefix(part.Header.Get("Content-Type"), "text/plain") {
+			t.Fatalf("first part %v (%v); want text/plain", part, err)
+		}
+		text, _ := io.ReadAll(part)
+		code := sixDigits.FindString(string(text))
+		if code == "" || !strings.Contains(string(text), "sign-in code") || !strings.Contains(string(text), "10 minutes") {
+			t.Errorf("plain text %q; want the code, what it is for and how long it lasts", text)
+		}
+		if strings.Contains(msg.Header.Get("Subject"), code) {
+			t.Errorf("subject %q holds the code", msg.Header.Get("Subject"))
+		}
+		html, err := mr.NextPart()
+		if err != nil || !strings.HasPrefix(html.Header.Get("Content-Type"), "text/html") {
+			t.Errorf("second part %v (%v); want text/html", html, err)
+		}
+		if strings.Contains(logs.String(), code) || strings.Count(logs.String(), "\n") != 1 {
+			t.Errorf("outbox log %q; want one line without the code", logs.String())
+		}
+		e.expect(e.verifyCode("ada@example.com", code), http.StatusOK, consoleauth.SessionSchema, "verify-code with the code from the file")
+	})
+}
+
+// Contract 3 and the issue: no credential in a log. A whole flow, with failures (which log
+// their causes at debug level), leaves no code, token, recovery code or secret in the service
+// log.
+func TestNoCredentialInLogs(t *testing.T) {
+	t.Parallel()
+	tables.Each(t, func(t *testing.T, tab tables.Table) {
+		t.Parallel()
+		e := newEnv(t, tab)
+		var creds []string
+		code := e.requestCode("ada@example.com")
+		creds = append(creds, code)
+		e.verifyCode("ada@example.com", e.wrongEmailCode(code))
+		r := e.verifyCode("ada@example.com", code)
+		s := decode[consoleauth.SessionOut](t, r)
+		creds = append(creds, s.Token)
+		secret, codes := e.enableTOTP(s.Token)
+		creds = append(creds, secret)
+		creds = append(creds, codes...)
+		temp := e.challenge("ada@example.com")
+		creds = append(creds, temp)
+		e.call("POST", "/console/auth/verify-totp", temp, jsonBody(map[string]string{"code": e.code(secret)})) // replay: 400
+		e.call("POST", "/console/auth/verify-recovery", temp, jsonBody(map[string]string{"code": "zzzzz-zzzzz"}))
+		e.call("POST", "/console/auth/verify-recovery", temp, jsonBody(map[string]string{"code": codes[0]}))
+		e.call("GET", "/console/auth/me", "ses_"+strings.Repeat("x", 43), "")
+		e.call("POST", "/console/auth/logout", s.Token, "")
+		e.call("GET", "/console/auth/me", s.Token, "")
+		log := e.logs.String()
+		if !strings.Contains(log, "verify-recovery") || !strings.Contains(log, `"level":"DEBUG"`) {
+			t.Fatalf("the log does not show the requests at debug level; the check would prove nothing:\n%s", log)
+		}
+		for _, c := range creds {
+			if strings.Contains(log, c) {
+				t.Errorf("the log holds a credential %.8s...", c)
+			}
+		}
+	})
+}

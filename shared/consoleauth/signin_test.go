@@ -1,0 +1,244 @@
+package consoleauth_test
+
+import (
+	"bytes"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/roadevents/roadevents/shared/consoleauth"
+	"github.com/roadevents/roadevents/shared/store/storetest/tables"
+)
+
+var sessionToken = regexp.MustCompile(`^ses_[0-9A-Za-z]{43}$`)
+
+// Spec 3 sign-in machine, account without TOTP: code requested -> verify-code -> session.
+// Spec 4.2: sign-up and sign-in are one route; an unknown address gets its account at
+// verify-code. Contract 3: the session is ses_ + 43 base62 and lasts 30 days.
+func TestSignInWithoutTOTP(t *testing.T) {
+	t.Parallel()
+	tables.Each(t, func(t *testing.T, tab tables.Table) {
+		t.Parallel()
+		e := newEnv(t, tab)
+		start := e.clock.Now()
+
+		r := e.call("POST", "/console/auth/request-code", "", `{"email":"Ada@Example.com"}`)
+		e.expect(r, http.StatusOK, consoleauth.AuthChallengeSchema, "request-code")
+		if got, want := string(r.body), `{"method":"email","email":"ada@example.com","temp_token":null}`; got != want {
+			t.Errorf("request-code body = %s; want %s", got, want)
+		}
+		code := e.inbox.lastCode(t, "ada@example.com")
+
+		r = e.verifyCode("ada@example.com", code)
+		e.expect(r, http.StatusOK, consoleauth.SessionSchema, "verify-code")
+		s := decode[consoleauth.SessionOut](t, r)
+		if !sessionToken.MatchString(s.Token) {
+			t.Errorf("token %q; want ses_ + 43 base62 (contract 3)", s.Token)
+		}
+		if want := start.Add(30 * 24 * time.Hour); !s.ExpiresAt.Equal(want) {
+			t.Errorf("expires_at %v; want %v (contract 3: 30 days)", s.ExpiresAt, want)
+		}
+		u := s.User
+		if !strings.HasPrefix(u.UserID, "usr_") || u.Email != "ada@example.com" || u.DisplayName != nil ||
+			u.Locale != "en" || u.TOTPEnabled || !u.CreatedAt.Equal(start) || u.LastSeenAt == nil || !u.LastSeenAt.Equal(start) {
+			t.Errorf("user = %+v; want a new account of ada@example.com, locale en, no TOTP, seen now (spec 2.9)", u)
+		}
+
+		// The session opens the console; the next sign-in of the address finds the same account.
+		e.expect(e.call("GET", "/console/auth/me", s.Token, ""), http.StatusOK, consoleauth.SessionSchema, "GET me")
+		e.clock.Advance(time.Hour)
+		again := e.signIn("ADA@example.COM")
+		if again.User.UserID != u.UserID || !again.User.CreatedAt.Equal(start) {
+			t.Errorf("second sign-in user %q created %v; want the same account %q", again.User.UserID, again.User.CreatedAt, u.UserID)
+		}
+		if again.Token == s.Token {
+			t.Errorf("second sign-in returned the first token; want a fresh one")
+		}
+		other := e.signIn("grace@example.com")
+		if other.User.UserID == u.UserID {
+			t.Errorf("another address got the same account")
+		}
+	})
+}
+
+// Spec 4.2 and 7: verify-code gives one generic 400 for an unknown address and for a bad or
+// expired code, byte-identical, so it never tells whether an address has an account.
+func TestVerifyCodeIsGeneric(t *testing.T) {
+	t.Parallel()
+	tables.Each(t, func(t *testing.T, tab tables.Table) {
+		t.Parallel()
+		e := newEnv(t, tab)
+		e.signIn("known@example.com")
+		code := e.requestCode("known@example.com")
+		wrong := "000000"
+		if code == wrong {
+			wrong = "000001"
+		}
+		unknown := e.verifyCode("nobody@example.com", code)
+		bad := e.verifyCode("known@example.com", wrong)
+		e.clock.Advance(consoleauth.CodeTTL)
+		expired := e.verifyCode("known@example.com", code)
+		if unknown.status != http.StatusBadRequest {
+			t.Fatalf("verify-code for an unknown address = %s; want 400", unknown)
+		}
+		for name, r := range map[string]response{"wrong code": bad, "expired code": expired} {
+			if r.status != unknown.status || !bytes.Equal(r.body, unknown.body) {
+				t.Errorf("verify-code, %s = %d %s; unknown address = %d %s; want byte-identical", name, r.status, r.body, unknown.status, unknown.body)
+			}
+		}
+		if got := detail(t, unknown); got != consoleauth.DetailInvalidCode {
+			t.Errorf("detail %q; want %q", got, consoleauth.DetailInvalidCode)
+		}
+	})
+}
+
+// Spec 4.2: request-code answers the same for an address with an account and one without
+// (the body differs only by the address it echoes), and both get a code.
+func TestRequestCodeAnswersAlike(t *testing.T) {
+	t.Parallel()
+	tables.Each(t, func(t *testing.T, tab tables.Table) {
+		t.Parallel()
+		e := newEnv(t, tab)
+		e.signIn("known@example.com")
+		known := e.call("POST", "/console/auth/request-code", "", `{"email":"known@example.com"}`)
+		unknown := e.call("POST", "/console/auth/request-code", "", `{"email":"nobody@example.com"}`)
+		if known.status != http.StatusOK || unknown.status != known.status {
+			t.Fatalf("request-code known = %s, unknown = %s; want 200 both", known, unknown)
+		}
+		if got, want := bytes.ReplaceAll(unknown.body, []byte("nobody@"), []byte("known@")), known.body; !bytes.Equal(got, want) {
+			t.Errorf("request-code bodies differ beyond the address: %s vs %s", unknown.body, known.body)
+		}
+		for _, h := range []string{"Content-Type", "Retry-After", "WWW-Authenticate"} {
+			if known.header.Get(h) != unknown.header.Get(h) {
+				t.Errorf("header %s: %q vs %q; want equal", h, known.header.Get(h), unknown.header.Get(h))
+			}
+		}
+		e.inbox.lastCode(t, "known@example.com")
+		e.inbox.lastCode(t, "nobody@example.com")
+	})
+}
+
+// The code's own rules: it expires after 10 minutes on the injected clock, dies after 5 wrong
+// tries, works once, and a new request replaces the previous code.
+func TestCodeRules(t *testing.T) {
+	t.Parallel()
+	tables.Each(t, func(t *testing.T, tab tables.Table) {
+		t.Parallel()
+		e := newEnv(t, tab)
+		wrongFor := func(code string) string {
+			n, _ := strconv.Atoi(code)
+			return strconv.Itoa(100000 + (n+1)%900000)
+		}
+		cases := []struct {
+			name string
+			// run returns the last verify-code answer and whether it should be a session.
+			run func(e *env, addr string) (response, bool)
+		}{
+			{"JustBeforeExpiry", func(e *env, addr string) (response, bool) {
+				code := e.requestCode(addr)
+				e.clock.Advance(consoleauth.CodeTTL - time.Second)
+				return e.verifyCode(addr, code), true
+			}},
+			{"AtExpiry", func(e *env, addr string) (response, bool) {
+				code := e.requestCode(addr)
+				e.clock.Advance(consoleauth.CodeTTL)
+				return e.verifyCode(addr, code), false
+			}},
+			{"RightOnFifthTry", func(e *env, addr string) (response, bool) {
+				code := e.requestCode(addr)
+				for range 4 {
+					e.expect(e.verifyCode(addr, wrongFor(code)), http.StatusBadRequest, nil, "wrong code")
+				}
+				return e.verifyCode(addr, code), true
+			}},
+			{"DeadAfterFiveWrongTries", func(e *env, addr string) (response, bool) {
+				code := e.requestCode(addr)
+				for range consoleauth.MaxCodeAttempts {
+					e.expect(e.verifyCode(addr, wrongFor(code)), http.StatusBadRequest, nil, "wrong code")
+				}
+				return e.verifyCode(addr, code), false
+			}},
+			{"SingleUse", func(e *env, addr string) (response, bool) {
+				code := e.requestCode(addr)
+				e.expect(e.verifyCode(addr, code), http.StatusOK, consoleauth.SessionSchema, "first use")
+				return e.verifyCode(addr, code), false
+			}},
+			{"ReplacedByANewRequest", func(e *env, addr string) (response, bool) {
+				old := e.requestCode(addr)
+				fresh := e.requestCode(addr)
+				if fresh != old { // equal once in a million draws: then there is nothing to tell apart
+					e.expect(e.verifyCode(addr, old), http.StatusBadRequest, nil, "the replaced code")
+				}
+				return e.verifyCode(addr, fresh), true
+			}},
+			{"NewCodeAfterDeadOne", func(e *env, addr string) (response, bool) {
+				code := e.requestCode(addr)
+				for range consoleauth.MaxCodeAttempts {
+					e.verifyCode(addr, wrongFor(code))
+				}
+				return e.verifyCode(addr, e.requestCode(addr)), true
+			}},
+		}
+		for i, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				e := e.with(t)
+				addr := "rule" + strconv.Itoa(i) + "@example.com"
+				r, session := tc.run(e, addr)
+				if session {
+					e.expect(r, http.StatusOK, consoleauth.SessionSchema, "verify-code")
+				} else {
+					e.expect(r, http.StatusBadRequest, nil, "verify-code")
+					if got := detail(t, r); got != consoleauth.DetailInvalidCode {
+						t.Errorf("detail %q; want %q", got, consoleauth.DetailInvalidCode)
+					}
+				}
+			})
+		}
+	})
+}
+
+// Contract 3: code requests are capped at 5 per address per 15 minutes, for every address,
+// existing or not; the 6th is 429 with Retry-After (the whole seconds left in the window) and
+// sends nothing. Other addresses are not affected; the next window allows again.
+func TestCodeRequestCap(t *testing.T) {
+	t.Parallel()
+	tables.Each(t, func(t *testing.T, tab tables.Table) {
+		t.Parallel()
+		e := newEnv(t, tab)
+		e.signIn("known@example.com") // one request in this window
+		e.clock.Advance(90 * time.Second)
+		for _, addr := range []string{"known@example.com", "nobody@example.com"} {
+			t.Run(addr, func(t *testing.T) {
+				e := e.with(t)
+				n := 5
+				if addr == "known@example.com" {
+					n = 4
+				}
+				for i := range n {
+					r := e.call("POST", "/console/auth/request-code", "", jsonBody(map[string]string{"email": addr}))
+					e.expect(r, http.StatusOK, nil, "request-code "+strconv.Itoa(i+1))
+				}
+				sent := e.inbox.count()
+				// Case does not open a second budget.
+				r := e.call("POST", "/console/auth/request-code", "", jsonBody(map[string]string{"email": strings.ToUpper(addr)}))
+				e.expect(r, http.StatusTooManyRequests, nil, "request-code past the cap")
+				if got, want := r.header.Get("Retry-After"), "810"; got != want {
+					t.Errorf("Retry-After = %q; want %q (15 min window minus 90 s)", got, want)
+				}
+				if got := detail(t, r); got != consoleauth.DetailCodeRequests {
+					t.Errorf("detail %q; want %q", got, consoleauth.DetailCodeRequests)
+				}
+				if e.inbox.count() != sent {
+					t.Errorf("a capped request sent mail")
+				}
+			})
+		}
+		e.call("POST", "/console/auth/request-code", "", `{"email":"other@example.com"}`)
+		e.expect(e.call("POST", "/console/auth/request-code", "", `{"email":"other@example.com"}`), http.StatusOK, nil, "another address")
+		e.nextWindow()
+		e.expect(e.call("POST", "/console/auth/request-code", "", `{"email":"nobody@example.com"}`), http.StatusOK, nil, "next window")
+	})
+}
