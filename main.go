@@ -53,6 +53,11 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
+	// So must the console's code and TOTP keys: created in the data folder on first start.
+	if err := cfg.EnsureConsoleKeys(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
 
 	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -97,8 +102,16 @@ func run(ctx context.Context, cfg config.Config, logger *slog.Logger) (err error
 			logger.Error("finish last_used_at writes", "error", err.Error())
 		}
 	}()
+	mailer, err := service.OpenMailer(ctx, cfg, clock.System, logger)
+	if err != nil {
+		return err
+	}
+	sealer, err := service.OpenSealer(ctx, cfg)
+	if err != nil {
+		return err
+	}
 	api := service.New(service.Deps{Config: cfg, Build: build, Table: st.Table, Clock: clock.System, Logger: logger,
-		Keys: keys, Meter: meter})
+		Keys: keys, Meter: meter, Mailer: mailer, Sealer: sealer})
 
 	fmt.Printf("road events service on %s (data in %s)\n", base, cfg.DataDir)
 	logger.Info("listening", "addr", base, "store", string(cfg.Store), "data", cfg.DataDir)
