@@ -11,9 +11,11 @@ import (
 	"testing"
 
 	"github.com/roadevents/roadevents/shared/config"
+	"github.com/roadevents/roadevents/shared/events"
 	"github.com/roadevents/roadevents/shared/meta"
 	"github.com/roadevents/roadevents/shared/schema"
 	"github.com/roadevents/roadevents/shared/service"
+	"github.com/roadevents/roadevents/shared/store/storetest/tables"
 	"github.com/roadevents/roadevents/shared/taxonomy"
 )
 
@@ -21,7 +23,8 @@ func newServer(t *testing.T) *httptest.Server {
 	t.Helper()
 	cfg := config.Default()
 	cfg.ConsoleURL = "http://console.test/"
-	api := service.New(service.Deps{Config: cfg, Build: "test-build",
+	tab := tables.Embedded(t)
+	api := service.New(service.Deps{Config: cfg, Build: "test-build", Table: tab.Table, Clock: tab.Clock,
 		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}, service.GroupMeta)
 	srv := httptest.NewServer(api.Handler())
 	t.Cleanup(srv.Close)
@@ -135,8 +138,9 @@ func TestLimitsDocument(t *testing.T) {
 	if err := json.Unmarshal(body, &got); err != nil {
 		t.Fatal(err)
 	}
-	if got["max_query_radius_m"] != 9780.0 || got["query_level"] != float64(config.DefaultLimits.QueryLevel) || got["note"] == "" {
-		t.Fatalf("limits = %v; want max_query_radius_m 9780, query_level %d and a note", got, config.DefaultLimits.QueryLevel)
+	// query_level is the resolution the area index is read at, whatever the configuration says.
+	if got["max_query_radius_m"] != 9780.0 || got["query_level"] != float64(events.QueryLevel) || got["note"] == "" {
+		t.Fatalf("limits = %v; want max_query_radius_m 9780, query_level %d and a note", got, events.QueryLevel)
 	}
 	if len(got) != 3 {
 		t.Errorf("limits has keys %v; want exactly max_query_radius_m, query_level, note", got)
