@@ -124,6 +124,7 @@ type LimitedError struct {
 	RetryAfter time.Duration
 }
 
+// Error describes the cap for logs.
 func (e *LimitedError) Error() string {
 	return fmt.Sprintf("%s: %s, retry after %s", ErrLimited, e.Rule, e.RetryAfter)
 }

@@ -62,6 +62,7 @@ var errNoMailer = errors.New("service: no mailer configured (Deps.Mailer)")
 
 type noMailer struct{}
 
+// Send refuses every message.
 func (noMailer) Send(context.Context, mail.Message) error { return errNoMailer }
 
 // newConsoleAuth builds the console identity from d. Missing adapters are replaced so that
