@@ -270,20 +270,15 @@ func (c *conn) run(ctx context.Context, v Viewer, f Filter) {
 	if err := c.snapshot(snap); err != nil {
 		return
 	}
-	// Deltas already reflected in the snapshot are not sent again (a client would briefly see
-	// an older state): a delta of an event the snapshot holds at a version at least its own
-	// is skipped. Changes reach the hub within moments of their commit, so the versions are
-	// kept until the first keepalive only.
-	var seen map[string]int64
-	for _, e := range snap {
-		if e.Version > 0 {
-			if seen == nil {
-				seen = make(map[string]int64, len(snap))
-			}
-			seen[e.ID] = e.Version
-		}
-	}
-
+	// Deltas the snapshot already reflects are not sent after it: a change committed before
+	// the snapshot was read can reach the hub after this subscription was registered, and
+	// sending it would show the client an older state, or a created event it already has.
+	// A delta of an event the snapshot holds is skipped when its version is not newer, or,
+	// when the snapshot does not know versions, when it shows exactly what the snapshot showed;
+	// the first delta of an event that is sent ends the skipping for that event, so a newer
+	// state always follows an older one. Changes reach the hub within moments of their commit,
+	// so this is kept until the first keepalive only.
+	seen := seenOf(snap)
 	var (
 		batch       []*Queued
 		idle        = true // nothing sent since the last keepalive tick
@@ -327,6 +322,23 @@ func (c *conn) run(ctx context.Context, v Viewer, f Filter) {
 	}
 }
 
+// seenEvent is what a snapshot showed of one event.
+type seenEvent struct {
+	version int64
+	hash    uint64
+}
+
+func seenOf(snap []SnapshotEvent) map[string]seenEvent {
+	if len(snap) == 0 {
+		return nil
+	}
+	m := make(map[string]seenEvent, len(snap))
+	for _, e := range snap {
+		m[e.ID] = seenEvent{version: e.Version, hash: contentHash(e.JSON)}
+	}
+	return m
+}
+
 func (c *conn) now() string { return event.FormatTime(c.d.Clock.Now()) }
 
 func (c *conn) snapshot(events []SnapshotEvent) error {
@@ -345,13 +357,16 @@ func (c *conn) snapshot(events []SnapshotEvent) error {
 
 // deltas writes the event frames of batch, skipping those the snapshot already holds, and
 // reports whether it wrote any.
-func (c *conn) deltas(batch []*Queued, seen map[string]int64) (bool, error) {
+func (c *conn) deltas(batch []*Queued, seen map[string]seenEvent) (bool, error) {
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
 	b := (*bp)[:0]
 	for _, q := range batch {
-		if v, ok := seen[q.EventID]; ok && q.Version <= v {
-			continue
+		if e, ok := seen[q.EventID]; ok {
+			if e.version > 0 && q.Version <= e.version || e.version == 0 && q.Hash == e.hash {
+				continue
+			}
+			delete(seen, q.EventID)
 		}
 		c.id++
 		b = appendFrame(b, c.id, FrameEvent, q.Data)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -78,6 +79,8 @@ type Hub struct {
 	// then may have missed changes and must be ended; Subscribe hands out the current one.
 	lost      chan struct{}
 	following bool
+	// followed is closed while the hub follows its feed (WaitReady).
+	followed chan struct{}
 
 	drainOnce sync.Once
 	draining  chan struct{}
@@ -109,6 +112,7 @@ func NewHub(opts HubOptions) *Hub {
 		queueSize: opts.QueueSize,
 		retry:     opts.RetryInterval,
 		lost:      make(chan struct{}),
+		followed:  make(chan struct{}),
 		draining:  make(chan struct{}),
 	}
 	for i := range h.index {
@@ -124,6 +128,21 @@ func (h *Hub) Ready() bool {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	return h.following && !closed(h.draining)
+}
+
+// WaitReady waits until the hub follows its feed, or ctx ends: a process may start serving
+// before, since a stream opened too early says bye snapshot_unavailable and its client comes
+// back, but tests and health checks want to know.
+func (h *Hub) WaitReady(ctx context.Context) error {
+	h.mu.RLock()
+	c := h.followed
+	h.mu.RUnlock()
+	select {
+	case <-c:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // Drain ends every stream, open or opened from now on, with bye reconnect: true, so that
@@ -199,6 +218,7 @@ func (h *Hub) pump(ctx context.Context, cur store.Cursor, dec Decoder) error {
 func (h *Hub) setFollowing() {
 	h.mu.Lock()
 	h.following = true
+	close(h.followed)
 	h.mu.Unlock()
 }
 
@@ -206,6 +226,7 @@ func (h *Hub) setFollowing() {
 func (h *Hub) loseFeed() {
 	h.mu.Lock()
 	h.following = false
+	h.followed = make(chan struct{})
 	close(h.lost)
 	h.lost = make(chan struct{})
 	h.mu.Unlock()
@@ -230,7 +251,7 @@ func (h *Hub) Dispatch(c EventChange) {
 		h.logger.Error("stream hub: cannot encode an event", "event_id", c.After.ID, "error", err.Error())
 		return
 	}
-	q := &Queued{EventID: c.After.ID, Version: c.After.Version, Data: deltaData(c.Kind, js, event.FormatTime(now))}
+	q := &Queued{EventID: c.After.ID, Version: c.After.Version, Hash: contentHash(js), Data: deltaData(c.Kind, js, event.FormatTime(now))}
 	sides := []side{{env: c.After.Environment, typ: c.After.Type, conf: pub.Confidence, ext: c.After.Extent()}}
 	if c.Before != nil && c.Kind != KindCreated {
 		b := c.Before
@@ -316,8 +337,16 @@ func (h *Hub) Subscribe(v Viewer, f Filter) (*Subscription, error) {
 type Queued struct {
 	EventID string
 	Version int64  // the event's version after the change
+	Hash    uint64 // contentHash of the event's EventPublic JSON
 	Data    []byte // the data of its event frame (DeltaData as JSON)
 }
+
+// hashSeed is the process's seed of contentHash.
+var hashSeed = maphash.MakeSeed()
+
+// contentHash identifies an event's EventPublic JSON, to tell a delta that shows exactly what
+// a snapshot already showed.
+func contentHash(b []byte) uint64 { return maphash.Bytes(hashSeed, b) }
 
 // Subscription is one subscriber's place in the hub: its filter and its bounded delta queue.
 type Subscription struct {

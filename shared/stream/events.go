@@ -1,0 +1,38 @@
+package stream
+
+import (
+	"context"
+
+	"github.com/roadevents/roadevents/shared/events"
+)
+
+// EventsSnapshots reads snapshots from the events store: the very query of GET /v1/events
+// (events.Store.Area), so a snapshot holds what that route returns for the same filter and
+// credential: active events of the networks the viewer is served, nearest first, at most
+// 500 (contract 2, snapshot).
+func EventsSnapshots(st *events.Store) Snapshotter {
+	return SnapshotFunc(func(ctx context.Context, v Viewer, f Filter) ([]SnapshotEvent, error) {
+		res, err := st.Area(ctx, events.Caller{Org: v.Org, Environment: v.Environment}, events.AreaQuery{
+			Center:        f.Center,
+			Radius:        f.Radius,
+			Types:         f.Types,
+			MinConfidence: f.MinConfidence,
+		})
+		if err != nil {
+			return nil, err
+		}
+		out := make([]SnapshotEvent, len(res.Events))
+		for i, e := range res.Events {
+			// The area query does not report versions, so every delta queued while the
+			// snapshot was read is sent after it: at worst a client briefly sees a state
+			// the snapshot already superseded, then the newer one.
+			out[i] = SnapshotEvent{ID: e.ID, JSON: e.JSON}
+		}
+		return out, nil
+	})
+}
+
+// EventsDecoder decodes the event items of the events store from the table's change feed.
+func EventsDecoder() Decoder {
+	return NewDecoder(events.IsEventItem, events.DecodeEvent)
+}
