@@ -74,7 +74,7 @@ type rig struct {
 
 	// API keys: organisation A live and sandbox, organisation B live.
 	liveKey, sandboxKey, otherKey string
-	counter                        atomic.Int64
+	counter                       atomic.Int64
 }
 
 type rigOptions struct {

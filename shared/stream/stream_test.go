@@ -32,8 +32,8 @@ func TestSnapshotThenDeltas(t *testing.T) {
 		r := newRig(t, tab)
 		near := r.publish(t, r.liveKey, "accident", offset(center, 200))
 		nearer := r.publish(t, r.otherKey, "object_on_road", offset(center, 50))
-		r.publish(t, r.liveKey, "congestion", offset(center, 3000))       // outside 1000 m
-		r.publish(t, r.sandboxKey, "accident", offset(center, 100))       // sandbox: not for a live key
+		r.publish(t, r.liveKey, "congestion", offset(center, 3000))         // outside 1000 m
+		r.publish(t, r.sandboxKey, "accident", offset(center, 100))         // sandbox: not for a live key
 		line := r.publish(t, r.liveKey, "road_damage", offset(center, 990)) // at the edge
 
 		q := query(center, 1000)
