@@ -15,6 +15,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/roadevents/roadevents/shared/apikey"
 	"github.com/roadevents/roadevents/shared/event"
@@ -80,6 +81,8 @@ type rig struct {
 type rigOptions struct {
 	// listener wraps the test server's listener (small socket buffers for the stalled test).
 	listener func(net.Listener) net.Listener
+	// writeTimeout replaces stream.DefaultWriteTimeout.
+	writeTimeout time.Duration
 }
 
 func newRig(t *testing.T, tab tables.Table, opts ...rigOptions) *rig {
@@ -106,7 +109,7 @@ func newRig(t *testing.T, tab tables.Table, opts ...rigOptions) *rig {
 	api.Handle(events.Routes(events.Deps{Store: evs, Meter: r.meter, Clock: tab.Clock})...)
 	d := stream.Deps{
 		Hub: r.hub, Snapshots: stream.EventsSnapshots(evs), Tickets: tickets, Meter: r.meter,
-		Clock: tab.Clock, Timers: r.timers, Logger: logger,
+		Clock: tab.Clock, Timers: r.timers, Logger: logger, WriteTimeout: o.writeTimeout,
 	}
 	api.Handle(stream.TicketRoutes(d)...)
 	api.Handle(stream.Routes(d)...)

@@ -1,0 +1,178 @@
+package stream_test
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"net"
+	"net/http"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/roadevents/roadevents/shared/event"
+	"github.com/roadevents/roadevents/shared/geo"
+	"github.com/roadevents/roadevents/shared/store/storetest/tables"
+	"github.com/roadevents/roadevents/shared/stream"
+	"github.com/roadevents/roadevents/shared/stream/streamtest"
+)
+
+// smallBuffers makes the server's socket send buffers small, so that a client that stops
+// reading fills them after a few frames instead of a few megabytes.
+type smallBuffers struct{ net.Listener }
+
+func (l smallBuffers) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetWriteBuffer(4 << 10)
+	}
+	return c, err
+}
+
+// Issue item 3 and spec 6 rule 3: one subscriber that reads nothing does not delay 100 healthy
+// ones, which receive every delta in order; the stalled one's queue keeps the newest 256 and
+// drops the oldest, and its keepalive reports exactly how many: every delta is either
+// received or counted as dropped. Counts, not timings, are asserted.
+func TestStalledSubscriberDoesNotDelayOthers(t *testing.T) {
+	t.Parallel()
+	tables.Each(t, func(t *testing.T, tab tables.Table) {
+		t.Parallel()
+		// The write timeout only guards against a hang here: the stalled client must stay
+		// connected while the deltas are published.
+		r := newRig(t, tab, rigOptions{
+			listener:     func(l net.Listener) net.Listener { return smallBuffers{l} },
+			writeTimeout: 10 * time.Minute,
+		})
+		const healthyN, deltas = 100, 450
+
+		// The stalled subscriber watches accidents only, so that a congestion published last
+		// reaches the healthy ones alone: once they have it, every accident has been queued
+		// for the stalled one too (the hub dispatches changes one after the other).
+		stalledClient := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+			if tc, ok := c.(*net.TCPConn); ok {
+				tc.SetReadBuffer(4 << 10)
+			}
+			return c, err
+		}}}
+		req, _ := http.NewRequest(http.MethodGet, r.srv.URL+"/v1/stream?"+query(center, 1000, "type", "accident"), nil)
+		req.Header.Set("Authorization", "Bearer "+r.liveKey)
+		stalled, resp, body := streamtest.Open(t, stalledClient, req)
+		if stalled == nil {
+			t.Fatalf("stalled subscriber: %d %s", resp.StatusCode, body)
+		}
+		stalled.Snapshot(t)
+
+		healthy := make([]*streamtest.Stream, healthyN)
+		for i := range healthy {
+			healthy[i], _ = r.mustOpen(t, query(center, 1000), r.liveKey)
+		}
+		got := make([][]string, healthyN)
+		var readers sync.WaitGroup
+		for i, s := range healthy {
+			readers.Add(1)
+			go func() {
+				defer readers.Done()
+				for range deltas + 1 {
+					f, err := s.NextErr()
+					if err != nil {
+						t.Errorf("healthy subscriber %d: %v after %d deltas", i, err, len(got[i]))
+						return
+					}
+					var ev event.EventPublic
+					d := stream.DeltaData{}
+					if f.Event != stream.FrameEvent || decode(f.Data, &d) != nil || decode(d.Event, &ev) != nil {
+						t.Errorf("healthy subscriber %d: frame %s", i, streamtest.Describe(f))
+						return
+					}
+					got[i] = append(got[i], ev.EventID)
+				}
+			}()
+		}
+
+		// Publish from several clients at once; the order of reference is the order the
+		// healthy subscribers receive, which is the feed's.
+		var publishers sync.WaitGroup
+		work := make(chan int)
+		for range 8 {
+			publishers.Add(1)
+			go func() {
+				defer publishers.Done()
+				for i := range work {
+					r.publish(t, r.otherKey, "accident", spread(i))
+				}
+			}()
+		}
+		start := time.Now()
+		for i := range deltas {
+			work <- i
+		}
+		close(work)
+		publishers.Wait()
+		t.Logf("%s: published %d in %v", tab.Adapter, deltas, time.Since(start))
+		sentinel := r.publish(t, r.otherKey, "congestion", center)
+		readers.Wait()
+		t.Logf("%s: all delivered %v after the first publish", tab.Adapter, time.Since(start))
+		if t.Failed() {
+			t.FailNow()
+		}
+		ref := got[0]
+		if len(ref) != deltas+1 || ref[deltas] != sentinel.EventID {
+			t.Fatalf("healthy subscriber 0 got %d deltas ending with %s; want %d and the sentinel", len(ref), ref[len(ref)-1], deltas+1)
+		}
+		for i := range got {
+			if !slices.Equal(got[i], ref) {
+				t.Fatalf("healthy subscriber %d got another sequence than subscriber 0", i)
+			}
+		}
+		ref = ref[:deltas]
+
+		// Now the stalled one reports its drops and reads what it was kept.
+		r.timers.Fire(stream.KeepaliveInterval)
+		var received []string
+		dropped := int64(-1)
+		for dropped < 0 || int64(len(received))+dropped < deltas {
+			f := stalled.Next(t)
+			switch f.Event {
+			case stream.FrameKeepalive:
+				var ka stream.KeepaliveData
+				if err := decode(f.Data, &ka); err != nil {
+					t.Fatal(err)
+				}
+				dropped = ka.Dropped
+			case stream.FrameEvent:
+				var d stream.DeltaData
+				var ev event.EventPublic
+				if decode(f.Data, &d) != nil || decode(d.Event, &ev) != nil {
+					t.Fatalf("stalled subscriber: frame %s", streamtest.Describe(f))
+				}
+				received = append(received, ev.EventID)
+			default:
+				t.Fatalf("stalled subscriber: frame %s", streamtest.Describe(f))
+			}
+		}
+		if dropped <= 0 || int64(len(received))+dropped != deltas {
+			t.Fatalf("stalled subscriber received %d, dropped %d; want every one of %d deltas received or counted, some dropped",
+				len(received), dropped, deltas)
+		}
+		// What it received is what it had read or was writing before it stalled, then the
+		// newest 256, oldest first: the oldest were the ones dropped.
+		k := deltas - stream.QueueSize - int(dropped)
+		want := append(slices.Clone(ref[:k]), ref[deltas-stream.QueueSize:]...)
+		if !slices.Equal(received, want) {
+			t.Errorf("stalled subscriber received %d deltas not in the expected order: the first %d, then the newest %d", len(received), k, stream.QueueSize)
+		}
+		t.Logf("%s: stalled subscriber kept %d before stalling, dropped %d, then the newest %d", tab.Adapter, k, dropped, stream.QueueSize)
+	})
+}
+
+// spread returns the i-th point of a grid of 90 m steps within 900 m of the centre, so that
+// concurrent publishes write to different area index partitions.
+func spread(i int) geo.Point {
+	p := offset(center, float64(i%15-7)*90)
+	p.Lon = geo.Round5(p.Lon + float64(i/15%15-7)*90/(111195*math.Cos(p.Lat*math.Pi/180)))
+	return p
+}
+
+func decode(b []byte, v any) error { return json.Unmarshal(b, v) }
