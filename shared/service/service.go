@@ -22,6 +22,7 @@ import (
 	"github.com/roadevents/roadevents/shared/ratelimit"
 	"github.com/roadevents/roadevents/shared/seal"
 	"github.com/roadevents/roadevents/shared/store"
+	"github.com/roadevents/roadevents/shared/stream"
 )
 
 // Group names a route group: one Lambda each on AWS.
@@ -32,10 +33,14 @@ const (
 	GroupMeta        Group = "meta"
 	GroupEvents      Group = "events"
 	GroupConsoleAuth Group = "console-auth"
+	// GroupStream is GET /v1/stream, served by the long-lived processes only (streamer/ and
+	// main.go): a Lambda cannot flush a response (STYLE.md guideline 6). Its tickets
+	// (POST /v1/stream/tickets) are in GroupEvents (ARCHITECTURE.md, route groups).
+	GroupStream Group = "stream"
 )
 
 // AllGroups lists every group, in the order they are mounted.
-var AllGroups = []Group{GroupMeta, GroupEvents, GroupConsoleAuth}
+var AllGroups = []Group{GroupMeta, GroupEvents, GroupConsoleAuth, GroupStream}
 
 // Deps is what the route groups are built from.
 type Deps struct {
@@ -58,6 +63,12 @@ type Deps struct {
 	// Sealer encrypts TOTP secrets at rest (OpenSealer). When nil, one is made from
 	// Config.Console.SealKey, or from a random key.
 	Sealer seal.Sealer
+	// Hub routes the table's changes to the streams of GET /v1/stream; the process that
+	// serves GroupStream runs it on its store's feed (stream.Hub.Run) and drains it on
+	// shutdown. Without one the route is only documented, and answers 503.
+	Hub *stream.Hub
+	// StreamTimers make each stream's keepalive and end-of-life timers; real ones when nil.
+	StreamTimers stream.Timers
 }
 
 // API is a built service: the routes of some groups, served, and the document of all groups.
@@ -108,7 +119,11 @@ func New(d Deps, groups ...Group) *API {
 		panic(fmt.Sprintf("service: %v", err))
 	}
 	a := &API{}
-	b := built{events: evs, auth: newConsoleAuth(d, servesGroup(groups, GroupConsoleAuth))}
+	b := built{
+		events:  evs,
+		auth:    newConsoleAuth(d, servesGroup(groups, GroupConsoleAuth)),
+		tickets: stream.NewTickets(d.Table, stream.TicketOptions{Clock: d.Clock}),
+	}
 	a.doc = newHTTPAPI(d, b)
 	a.doc.Handle(routes(d, a, b, AllGroups...)...)
 	a.served = a.doc
@@ -123,6 +138,9 @@ func New(d Deps, groups ...Group) *API {
 type built struct {
 	events *events.Store
 	auth   *consoleauth.Service
+	// tickets mints stream tickets (GroupEvents) and verifies them for apikey.Middleware on
+	// GET /v1/stream (spec 5 stream ticket rules).
+	tickets *stream.Tickets
 }
 
 func servesGroup(groups []Group, g Group) bool {
@@ -151,7 +169,7 @@ func newHTTPAPI(d Deps, b built) *httpapi.API {
 		// API keys on every /v1 route that declares them (spec 5); other routes pass.
 		// Session and temp tokens on every /console route that declares them (spec 4.2, 5).
 		Middleware: []httpapi.RouteMiddleware{
-			apikey.Middleware(d.Keys, apikey.MiddlewareOptions{}),
+			apikey.Middleware(d.Keys, apikey.MiddlewareOptions{Tickets: b.tickets}),
 			consoleauth.Middleware(b.auth),
 		},
 		Description: "Real-time, short-lived road hazard events shared between organisations, " +
@@ -160,6 +178,16 @@ func newHTTPAPI(d Deps, b built) *httpapi.API {
 }
 
 func routes(d Deps, a *API, b built, groups ...Group) []httpapi.Route {
+	streams := stream.Deps{
+		Hub:       d.Hub,
+		Snapshots: stream.EventsSnapshots(b.events),
+		Tickets:   b.tickets,
+		Meter:     d.Meter,
+		Clock:     d.Clock,
+		Timers:    d.StreamTimers,
+		Logger:    d.Logger,
+		MaxRadius: d.Config.Limits.MaxQueryRadiusM,
+	}
 	var out []httpapi.Route
 	for _, g := range groups {
 		switch g {
@@ -179,6 +207,9 @@ func routes(d Deps, a *API, b built, groups ...Group) []httpapi.Route {
 				Clock:     d.Clock,
 				MaxRadius: d.Config.Limits.MaxQueryRadiusM,
 			})...)
+			out = append(out, stream.TicketRoutes(streams)...)
+		case GroupStream:
+			out = append(out, stream.Routes(streams)...)
 		}
 	}
 	return out
