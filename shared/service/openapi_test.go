@@ -56,7 +56,9 @@ func TestOpenAPIDocumentIsValid(t *testing.T) {
 	for _, name := range []string{"HTTPValidationError", "ValidationError", "TaxonomyOut", "TypeSpec", "LimitsOut",
 		// contract 3, the console-auth group
 		"RequestCodePayload", "VerifyCodePayload", "TotpCodePayload", "RecoveryCodePayload", "Session",
-		"TotpEnrolment", "RecoveryCodes", "RecoveryCodesStatus", "OkResponse", "ProfileUpdate", "AuthChallenge", "MePublic"} {
+		"TotpEnrolment", "RecoveryCodes", "RecoveryCodesStatus", "OkResponse", "ProfileUpdate", "AuthChallenge", "MePublic",
+		// the stream ticket (POST /v1/stream/tickets)
+		"StreamTicketOut"} {
 		if d.Components.Schemas[name] == nil {
 			t.Errorf("components.schemas lacks %s (contract 1)", name)
 		}
