@@ -43,6 +43,8 @@ type Config struct {
 	Mail Mail
 	// Console holds the console sign-in secrets (console.go).
 	Console Console
+	// Stream configures the change feed of GET /v1/stream (stream.go).
+	Stream Stream
 
 	// EventIDKey is the HMAC key event ids are derived from (contract 2: an id derived from
 	// organisation and client_event_id). Every process serving one table must share it, or a
@@ -80,6 +82,7 @@ func Default() Config {
 		LogLevel:    slog.LevelInfo,
 		Limits:      DefaultLimits,
 		Mail:        DefaultMail,
+		Stream:      DefaultStream,
 	}
 }
 
@@ -122,6 +125,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		c.Limits.MaxQueryRadiusM = f
 	}
 	if err := c.readConsole(getenv); err != nil {
+		return c, err
+	}
+	if err := c.readStream(getenv); err != nil {
 		return c, err
 	}
 	return c, c.Validate()

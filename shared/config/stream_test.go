@@ -1,0 +1,35 @@
+package config_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/roadevents/roadevents/shared/config"
+)
+
+// The streamer's change feed settings: defaults and overrides (README, Streaming).
+func TestStreamFromEnv(t *testing.T) {
+	t.Parallel()
+	c, err := config.FromEnv(env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Stream.ARN != "" || c.Stream.PollInterval != 400*time.Millisecond {
+		t.Errorf("default Stream = %+v; want no ARN, 400ms (two readers a shard within 5 reads a second)", c.Stream)
+	}
+	c, err = config.FromEnv(env(map[string]string{
+		"ROADEVENTS_STREAM_ARN":           "arn:aws:dynamodb:eu-west-1:1:table/t/stream/2026",
+		"ROADEVENTS_STREAM_POLL_INTERVAL": "250ms",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Stream.ARN != "arn:aws:dynamodb:eu-west-1:1:table/t/stream/2026" || c.Stream.PollInterval != 250*time.Millisecond {
+		t.Errorf("Stream = %+v; want the variables' values", c.Stream)
+	}
+	for _, v := range []string{"fast", "10ms", "2m", "-1s"} {
+		if _, err := config.FromEnv(env(map[string]string{"ROADEVENTS_STREAM_POLL_INTERVAL": v})); err == nil {
+			t.Errorf("ROADEVENTS_STREAM_POLL_INTERVAL=%q accepted; want an error", v)
+		}
+	}
+}
