@@ -50,13 +50,16 @@ func OpenStore(ctx context.Context, cfg config.Config, clk clock.Clock, logger *
 		if err := ensureTable(ctx, client, cfg.Table, logger); err != nil {
 			return nil, err
 		}
-		arn, err := dynamodb.StreamARN(ctx, client, cfg.Table)
-		if err != nil {
-			return nil, err
+		arn := cfg.Stream.ARN
+		if arn == "" {
+			if arn, err = dynamodb.StreamARN(ctx, client, cfg.Table); err != nil {
+				return nil, err
+			}
 		}
 		return &Store{
 			Table: dynamodb.New(client, cfg.Table, dynamodb.Options{Clock: clk}),
-			Feed:  dynamodb.NewStreamFeed(dynamodbstreams.NewFromConfig(awsCfg), arn, dynamodb.StreamOptions{}),
+			Feed: dynamodb.NewStreamFeed(dynamodbstreams.NewFromConfig(awsCfg), arn,
+				dynamodb.StreamOptions{PollInterval: cfg.Stream.PollInterval}),
 		}, nil
 	}
 	return nil, fmt.Errorf("service: unknown store %q", cfg.Store)
