@@ -21,6 +21,7 @@ import (
 	"github.com/roadevents/roadevents/shared/metering"
 	"github.com/roadevents/roadevents/shared/server"
 	"github.com/roadevents/roadevents/shared/service"
+	"github.com/roadevents/roadevents/shared/stream"
 )
 
 // build identifies this build in GET /health; release builds set it with
@@ -110,10 +111,20 @@ func run(ctx context.Context, cfg config.Config, logger *slog.Logger) (err error
 	if err != nil {
 		return err
 	}
+	// GET /v1/stream: the hub follows the store's change feed, the same code as streamer/ on
+	// DynamoDB Streams. It stops, after the server, before the store closes.
+	hub := stream.NewHub(stream.HubOptions{Logger: logger})
+	hubDone := make(chan struct{})
+	go func() {
+		defer close(hubDone)
+		hub.Run(ctx, st.Feed, stream.EventsDecoder())
+	}()
+	defer func() { <-hubDone }()
 	api := service.New(service.Deps{Config: cfg, Build: build, Table: st.Table, Clock: clock.System, Logger: logger,
-		Keys: keys, Meter: meter, Mailer: mailer, Sealer: sealer})
+		Keys: keys, Meter: meter, Mailer: mailer, Sealer: sealer, Hub: hub})
 
 	fmt.Printf("road events service on %s (data in %s)\n", base, cfg.DataDir)
 	logger.Info("listening", "addr", base, "store", string(cfg.Store), "data", cfg.DataDir)
-	return server.Serve(ctx, ln, api.Handler(), server.Options{Logger: logger})
+	// On shutdown every stream says bye (reconnect) before the server waits for its requests.
+	return server.Serve(ctx, ln, api.Handler(), server.Options{Logger: logger, OnShutdown: []func(){hub.Drain}})
 }
