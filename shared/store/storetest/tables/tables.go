@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
@@ -113,6 +114,12 @@ func NewLocal(tb testing.TB) *Local {
 	cfg := aws.Config{
 		Region:      "us-east-1",
 		Credentials: credentials.NewStaticCredentialsProvider("local", "local", ""),
+		// DynamoDB Local answers contention on one item with a 500 "timed out waiting for a
+		// lock ... will succeed in actual DynamoDB"; retrying longer than the SDK's default of 3
+		// attempts keeps that emulator artefact out of the results.
+		Retryer: func() aws.Retryer {
+			return retry.AddWithMaxAttempts(retry.NewStandard(), 10)
+		},
 	}
 	l := &Local{
 		DB: ddb.NewFromConfig(cfg, func(o *ddb.Options) { o.BaseEndpoint = aws.String(endpoint) }),
