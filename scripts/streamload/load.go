@@ -1,0 +1,415 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/roadevents/roadevents/shared/geo"
+	"github.com/roadevents/roadevents/shared/stream"
+)
+
+// options are what one run measures.
+type options struct {
+	base, key   string
+	subscribers int
+	rate        float64 // publishes a second
+	duration    time.Duration
+	radius      float64
+	lat, lon    float64
+	side        float64 // metres
+	publishers  int
+	opens       int // streams opened at once
+	settle      time.Duration
+	idle        time.Duration // pause before the idle memory is read
+	serverPID   int
+	seed        uint64
+	runID       string
+}
+
+// result is one run's figures; its JSON line starts with {"phase" for scripts.
+type result struct {
+	Phase       string  `json:"phase"`
+	Label       string  `json:"label"`
+	Subscribers int     `json:"subscribers"`
+	RadiusM     float64 `json:"radius_m"`
+	Runs        int     `json:"runs"`
+	// Publishing.
+	Published   int64   `json:"published"`
+	PublishErr  int64   `json:"publish_errors"`
+	PublishRate float64 `json:"publish_rate"` // achieved, per second
+	// Delivery: every delta a subscriber's circle calls for (expected), received in time,
+	// and those its keepalives reported dropped.
+	Expected int64   `json:"expected"`
+	Received int64   `json:"received"`
+	Missing  int64   `json:"missing"`
+	Dropped  int64   `json:"dropped"`
+	P50Ms    float64 `json:"p50_ms"`
+	P95Ms    float64 `json:"p95_ms"`
+	P99Ms    float64 `json:"p99_ms"`
+	MaxMs    float64 `json:"max_ms"`
+	// Connections and memory.
+	OpenErrors      int64   `json:"open_errors"`
+	StreamErrors    int64   `json:"stream_errors"`
+	OpenSeconds     float64 `json:"open_seconds"`
+	RSSBeforeKiB    int64   `json:"rss_before_kib"`
+	RSSIdleKiB      int64   `json:"rss_idle_kib"`
+	RSSPerConnKiB   float64 `json:"rss_per_conn_kib"`
+	RSSUnderLoadKiB int64   `json:"rss_load_kib"`
+}
+
+// subscriber is one open stream.
+type subscriber struct {
+	center    geo.Point
+	latencies []float32 // milliseconds
+	dropped   atomic.Int64
+	received  atomic.Int64
+}
+
+// marker starts the description of every event this tool publishes; the number after it
+// indexes the publish times.
+const marker = "streamload "
+
+// run opens the subscribers, measures the server's memory with them idle, publishes at the
+// rate for the duration, waits for the last deltas, and returns the figures.
+func run(ctx context.Context, o options, logf func(string, ...any)) (result, error) {
+	res := result{Phase: "stream", Subscribers: o.subscribers, RadiusM: o.radius, Runs: 1}
+	rng := rand.New(rand.NewPCG(o.seed, 0x5eed))
+	city := square{Lat: o.lat, Lon: o.lon, Side: o.side}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	streamClient := &http.Client{Transport: &http.Transport{
+		DialContext:        (&net.Dialer{Timeout: 10 * time.Second}).DialContext,
+		DisableCompression: true,
+		MaxConnsPerHost:    0,
+	}}
+	defer streamClient.CloseIdleConnections()
+	pubClient := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+		MaxIdleConnsPerHost: o.publishers, DisableCompression: true,
+	}}
+	defer pubClient.CloseIdleConnections()
+
+	if o.serverPID > 0 {
+		rss, err := readRSS(o.serverPID)
+		if err != nil {
+			return res, err
+		}
+		res.RSSBeforeKiB = rss
+	}
+
+	// Open the subscribers, a few at a time, each reading its stream until the run ends.
+	subs := make([]*subscriber, o.subscribers)
+	for i := range subs {
+		lat, lon := city.random(rng)
+		subs[i] = &subscriber{center: geo.Point{Lat: geo.Round5(lat), Lon: geo.Round5(lon)}}
+	}
+	var (
+		sendTimes  = make([]atomic.Int64, int(o.rate*o.duration.Seconds())+o.publishers+16)
+		readers    sync.WaitGroup
+		opened     sync.WaitGroup
+		openErrors atomic.Int64
+		streamErrs atomic.Int64
+		openSlots  = make(chan struct{}, o.opens)
+		lastErr    atomic.Value
+	)
+	openStart := time.Now()
+	for _, s := range subs {
+		opened.Add(1)
+		readers.Add(1)
+		openSlots <- struct{}{}
+		go func() {
+			defer readers.Done()
+			err := s.read(ctx, streamClient, o, sendTimes, func() { <-openSlots; opened.Done() })
+			if err != nil && ctx.Err() == nil {
+				streamErrs.Add(1)
+				lastErr.Store(err.Error())
+			}
+		}()
+	}
+	opened.Wait()
+	res.OpenSeconds = time.Since(openStart).Seconds()
+	for _, s := range subs {
+		if s.received.Load() < 0 {
+			openErrors.Add(1)
+		}
+	}
+	res.OpenErrors = openErrors.Load()
+	logf("%d streams open in %.1f s (%d refused)", o.subscribers, res.OpenSeconds, res.OpenErrors)
+	if res.OpenErrors > 0 {
+		return res, fmt.Errorf("streamload: %d streams could not be opened (last error: %v)", res.OpenErrors, lastErr.Load())
+	}
+
+	if o.serverPID > 0 {
+		sleep(ctx, o.idle)
+		rss, err := readRSS(o.serverPID)
+		if err != nil {
+			return res, err
+		}
+		res.RSSIdleKiB = rss
+		res.RSSPerConnKiB = float64(res.RSSIdleKiB-res.RSSBeforeKiB) / float64(o.subscribers)
+		logf("server RSS %d KiB before, %d KiB with %d idle streams: %.1f KiB a stream",
+			res.RSSBeforeKiB, res.RSSIdleKiB, o.subscribers, res.RSSPerConnKiB)
+	}
+
+	// Publish at the rate, from a pool of clients, each publish timestamped just before it is
+	// sent.
+	n := int(o.rate * o.duration.Seconds())
+	points := make([]geo.Point, n)
+	for i := range points {
+		lat, lon := city.random(rng)
+		points[i] = geo.Point{Lat: geo.Round5(lat), Lon: geo.Round5(lon)}
+	}
+	jobs := make(chan int, o.publishers)
+	var (
+		pubs      sync.WaitGroup
+		published atomic.Int64
+		pubErrs   atomic.Int64
+	)
+	for range o.publishers {
+		pubs.Add(1)
+		go func() {
+			defer pubs.Done()
+			for seq := range jobs {
+				p := points[seq]
+				body := fmt.Sprintf(`{"type":"accident","lat":%v,"lon":%v,"description":"%s%s-%d"}`, p.Lat, p.Lon, marker, o.runID, seq)
+				sendTimes[seq].Store(time.Now().UnixNano())
+				if err := publish(ctx, pubClient, o, body); err != nil {
+					pubErrs.Add(1)
+					if ctx.Err() == nil {
+						lastErr.Store(err.Error())
+					}
+					continue
+				}
+				published.Add(1)
+			}
+		}()
+	}
+	interval := time.Duration(float64(time.Second) / o.rate)
+	tick := time.NewTicker(interval)
+	pubStart := time.Now()
+	for seq := 0; seq < n && ctx.Err() == nil; seq++ {
+		select {
+		case jobs <- seq:
+		case <-ctx.Done():
+		}
+		if seq == n/2 && o.serverPID > 0 {
+			if rss, err := readRSS(o.serverPID); err == nil {
+				res.RSSUnderLoadKiB = rss
+			}
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+		}
+	}
+	tick.Stop()
+	close(jobs)
+	pubs.Wait()
+	pubSeconds := time.Since(pubStart).Seconds()
+	res.Published, res.PublishErr = published.Load(), pubErrs.Load()
+	res.PublishRate = float64(res.Published) / pubSeconds
+	logf("published %d in %.1f s (%.0f/s), %d failed", res.Published, pubSeconds, res.PublishRate, res.PublishErr)
+
+	// Every subscriber whose circle comes within its radius of a point is due that delta.
+	for _, p := range points[:min(n, int(res.Published+res.PublishErr))] {
+		for _, s := range subs {
+			if geo.Distance(s.center, p) <= o.radius {
+				res.Expected++
+			}
+		}
+	}
+	if res.PublishErr > 0 {
+		res.Expected = -1 // unknown: a failed publish may still have been stored
+	}
+	total := func() int64 {
+		var n int64
+		for _, s := range subs {
+			n += s.received.Load()
+		}
+		return n
+	}
+	deadline := time.Now().Add(o.settle)
+	for time.Now().Before(deadline) && total() < res.Expected && ctx.Err() == nil {
+		sleep(ctx, 50*time.Millisecond)
+	}
+	cancel()
+	readers.Wait()
+
+	var all []float32
+	for _, s := range subs {
+		res.Received += s.received.Load()
+		res.Dropped += s.dropped.Load()
+		all = append(all, s.latencies...)
+	}
+	res.StreamErrors = streamErrs.Load()
+	if res.Expected >= 0 {
+		res.Missing = res.Expected - res.Received
+	}
+	slices.Sort(all)
+	res.P50Ms, res.P95Ms, res.P99Ms = pct(all, 0.50), pct(all, 0.95), pct(all, 0.99)
+	if len(all) > 0 {
+		res.MaxMs = float64(all[len(all)-1])
+	}
+	if res.StreamErrors > 0 {
+		logf("%d streams ended with an error (last: %v)", res.StreamErrors, lastErr.Load())
+	}
+	return res, nil
+}
+
+// read opens the stream of s and reads it until ctx ends, calling ready once the snapshot has
+// come (or the stream could not be opened: then received is set to -1).
+func (s *subscriber) read(ctx context.Context, client *http.Client, o options, sendTimes []atomic.Int64, ready func()) error {
+	readyOnce := sync.OnceFunc(ready)
+	defer readyOnce()
+	q := url.Values{}
+	q.Set("lat", strconv.FormatFloat(s.center.Lat, 'f', -1, 64))
+	q.Set("lon", strconv.FormatFloat(s.center.Lon, 'f', -1, 64))
+	q.Set("radius", strconv.FormatFloat(o.radius, 'f', -1, 64))
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, o.base+"/v1/stream?"+q.Encode(), nil)
+	if err != nil {
+		s.received.Store(-1)
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+o.key)
+	resp, err := client.Do(req)
+	if err != nil {
+		s.received.Store(-1)
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		s.received.Store(-1)
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return fmt.Errorf("GET /v1/stream: %d %s", resp.StatusCode, b)
+	}
+	fr := stream.NewFrameReader(bufio.NewReaderSize(resp.Body, 4096))
+	first, err := fr.Next()
+	if err != nil || first.Event != stream.FrameSnapshot {
+		s.received.Store(-1)
+		return fmt.Errorf("first frame %q: %v", first.Event, err)
+	}
+	readyOnce()
+	for {
+		f, err := fr.Next()
+		if err != nil {
+			return err
+		}
+		now := time.Now().UnixNano()
+		switch f.Event {
+		case stream.FrameEvent:
+			seq, ok := seqOf(f.Data, o.runID)
+			if !ok || seq >= len(sendTimes) {
+				continue // an event of another run
+			}
+			sent := sendTimes[seq].Load()
+			s.latencies = append(s.latencies, float32(float64(now-sent)/1e6))
+			s.received.Add(1)
+		case stream.FrameKeepalive:
+			var ka stream.KeepaliveData
+			if json.Unmarshal(f.Data, &ka) == nil {
+				s.dropped.Store(ka.Dropped)
+			}
+		case stream.FrameBye:
+			return errors.New("bye: " + string(f.Data))
+		}
+	}
+}
+
+// seqOf finds the publish number in a delta's description without decoding the whole event.
+func seqOf(data []byte, runID string) (int, bool) {
+	tag := []byte(marker + runID + "-")
+	i := bytes.Index(data, tag)
+	if i < 0 {
+		return 0, false
+	}
+	rest := data[i+len(tag):]
+	j := bytes.IndexByte(rest, '"')
+	if j < 0 {
+		return 0, false
+	}
+	n, err := strconv.Atoi(string(rest[:j]))
+	return n, err == nil
+}
+
+func publish(ctx context.Context, client *http.Client, o options, body string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, o.base+"/v1/events", strings.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+o.key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusCreated {
+		return fmt.Errorf("POST /v1/events: %d %s", resp.StatusCode, b)
+	}
+	return nil
+}
+
+// readRSS returns the resident set of process pid in KiB, from /proc/<pid>/status.
+func readRSS(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, fmt.Errorf("streamload: server memory: %w", err)
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			return strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("streamload: no VmRSS in /proc/%d/status", pid)
+}
+
+// pct is the q-quantile of sorted values (nearest rank).
+func pct(sorted []float32, q float64) float64 {
+	if len(sorted) == 0 {
+		return math.NaN()
+	}
+	i := int(math.Ceil(q*float64(len(sorted)))) - 1
+	return float64(sorted[max(i, 0)])
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// square is the city: Side metres across, centred on (Lat, Lon).
+type square struct {
+	Lat, Lon float64
+	Side     float64
+}
+
+// random returns a point drawn uniformly over the square (an equirectangular projection
+// around the centre, exact to metres at a city's size).
+func (s square) random(r *rand.Rand) (lat, lon float64) {
+	dx, dy := (r.Float64()-0.5)*s.Side, (r.Float64()-0.5)*s.Side
+	lat = s.Lat + dy/geo.EarthRadius*180/math.Pi
+	lon = s.Lon + dx/(geo.EarthRadius*math.Cos(s.Lat*math.Pi/180))*180/math.Pi
+	return lat, lon
+}
