@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -216,48 +217,91 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	defer sub.Close()
 	h.d.Meter.Count(r.Context(), p.OrgID, p.Environment, metering.StreamConnects)
-	c := &conn{d: &h.d, w: w, rc: http.NewResponseController(w), sub: sub, log: httpapi.Logger(r.Context())}
-	c.run(r.Context(), v, f)
+	c := &conn{d: &h.d, sub: sub, log: httpapi.Logger(r.Context())}
+	hdr := w.Header()
+	hdr.Set("Content-Type", "text/event-stream")
+	hdr.Set("Cache-Control", "no-cache")
+	hdr.Set("X-Accel-Buffering", "no") // proxies must not buffer the stream
+	// Over HTTP/1 the stream takes the connection over (see conn): its body is the bytes up to
+	// the close, as the SSE specification recommends, which Transfer-Encoding: identity asks
+	// net/http for (it then sends Connection: close and no chunking).
+	if r.ProtoMajor == 1 {
+		hdr.Set("Transfer-Encoding", "identity")
+	}
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	if r.ProtoMajor == 1 {
+		// The header is sent by Hijack; what net/http buffered for the connection is dropped:
+		// nothing follows a GET whose answer never ends.
+		if nc, _, err := rc.Hijack(); err == nil {
+			c.net = nc
+		}
+	}
+	if c.net == nil {
+		// STYLE.md guideline 6: make sure the writer can flush at all before promising a stream.
+		if err := rc.Flush(); err != nil {
+			c.log.Error("stream: the response writer cannot flush; streams need streamer/ or main.go", "error", err.Error())
+			sub.Close()
+			return nil
+		}
+		c.w, c.rc = w, rc
+	}
+	if !c.begin(r.Context(), v, f) {
+		c.end()
+		return nil
+	}
+	if c.net != nil {
+		// The handler returns, and with it net/http's goroutine, buffers and request, which
+		// an idle stream does not need; the stream goes on in a goroutine of its own.
+		h.d.Hub.streams.add()
+		go func() {
+			defer h.d.Hub.streams.done()
+			c.loop(context.Background())
+			c.end()
+		}()
+		return nil
+	}
+	c.loop(r.Context())
+	c.end()
 	return nil
 }
 
 // conn is one open stream.
+//
+// Over HTTP/1 it holds the TCP connection itself (hijacked from net/http once the header is
+// sent), so an idle stream costs one small goroutine, its subscription and two timers: not
+// net/http's goroutines (one serving, one watching for the client's close) and their 10 KiB of
+// buffers (README, Streaming: memory per stream). A client that went away is noticed by the
+// next write failing: a keepalive within KeepaliveInterval, or the write deadline. Over HTTP/2
+// (and under test recorders) it writes through the ResponseWriter and its flushes instead.
 type conn struct {
 	d   *Deps
-	w   http.ResponseWriter
-	rc  *http.ResponseController
 	sub *Subscription
 	log *slog.Logger
 	id  uint64 // id of the last frame written
+
+	net net.Conn // the hijacked connection, or nil
+	w   http.ResponseWriter
+	rc  *http.ResponseController
+
+	keepalive, endOfLife Ticker
+	seen                 map[string]seenEvent
 }
 
 // bufPool holds frame buffers; a snapshot of 500 events runs to hundreds of kilobytes, which
 // a connection must not keep for its whole life.
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
 
-func (c *conn) run(ctx context.Context, v Viewer, f Filter) {
-	h := c.w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no") // proxies must not buffer the stream
-	c.w.WriteHeader(http.StatusOK)
-	// STYLE.md guideline 6: make sure the writer can flush at all before promising a stream.
-	if err := c.rc.Flush(); err != nil {
-		c.log.Error("stream: the response writer cannot flush; streams need streamer/ or main.go", "error", err.Error())
-		return
-	}
-	keepalive := c.d.Timers.NewTicker(KeepaliveInterval)
-	defer keepalive.Stop()
-	endOfLife := c.d.Timers.NewTimer(MaxConnectionAge)
-	defer endOfLife.Stop()
-
-	hub := c.d.Hub
-	if !hub.Ready() || closed(c.sub.Lost()) {
+// begin starts the connection's timers and sends the snapshot, or a bye when it cannot; it
+// reports whether the stream goes on.
+func (c *conn) begin(ctx context.Context, v Viewer, f Filter) bool {
+	c.keepalive = c.d.Timers.NewTicker(KeepaliveInterval)
+	c.endOfLife = c.d.Timers.NewTimer(MaxConnectionAge)
+	if !c.d.Hub.Ready() || closed(c.sub.Lost()) {
 		// Without the feed the deltas after the snapshot are not guaranteed: reconnect.
 		c.bye(ReasonSnapshotUnavailable)
-		return
+		return false
 	}
 	snap, err := c.d.Snapshots.Snapshot(ctx, v, f)
 	if err != nil {
@@ -265,10 +309,10 @@ func (c *conn) run(ctx context.Context, v Viewer, f Filter) {
 			c.log.Error("stream: cannot read the snapshot", "error", err.Error())
 		}
 		c.bye(ReasonSnapshotUnavailable)
-		return
+		return false
 	}
 	if err := c.snapshot(snap); err != nil {
-		return
+		return false
 	}
 	// Deltas the snapshot already reflects are not sent after it: a change committed before
 	// the snapshot was read can reach the hub after this subscription was registered, and
@@ -278,7 +322,12 @@ func (c *conn) run(ctx context.Context, v Viewer, f Filter) {
 	// the first delta of an event that is sent ends the skipping for that event, so a newer
 	// state always follows an older one. Changes reach the hub within moments of their commit,
 	// so this is kept until the first keepalive only.
-	seen := seenOf(snap)
+	c.seen = seenOf(snap)
+	return true
+}
+
+// loop sends deltas, keepalives and the final bye until the stream ends.
+func (c *conn) loop(ctx context.Context) {
 	var (
 		batch       []*Queued
 		idle        = true // nothing sent since the last keepalive tick
@@ -288,7 +337,7 @@ func (c *conn) run(ctx context.Context, v Viewer, f Filter) {
 		select {
 		case <-c.sub.Notify():
 			batch = c.sub.Take(batch[:0])
-			sent, err := c.deltas(batch, seen)
+			sent, err := c.deltas(batch)
 			clear(batch)
 			if err != nil {
 				return
@@ -296,29 +345,41 @@ func (c *conn) run(ctx context.Context, v Viewer, f Filter) {
 			if sent {
 				idle = false
 			}
-		case <-keepalive.C():
-			seen = nil
+		case <-c.keepalive.C():
+			c.seen = nil
 			// Spec 6: keepalive while idle. A busy connection gets one too when it dropped
 			// deltas since the last, or its client would never learn of the drops (rule 3).
 			if d := c.sub.Dropped(); idle || d != lastDropped {
-				if c.keepalive(d) != nil {
+				if c.keepaliveFrame(d) != nil {
 					return
 				}
 				lastDropped = d
 			}
 			idle = true
-		case <-endOfLife.C():
+		case <-c.endOfLife.C():
 			c.bye(ReasonMaxConnectionAge)
 			return
 		case <-c.sub.Lost():
 			c.bye(ReasonMaxConnectionAge)
 			return
-		case <-hub.Draining():
+		case <-c.d.Hub.Draining():
 			c.bye(ReasonMaxConnectionAge)
 			return
 		case <-ctx.Done():
 			return
 		}
+	}
+}
+
+// end releases the stream: timers, subscription, and the connection when it holds it.
+func (c *conn) end() {
+	if c.keepalive != nil {
+		c.keepalive.Stop()
+		c.endOfLife.Stop()
+	}
+	c.sub.Close()
+	if c.net != nil {
+		c.net.Close()
 	}
 }
 
@@ -349,24 +410,21 @@ func (c *conn) snapshot(events []SnapshotEvent) error {
 	b = appendSnapshot(b, events, int(MaxConnectionAge/time.Second), c.now())
 	b = appendFrameEnd(b)
 	*bp = b
-	return c.write(func() error {
-		_, err := c.w.Write(b)
-		return err
-	})
+	return c.send(b)
 }
 
 // deltas writes the event frames of batch, skipping those the snapshot already holds, and
 // reports whether it wrote any.
-func (c *conn) deltas(batch []*Queued, seen map[string]seenEvent) (bool, error) {
+func (c *conn) deltas(batch []*Queued) (bool, error) {
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
 	b := (*bp)[:0]
 	for _, q := range batch {
-		if e, ok := seen[q.EventID]; ok {
+		if e, ok := c.seen[q.EventID]; ok {
 			if e.version > 0 && q.Version <= e.version || e.version == 0 && q.Hash == e.hash {
 				continue
 			}
-			delete(seen, q.EventID)
+			delete(c.seen, q.EventID)
 		}
 		c.id++
 		b = appendFrame(b, c.id, FrameEvent, q.Data)
@@ -375,41 +433,38 @@ func (c *conn) deltas(batch []*Queued, seen map[string]seenEvent) (bool, error) 
 	if len(b) == 0 {
 		return false, nil
 	}
-	return true, c.write(func() error {
-		_, err := c.w.Write(b)
-		return err
-	})
+	return true, c.send(b)
 }
 
-func (c *conn) keepalive(dropped int64) error {
+func (c *conn) keepaliveFrame(dropped int64) error {
+	var buf [160]byte
 	c.id++
-	b := appendFrame(nil, c.id, FrameKeepalive, appendKeepalive(nil, dropped, c.now()))
-	return c.write(func() error {
-		_, err := c.w.Write(b)
-		return err
-	})
+	return c.send(appendFrame(buf[:0], c.id, FrameKeepalive, appendKeepalive(nil, dropped, c.now())))
 }
 
 func (c *conn) bye(reason string) {
+	var buf [128]byte
 	c.id++
-	b := appendFrame(nil, c.id, FrameBye, appendBye(nil, reason))
-	_ = c.write(func() error {
-		_, err := c.w.Write(b)
-		return err
-	})
+	_ = c.send(appendFrame(buf[:0], c.id, FrameBye, appendBye(nil, reason)))
 }
 
-// write runs f and flushes under a write deadline, so that a client that stopped reading
-// costs this connection at most WriteTimeout and nobody else anything. The deadline is
+// send writes b, and flushes it, under a write deadline, so that a client that stopped
+// reading costs this connection at most WriteTimeout and nobody else anything. The deadline is
 // spread by up to a quarter, so that clients stalled together (a network blip) are not all
 // cut, and do not all reconnect, at the same instant.
-func (c *conn) write(f func() error) error {
+func (c *conn) send(b []byte) error {
 	wt := c.d.WriteTimeout
-	// A writer without deadlines (httptest.ResponseRecorder) still streams.
-	_ = c.rc.SetWriteDeadline(time.Now().Add(wt + rand.N(wt/4+1)))
-	err := f()
-	if err == nil {
-		err = c.rc.Flush()
+	deadline := time.Now().Add(wt + rand.N(wt/4+1))
+	var err error
+	if c.net != nil {
+		c.net.SetWriteDeadline(deadline)
+		_, err = c.net.Write(b)
+	} else {
+		// A writer without deadlines (httptest.ResponseRecorder) still streams.
+		_ = c.rc.SetWriteDeadline(deadline)
+		if _, err = c.w.Write(b); err == nil {
+			err = c.rc.Flush()
+		}
 	}
 	if err != nil {
 		c.log.Debug("stream: write failed; closing", "error", err.Error())

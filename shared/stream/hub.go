@@ -89,6 +89,10 @@ type Hub struct {
 	gen uint64
 
 	dispatched, enqueued, dropped atomic.Uint64
+
+	// streams counts the streams running on connections taken over from net/http, which its
+	// graceful shutdown does not wait for (Wait does).
+	streams tracker
 }
 
 // NewHub returns a hub with no subscription, not following any feed yet (Ready is false until
@@ -151,6 +155,11 @@ func (h *Hub) WaitReady(ctx context.Context) error {
 func (h *Hub) Drain() {
 	h.drainOnce.Do(func() { close(h.draining) })
 }
+
+// Wait waits until every stream running on a connection taken over from net/http has ended,
+// or ctx ends. Call it after Drain, once the server has stopped: http.Server.Shutdown waits
+// for the requests it still owns, not for these.
+func (h *Hub) Wait(ctx context.Context) error { return h.streams.wait(ctx) }
 
 // Draining is closed once Drain has been called.
 func (h *Hub) Draining() <-chan struct{} { return h.draining }
@@ -445,6 +454,49 @@ func (s *Subscription) Close() {
 		}
 	}
 	h.count--
+}
+
+// tracker counts running things and lets callers wait for none; unlike sync.WaitGroup it may
+// count up again while someone waits, and the wait can be abandoned.
+type tracker struct {
+	mu      sync.Mutex
+	n       int
+	waiters []chan struct{}
+}
+
+func (t *tracker) add() {
+	t.mu.Lock()
+	t.n++
+	t.mu.Unlock()
+}
+
+func (t *tracker) done() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.n--
+	if t.n == 0 {
+		for _, w := range t.waiters {
+			close(w)
+		}
+		t.waiters = nil
+	}
+}
+
+func (t *tracker) wait(ctx context.Context) error {
+	t.mu.Lock()
+	if t.n == 0 {
+		t.mu.Unlock()
+		return nil
+	}
+	w := make(chan struct{})
+	t.waiters = append(t.waiters, w)
+	t.mu.Unlock()
+	select {
+	case <-w:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 func closed(c <-chan struct{}) bool {

@@ -139,6 +139,11 @@ func newRig(t *testing.T, tab tables.Table, opts ...rigOptions) *rig {
 		// the table (closed by tables.Each) goes.
 		r.hub.Drain()
 		r.srv.Close()
+		wait, stop := context.WithTimeout(context.Background(), time.Minute)
+		defer stop()
+		if err := r.hub.Wait(wait); err != nil {
+			t.Errorf("streams still running after the drain: %v", err)
+		}
 		cancel()
 		running.Wait()
 	})
