@@ -125,6 +125,14 @@ func run(ctx context.Context, cfg config.Config, logger *slog.Logger) (err error
 
 	fmt.Printf("road events service on %s (data in %s)\n", base, cfg.DataDir)
 	logger.Info("listening", "addr", base, "store", string(cfg.Store), "data", cfg.DataDir)
-	// On shutdown every stream says bye (reconnect) before the server waits for its requests.
-	return server.Serve(ctx, ln, api.Handler(), server.Options{Logger: logger, OnShutdown: []func(){hub.Drain}})
+	// On shutdown every stream says bye (reconnect) before the server waits for its requests;
+	// the streams hold their connections themselves, so they are waited for apart.
+	err = server.Serve(ctx, ln, api.Handler(), server.Options{Logger: logger, OnShutdown: []func(){hub.Drain}})
+	hub.Drain()
+	wait, cancel := context.WithTimeout(context.Background(), shutdownWrites)
+	defer cancel()
+	if werr := hub.Wait(wait); werr != nil {
+		logger.Warn("streams still open at exit", "error", werr.Error())
+	}
+	return err
 }
