@@ -117,5 +117,13 @@ func run(ctx context.Context, cfg config.Config, logger *slog.Logger, ln net.Lis
 	mux.Handle("/", api.Handler())
 
 	logger.Info("streamer listening", "addr", ln.Addr().String(), "table", cfg.Table)
-	return server.Serve(ctx, ln, mux, server.Options{Logger: logger, OnShutdown: []func(){hub.Drain}})
+	err = server.Serve(ctx, ln, mux, server.Options{Logger: logger, OnShutdown: []func(){hub.Drain}})
+	// The streams hold their connections themselves: wait for their bye to be written.
+	hub.Drain()
+	wait, cancel := context.WithTimeout(context.Background(), shutdownWrites)
+	defer cancel()
+	if werr := hub.Wait(wait); werr != nil {
+		logger.Warn("streams still open at exit", "error", werr.Error())
+	}
+	return err
 }
