@@ -460,11 +460,13 @@ func (c *conn) send(b []byte) error {
 		c.net.SetWriteDeadline(deadline)
 		_, err = c.net.Write(b)
 	} else {
-		// A writer without deadlines (httptest.ResponseRecorder) still streams.
+		// A writer without deadlines (httptest.ResponseRecorder) still streams. HTTP/2 resets
+		// a stream whose deadline passes even while it writes nothing, so it is lifted again.
 		_ = c.rc.SetWriteDeadline(deadline)
 		if _, err = c.w.Write(b); err == nil {
 			err = c.rc.Flush()
 		}
+		_ = c.rc.SetWriteDeadline(time.Time{})
 	}
 	if err != nil {
 		c.log.Debug("stream: write failed; closing", "error", err.Error())

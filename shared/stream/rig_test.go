@@ -83,6 +83,8 @@ type rigOptions struct {
 	listener func(net.Listener) net.Listener
 	// writeTimeout replaces stream.DefaultWriteTimeout.
 	writeTimeout time.Duration
+	// http2 serves over TLS with HTTP/2, where a stream writes through the ResponseWriter.
+	http2 bool
 }
 
 func newRig(t *testing.T, tab tables.Table, opts ...rigOptions) *rig {
@@ -132,8 +134,14 @@ func newRig(t *testing.T, tab tables.Table, opts ...rigOptions) *rig {
 	if o.listener != nil {
 		r.srv.Listener = o.listener(r.srv.Listener)
 	}
-	r.srv.Start()
-	r.client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, MaxConnsPerHost: 0}}
+	if o.http2 {
+		r.srv.EnableHTTP2 = true
+		r.srv.StartTLS()
+		r.client = r.srv.Client()
+	} else {
+		r.srv.Start()
+		r.client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, MaxConnsPerHost: 0}}
+	}
 	t.Cleanup(func() {
 		// Streams end before the server waits for its handlers, and the feed is left before
 		// the table (closed by tables.Each) goes.

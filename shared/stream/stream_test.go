@@ -354,3 +354,28 @@ func TestDrain(t *testing.T) {
 		t.Errorf("bye while draining %+v; want snapshot_unavailable, reconnect", bye)
 	}
 }
+
+// Over HTTP/2 a stream cannot take its connection over; it writes through the ResponseWriter
+// and flushes, with the same frames.
+func TestStreamOverHTTP2(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, tables.Embedded(t), rigOptions{http2: true})
+	before := r.publish(t, r.liveKey, "accident", center)
+	s, snap := r.mustOpen(t, query(center, 1000), r.liveKey)
+	if s.Resp.ProtoMajor != 2 {
+		t.Fatalf("protocol %s; want HTTP/2", s.Resp.Proto)
+	}
+	if got := ids(snap.Events); !slices.Equal(got, []string{before.EventID}) {
+		t.Errorf("snapshot %v; want %s", got, before.EventID)
+	}
+	r.timers.Fire(stream.KeepaliveInterval)
+	s.Expect(t, stream.FrameKeepalive, nil)
+	ev := r.publish(t, r.liveKey, "accident", center)
+	expectDelta(t, s, stream.KindCreated, ev.EventID)
+	r.hub.Drain()
+	var bye stream.ByeData
+	s.Expect(t, stream.FrameBye, &bye)
+	if _, err := s.NextErr(); !errors.Is(err, io.EOF) {
+		t.Errorf("after bye: %v; want the end of the response", err)
+	}
+}
