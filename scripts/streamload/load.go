@@ -64,6 +64,17 @@ type result struct {
 	P95Ms    float64 `json:"p95_ms"`
 	P99Ms    float64 `json:"p99_ms"`
 	MaxMs    float64 `json:"max_ms"`
+	// The same from the event's created_at (stamped by the server as it handles the publish,
+	// before the store commits it), and the publish requests' own latency.
+	StoreP50Ms float64 `json:"store_p50_ms"`
+	StoreP95Ms float64 `json:"store_p95_ms"`
+	StoreP99Ms float64 `json:"store_p99_ms"`
+	// From the delta's "at" (the hub dispatching it) to reception: the stream's own share.
+	HubP50Ms     float64 `json:"hub_p50_ms"`
+	HubP95Ms     float64 `json:"hub_p95_ms"`
+	HubP99Ms     float64 `json:"hub_p99_ms"`
+	PublishP50Ms float64 `json:"publish_p50_ms"`
+	PublishP95Ms float64 `json:"publish_p95_ms"`
 	// Connections and memory.
 	OpenErrors      int64   `json:"open_errors"`
 	StreamErrors    int64   `json:"stream_errors"`
@@ -72,12 +83,16 @@ type result struct {
 	RSSIdleKiB      int64   `json:"rss_idle_kib"`
 	RSSPerConnKiB   float64 `json:"rss_per_conn_kib"`
 	RSSUnderLoadKiB int64   `json:"rss_load_kib"`
+	// ServerCPU is the server's CPU time while publishing, in cores (1 = one core busy).
+	ServerCPU float64 `json:"server_cpu_cores"`
 }
 
 // subscriber is one open stream.
 type subscriber struct {
 	center    geo.Point
-	latencies []float32 // milliseconds
+	latencies []float32 // milliseconds from the publish being sent
+	fromStore []float32 // milliseconds from the event's created_at (the server's clock)
+	fromHub   []float32 // milliseconds from the delta's "at", when the hub dispatched it
 	dropped   atomic.Int64
 	received  atomic.Int64
 }
@@ -106,14 +121,6 @@ func run(ctx context.Context, o options, logf func(string, ...any)) (result, err
 	}}
 	defer pubClient.CloseIdleConnections()
 
-	if o.serverPID > 0 {
-		rss, err := readRSS(o.serverPID)
-		if err != nil {
-			return res, err
-		}
-		res.RSSBeforeKiB = rss
-	}
-
 	// Open the subscribers, a few at a time, each reading its stream until the run ends.
 	subs := make([]*subscriber, o.subscribers)
 	for i := range subs {
@@ -129,21 +136,36 @@ func run(ctx context.Context, o options, logf func(string, ...any)) (result, err
 		openSlots  = make(chan struct{}, o.opens)
 		lastErr    atomic.Value
 	)
-	openStart := time.Now()
-	for _, s := range subs {
-		opened.Add(1)
-		readers.Add(1)
-		openSlots <- struct{}{}
-		go func() {
-			defer readers.Done()
-			err := s.read(ctx, streamClient, o, sendTimes, func() { <-openSlots; opened.Done() })
-			if err != nil && ctx.Err() == nil {
-				streamErrs.Add(1)
-				lastErr.Store(err.Error())
-			}
-		}()
+	open := func(subs []*subscriber) {
+		for _, s := range subs {
+			opened.Add(1)
+			readers.Add(1)
+			openSlots <- struct{}{}
+			go func() {
+				defer readers.Done()
+				err := s.read(ctx, streamClient, o, sendTimes, func() { <-openSlots; opened.Done() })
+				if err != nil && ctx.Err() == nil {
+					streamErrs.Add(1)
+					lastErr.Store(err.Error())
+				}
+			}()
+		}
+		opened.Wait()
 	}
-	opened.Wait()
+	// Memory per stream is the slope between a tenth of the streams and all of them, both
+	// idle, so that what the first requests warm up (code, pools, buffers) is not counted.
+	first := max(1, o.subscribers/10)
+	openStart := time.Now()
+	open(subs[:first])
+	if o.serverPID > 0 && first < o.subscribers {
+		sleep(ctx, o.idle)
+		rss, err := readRSS(o.serverPID)
+		if err != nil {
+			return res, err
+		}
+		res.RSSBeforeKiB = rss
+	}
+	open(subs[first:])
 	res.OpenSeconds = time.Since(openStart).Seconds()
 	for _, s := range subs {
 		if s.received.Load() < 0 {
@@ -163,9 +185,11 @@ func run(ctx context.Context, o options, logf func(string, ...any)) (result, err
 			return res, err
 		}
 		res.RSSIdleKiB = rss
-		res.RSSPerConnKiB = float64(res.RSSIdleKiB-res.RSSBeforeKiB) / float64(o.subscribers)
-		logf("server RSS %d KiB before, %d KiB with %d idle streams: %.1f KiB a stream",
-			res.RSSBeforeKiB, res.RSSIdleKiB, o.subscribers, res.RSSPerConnKiB)
+		if o.subscribers > first {
+			res.RSSPerConnKiB = float64(res.RSSIdleKiB-res.RSSBeforeKiB) / float64(o.subscribers-first)
+		}
+		logf("server RSS %d KiB with %d idle streams, %d KiB with %d: %.1f KiB a stream",
+			res.RSSBeforeKiB, first, res.RSSIdleKiB, o.subscribers, res.RSSPerConnKiB)
 	}
 
 	// Publish at the rate, from a pool of clients, each publish timestamped just before it is
@@ -177,6 +201,7 @@ func run(ctx context.Context, o options, logf func(string, ...any)) (result, err
 		points[i] = geo.Point{Lat: geo.Round5(lat), Lon: geo.Round5(lon)}
 	}
 	jobs := make(chan int, o.publishers)
+	publishLatency := make([]atomic.Int64, n)
 	var (
 		pubs      sync.WaitGroup
 		published atomic.Int64
@@ -189,8 +214,11 @@ func run(ctx context.Context, o options, logf func(string, ...any)) (result, err
 			for seq := range jobs {
 				p := points[seq]
 				body := fmt.Sprintf(`{"type":"accident","lat":%v,"lon":%v,"description":"%s%s-%d"}`, p.Lat, p.Lon, marker, o.runID, seq)
-				sendTimes[seq].Store(time.Now().UnixNano())
-				if err := publish(ctx, pubClient, o, body); err != nil {
+				start := time.Now()
+				sendTimes[seq].Store(start.UnixNano())
+				err := publish(ctx, pubClient, o, body)
+				publishLatency[seq].Store(int64(time.Since(start)))
+				if err != nil {
 					pubErrs.Add(1)
 					if ctx.Err() == nil {
 						lastErr.Store(err.Error())
@@ -201,6 +229,7 @@ func run(ctx context.Context, o options, logf func(string, ...any)) (result, err
 			}
 		}()
 	}
+	cpuBefore, _ := readCPU(o.serverPID)
 	interval := time.Duration(float64(time.Second) / o.rate)
 	tick := time.NewTicker(interval)
 	pubStart := time.Now()
@@ -223,9 +252,13 @@ func run(ctx context.Context, o options, logf func(string, ...any)) (result, err
 	close(jobs)
 	pubs.Wait()
 	pubSeconds := time.Since(pubStart).Seconds()
+	if cpuAfter, err := readCPU(o.serverPID); err == nil && o.serverPID > 0 {
+		res.ServerCPU = (cpuAfter - cpuBefore) / pubSeconds
+	}
 	res.Published, res.PublishErr = published.Load(), pubErrs.Load()
 	res.PublishRate = float64(res.Published) / pubSeconds
-	logf("published %d in %.1f s (%.0f/s), %d failed", res.Published, pubSeconds, res.PublishRate, res.PublishErr)
+	logf("published %d in %.1f s (%.0f/s), %d failed; the server used %.2f cores meanwhile",
+		res.Published, pubSeconds, res.PublishRate, res.PublishErr, res.ServerCPU)
 
 	// Every subscriber whose circle comes within its radius of a point is due that delta.
 	for _, p := range points[:min(n, int(res.Published+res.PublishErr))] {
@@ -252,12 +285,26 @@ func run(ctx context.Context, o options, logf func(string, ...any)) (result, err
 	cancel()
 	readers.Wait()
 
-	var all []float32
+	var all, store, hub []float32
 	for _, s := range subs {
 		res.Received += s.received.Load()
 		res.Dropped += s.dropped.Load()
 		all = append(all, s.latencies...)
+		store = append(store, s.fromStore...)
+		hub = append(hub, s.fromHub...)
 	}
+	slices.Sort(store)
+	res.StoreP50Ms, res.StoreP95Ms, res.StoreP99Ms = pct(store, 0.50), pct(store, 0.95), pct(store, 0.99)
+	slices.Sort(hub)
+	res.HubP50Ms, res.HubP95Ms, res.HubP99Ms = pct(hub, 0.50), pct(hub, 0.95), pct(hub, 0.99)
+	pubLat := make([]float32, 0, n)
+	for i := range min(n, len(publishLatency)) {
+		if v := publishLatency[i].Load(); v > 0 {
+			pubLat = append(pubLat, float32(float64(v)/1e6))
+		}
+	}
+	slices.Sort(pubLat)
+	res.PublishP50Ms, res.PublishP95Ms = pct(pubLat, 0.50), pct(pubLat, 0.95)
 	res.StreamErrors = streamErrs.Load()
 	if res.Expected >= 0 {
 		res.Missing = res.Expected - res.Received
@@ -320,6 +367,12 @@ func (s *subscriber) read(ctx context.Context, client *http.Client, o options, s
 			}
 			sent := sendTimes[seq].Load()
 			s.latencies = append(s.latencies, float32(float64(now-sent)/1e6))
+			if created, ok := timeAfter(f.Data, `"created_at":"`, false); ok {
+				s.fromStore = append(s.fromStore, float32(float64(now-created)/1e6))
+			}
+			if at, ok := timeAfter(f.Data, `,"at":"`, true); ok {
+				s.fromHub = append(s.fromHub, float32(float64(now-at)/1e6))
+			}
 			s.received.Add(1)
 		case stream.FrameKeepalive:
 			var ka stream.KeepaliveData
@@ -330,6 +383,26 @@ func (s *subscriber) read(ctx context.Context, client *http.Client, o options, s
 			return errors.New("bye: " + string(f.Data))
 		}
 	}
+}
+
+// timeAfter finds the timestamp that follows tag in a delta (the first occurrence, or the
+// last), in Unix nanoseconds, without decoding the delta.
+func timeAfter(data []byte, tagText string, last bool) (int64, bool) {
+	tag := []byte(tagText)
+	i := bytes.Index(data, tag)
+	if last {
+		i = bytes.LastIndex(data, tag)
+	}
+	if i < 0 {
+		return 0, false
+	}
+	rest := data[i+len(tag):]
+	j := bytes.IndexByte(rest, '"')
+	if j < 0 {
+		return 0, false
+	}
+	t, err := time.Parse(time.RFC3339Nano, string(rest[:j]))
+	return t.UnixNano(), err == nil
 }
 
 // seqOf finds the publish number in a delta's description without decoding the whole event.
@@ -381,10 +454,33 @@ func readRSS(pid int) (int64, error) {
 	return 0, fmt.Errorf("streamload: no VmRSS in /proc/%d/status", pid)
 }
 
-// pct is the q-quantile of sorted values (nearest rank).
+// readCPU returns the user and system CPU seconds process pid has used, from /proc/<pid>/stat
+// (in clock ticks of 1/100 s, the Linux USER_HZ).
+func readCPU(pid int) (float64, error) {
+	if pid <= 0 {
+		return 0, nil
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) may hold spaces; fields count from after its ')'.
+	fields := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(fields) < 13 {
+		return 0, fmt.Errorf("streamload: /proc/%d/stat: too few fields", pid)
+	}
+	utime, err1 := strconv.ParseFloat(fields[11], 64)
+	stime, err2 := strconv.ParseFloat(fields[12], 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("streamload: /proc/%d/stat: bad CPU times", pid)
+	}
+	return (utime + stime) / 100, nil
+}
+
+// pct is the q-quantile of sorted values (nearest rank), 0 for none.
 func pct(sorted []float32, q float64) float64 {
 	if len(sorted) == 0 {
-		return math.NaN()
+		return 0
 	}
 	i := int(math.Ceil(q*float64(len(sorted)))) - 1
 	return float64(sorted[max(i, 0)])

@@ -5,6 +5,12 @@
 // p99 of publication-to-reception latency, the deltas expected, received, missing and
 // reported dropped, and the memory per idle stream.
 //
+// Besides the latency from publication ("p50 ms" ...), it reports the same from the event's
+// created_at ("cr."; stamped by the server as it handles the publish, so it leaves out the
+// request's wait before the handler), from the delta's "at" ("hub"; when the hub dispatched
+// it, after the store's commit and its change feed: the stream's own share), and the publish
+// requests' own latency ("pub"), which holds the store's commit.
+//
 //	streamload run [flags]      one run; prints a table row and a JSON line starting {"phase"
 //	streamload median FILE...   the median of each figure over the JSON lines of earlier runs
 //
@@ -131,10 +137,13 @@ func (o options) check() error {
 }
 
 func printResult(w io.Writer, r result) {
-	fmt.Fprintf(w, "%-10s %12s %8s %10s %10s %10s %8s %8s %8s %8s %8s %12s\n",
-		"label", "subscribers", "pub/s", "expected", "received", "missing", "dropped", "p50 ms", "p95 ms", "p99 ms", "max ms", "KiB/stream")
-	fmt.Fprintf(w, "%-10s %12d %8.1f %10d %10d %10d %8d %8.1f %8.1f %8.1f %8.1f %12.1f\n",
-		r.Label, r.Subscribers, r.PublishRate, r.Expected, r.Received, r.Missing, r.Dropped, r.P50Ms, r.P95Ms, r.P99Ms, r.MaxMs, r.RSSPerConnKiB)
+	fmt.Fprintf(w, "%-9s %6s %6s %8s %8s %7s %7s | %7s %7s %7s %7s | %7s %7s %7s | %7s %7s %7s | %7s %7s | %10s\n",
+		"label", "subs", "pub/s", "expected", "received", "missing", "dropped",
+		"p50 ms", "p95 ms", "p99 ms", "max ms", "cr. p50", "cr. p95", "cr. p99", "hub p50", "hub p95", "hub p99",
+		"pub p50", "pub p95", "KiB/stream")
+	fmt.Fprintf(w, "%-9s %6d %6.1f %8d %8d %7d %7d | %7.1f %7.1f %7.1f %7.1f | %7.1f %7.1f %7.1f | %7.1f %7.1f %7.1f | %7.1f %7.1f | %10.1f\n",
+		r.Label, r.Subscribers, r.PublishRate, r.Expected, r.Received, r.Missing, r.Dropped, r.P50Ms, r.P95Ms, r.P99Ms, r.MaxMs,
+		r.StoreP50Ms, r.StoreP95Ms, r.StoreP99Ms, r.HubP50Ms, r.HubP95Ms, r.HubP99Ms, r.PublishP50Ms, r.PublishP95Ms, r.RSSPerConnKiB)
 	b, _ := json.Marshal(r)
 	fmt.Fprintln(w, string(b))
 }
@@ -214,11 +223,20 @@ func medians(rs []result) []result {
 		m.P95Ms = med(func(r result) float64 { return r.P95Ms })
 		m.P99Ms = med(func(r result) float64 { return r.P99Ms })
 		m.MaxMs = med(func(r result) float64 { return r.MaxMs })
+		m.StoreP50Ms = med(func(r result) float64 { return r.StoreP50Ms })
+		m.StoreP95Ms = med(func(r result) float64 { return r.StoreP95Ms })
+		m.StoreP99Ms = med(func(r result) float64 { return r.StoreP99Ms })
+		m.HubP50Ms = med(func(r result) float64 { return r.HubP50Ms })
+		m.HubP95Ms = med(func(r result) float64 { return r.HubP95Ms })
+		m.HubP99Ms = med(func(r result) float64 { return r.HubP99Ms })
+		m.PublishP50Ms = med(func(r result) float64 { return r.PublishP50Ms })
+		m.PublishP95Ms = med(func(r result) float64 { return r.PublishP95Ms })
 		m.OpenSeconds = med(func(r result) float64 { return r.OpenSeconds })
 		m.RSSBeforeKiB = medInt(func(r result) int64 { return r.RSSBeforeKiB })
 		m.RSSIdleKiB = medInt(func(r result) int64 { return r.RSSIdleKiB })
 		m.RSSPerConnKiB = med(func(r result) float64 { return r.RSSPerConnKiB })
 		m.RSSUnderLoadKiB = medInt(func(r result) int64 { return r.RSSUnderLoadKiB })
+		m.ServerCPU = med(func(r result) float64 { return r.ServerCPU })
 		for _, r := range g {
 			m.PublishErr += r.PublishErr
 			m.OpenErrors += r.OpenErrors

@@ -1,0 +1,165 @@
+#!/usr/bin/env bash
+# Load test of the live stream (GET /v1/stream) on the local server, through real loopback
+# connections: the embedded store's change feed (`go run .`) and DynamoDB Streams on DynamoDB
+# Local (the reader the streamer uses on AWS).
+#
+# For each store, each number of subscribers and each run, it builds nothing twice, starts a
+# fresh server (fresh data folder or table) with a live API key, and runs scripts/streamload:
+# N SSE subscribers of 1000 m spread over a 20 km city, the server's memory read from /proc
+# with every stream open and idle, then 200 publishes a second through POST /v1/events for
+# DURATION, every delta timed from publication to reception. It prints each run, then the
+# median of each figure over the runs, against the targets:
+#
+#   embedded:  p95 <= 50 ms at 10 000 subscribers and 200 publishes/s; <= 20 KiB per idle stream
+#   DynamoDB Local's stream: p95 <= 500 ms
+#
+# Environment (defaults in brackets):
+#   STORES ["embedded dynamodb"]   SUBSCRIBERS ["1000 10000"]   RUNS [3]
+#   RATE [200]  DURATION [20s]  RADIUS [1000]  SEED [1]  KEEP_LOG (set: keep the server logs)
+# Everything listens on loopback; each run is bounded (streamload -duration and -settle, and a
+# timeout around it); servers, and a DynamoDB Local this script started, are stopped on exit.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+root=$(pwd)
+
+stores=${STORES:-embedded dynamodb}
+sizes=${SUBSCRIBERS:-1000 10000}
+runs=${RUNS:-3}
+rate=${RATE:-200}
+duration=${DURATION:-20s}
+radius=${RADIUS:-1000}
+seed=${SEED:-1}
+
+log() { printf '\n== %s\n' "$*"; }
+
+# 10 000 streams are 10 000 sockets in the server and as many in streamload.
+ulimit -n "$(ulimit -Hn)"
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/roadevents-stream-load.XXXXXX")
+server_pid=
+started_ddb=
+cleanup() {
+	status=$?
+	stop_server
+	if [[ -n $started_ddb ]]; then
+		"$root/scripts/dynamodb-local.sh" stop >/dev/null 2>&1 || true
+	fi
+	if [[ -n ${KEEP_LOG:-} ]]; then
+		mkdir -p "$root/stream-load-logs" && cp "$tmp"/*.log "$root/stream-load-logs/" 2>/dev/null &&
+			echo "server logs kept in $root/stream-load-logs" >&2
+	fi
+	rm -rf "$tmp"
+	exit "$status"
+}
+stop_server() {
+	if [[ -n $server_pid ]] && kill -0 "$server_pid" 2>/dev/null; then
+		kill -TERM "$server_pid" 2>/dev/null || true
+		wait "$server_pid" 2>/dev/null || true
+	fi
+	server_pid=
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+log "machine"
+echo "cpus: $(nproc)  $(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2- | sed 's/^ //')"
+echo "memory: $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo 2>/dev/null)"
+echo "open files: $(ulimit -n)"
+go version
+echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' (with local changes)')"
+echo "STORES='$stores' SUBSCRIBERS='$sizes' RUNS=$runs RATE=$rate DURATION=$duration RADIUS=$radius SEED=$seed"
+
+max_subscribers=0
+for n in $sizes; do ((n > max_subscribers)) && max_subscribers=$n; done
+if (($(ulimit -n) < max_subscribers + 1024)); then
+	echo "open files limited to $(ulimit -n): $max_subscribers streams need more (raise the hard limit)" >&2
+	exit 1
+fi
+
+log "building"
+go build -o "$tmp/roadevents" .
+go build -o "$tmp/streamload" ./scripts/streamload
+
+# start_server STORE RUN: a fresh server for one run, its key in STREAMLOAD_API_KEY.
+start_server() {
+	local store=$1 run=$2 logfile
+	logfile="$tmp/server-$store-$run.log"
+	export ROADEVENTS_STORE=$store
+	if [[ $store == dynamodb ]]; then
+		export ROADEVENTS_TABLE="streamload-$$-$run"
+	else
+		export ROADEVENTS_DATA="$tmp/data-$run"
+	fi
+	# Issued before the server starts (the embedded store admits one process); on DynamoDB
+	# this also creates the table and writes to it before the server follows its stream.
+	STREAMLOAD_API_KEY=$("$tmp/roadevents" apikey issue -org org_streamload -env live -label "stream load" 2>/dev/null)
+	export STREAMLOAD_API_KEY
+	"$tmp/roadevents" -addr 127.0.0.1:0 >"$logfile" 2>&1 &
+	server_pid=$!
+	base=
+	for _ in $(seq 1 300); do
+		base=$(sed -n 's/^road events service on \(http:[^ ]*\).*/\1/p' "$logfile" | head -n 1)
+		[[ -n $base ]] && break
+		kill -0 "$server_pid" 2>/dev/null || { cat "$logfile" >&2; echo "the server exited" >&2; exit 1; }
+		sleep 0.1
+	done
+	[[ -n $base ]] || { echo "the server did not report its address" >&2; exit 1; }
+	for _ in $(seq 1 100); do
+		curl -fsS "$base/health" >/dev/null 2>&1 && break
+		sleep 0.1
+	done
+}
+
+results="$tmp/results.jsonl"
+: >"$results"
+for store in $stores; do
+	settle=5s
+	if [[ $store == dynamodb ]]; then
+		settle=15s
+		log "DynamoDB Local"
+		if ! endpoint=$("$root/scripts/dynamodb-local.sh" endpoint 2>/dev/null); then
+			endpoint=$("$root/scripts/dynamodb-local.sh" start)
+			started_ddb=1
+		fi
+		echo "at $endpoint"
+		export AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local
+		export AWS_ENDPOINT_URL_DYNAMODB=$endpoint AWS_ENDPOINT_URL_DYNAMODB_STREAMS=$endpoint
+	fi
+	for n in $sizes; do
+		for run in $(seq 1 "$runs"); do
+			log "$store: $n subscribers, run $run/$runs"
+			start_server "$store" "$n-$run"
+			echo "server on $base (pid $server_pid)"
+			out=$(timeout 600 "$tmp/streamload" run -base "$base" -subscribers "$n" -rate "$rate" \
+				-duration "$duration" -radius "$radius" -settle "$settle" -seed "$((seed + run))" \
+				-server-pid "$server_pid" -label "$store") || { printf '%s\n' "${out:-}"; echo "streamload failed" >&2; }
+			printf '%s\n' "$out" | grep -v '^{"phase"' || true
+			printf '%s\n' "$out" | grep '^{"phase"' >>"$results" || true
+			stop_server
+			if grep -qi '"level":"ERROR"' "$tmp/server-$store-$n-$run.log"; then
+				echo "server errors:" >&2
+				grep -i '"level":"ERROR"' "$tmp/server-$store-$n-$run.log" | head -n 5 >&2
+			fi
+		done
+	done
+done
+
+log "medians over $runs runs (errors are totals)"
+"$tmp/streamload" median "$results" | grep -v '^{"phase"'
+echo
+echo "result lines:"
+cat "$results"
+
+log "targets"
+"$tmp/streamload" median "$results" | grep '^{"phase"' | while read -r line; do
+	label=$(sed -n 's/.*"label":"\([^"]*\)".*/\1/p' <<<"$line")
+	n=$(sed -n 's/.*"subscribers":\([0-9]*\).*/\1/p' <<<"$line")
+	p95=$(sed -n 's/.*"p95_ms":\([0-9.e+-]*\).*/\1/p' <<<"$line")
+	kib=$(sed -n 's/.*"rss_per_conn_kib":\([0-9.e+-]*\).*/\1/p' <<<"$line")
+	limit=50
+	[[ $label == dynamodb ]] && limit=500
+	verdict=$(awk -v p="$p95" -v l="$limit" 'BEGIN { print (p <= l ? "met" : "MISSED") }')
+	mem=$(awk -v k="$kib" 'BEGIN { print (k <= 20 ? "met" : "MISSED") }')
+	echo "$label, $n subscribers: p95 ${p95} ms (target <= $limit ms: $verdict); ${kib} KiB per idle stream (target <= 20 KiB: $mem)"
+done
