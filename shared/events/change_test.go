@@ -283,7 +283,7 @@ func TestSignalRace(t *testing.T) {
 		h := newHarness(t, tab)
 		key := h.key("org_a", live)
 		e := h.publish(key, point("road_damage", 48, 2).with("geometry", map[string]any{
-			"coordinates": [][2]float64{{2, 48}, {2.05, 48}}}))
+			"coordinates": [][2]float64{{2, 48}, {2.01, 48}}}))
 		const n = 100
 		var wg sync.WaitGroup
 		for i := range n {
@@ -301,7 +301,7 @@ func TestSignalRace(t *testing.T) {
 			t.Errorf("confirm_count = %d; want %d (no vote lost)", got.ConfirmCount, n)
 		}
 		// The index items were rewritten with each change: the listed copy agrees.
-		listed := h.area(key, q(48, 2.025))
+		listed := h.area(key, q(48, 2.005))
 		if len(listed) != 1 || listed[0].ConfirmCount != n || listed[0].Confidence != got.Confidence {
 			t.Errorf("listed = %+v; want the event with %d confirmations, confidence %v", listed, n, got.Confidence)
 		}

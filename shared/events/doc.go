@@ -67,6 +67,23 @@
 // (MaxEventsPerQuery, spec 8) are nearer than any unread cell could hold: over a dense city the
 // widest query reads the 3 or 4 cells around its centre.
 //
+// Each record also carries what lets a query skip most exact distances (record.go, cache.go):
+// a point outside the circle's bounding box, or a LineString whose vertices are all farther
+// than the range by half its longest segment, is not measured; a point's distance is
+// geo.Distance with its latitude cosine computed once.
+//
+// # Area cache
+//
+// Reading an index item through store.Table costs about 2 µs (a map and several allocations
+// per item), and that, not the geometry, bounded the query rate: a 1000 m query reads about
+// 380 items. With Options.CacheBytes a Store keeps the partitions it read, decoded, and applies
+// its own index writes to them (cache.go), so a query over cells read before touches the table
+// not at all. That is exact only where this Store is the only writer of the area index, which
+// service arranges for the embedded store of `go run .` (one process by its file lock); Lambdas
+// sharing DynamoDB read the table every time. Measured on the benchmark city (bench_test.go,
+// CPU time per query on this machine's 2 cores): 1000 m 0.34 ms cached against 2.3 ms
+// uncached, 9780 m 1.6 ms against 19 ms.
+//
 // Two levels double the index writes of a point event (3 items instead of 2) and bound how long
 // an extent may be: every change is one transaction of at most 100 operations (store.
 // MaxTransactOps), and a revision may delete every old cell and put every new one, so an

@@ -39,6 +39,10 @@ func newHarness(t *testing.T, tab tables.Table) *harness {
 	meter := metering.New(tab, metering.Options{Clock: tab.Clock, Logger: discard, FlushInterval: -1})
 	cfg := config.Default()
 	cfg.EventIDKey = testIDKey
+	if tab.Adapter == tables.AdapterDynamoDB {
+		// As deployed: processes sharing DynamoDB keep no area cache (service.areaCacheBytes).
+		cfg.Store, cfg.Table = config.StoreDynamoDB, "test"
+	}
 	api := service.New(service.Deps{Config: cfg, Build: "test", Table: tab, Clock: tab.Clock, Logger: discard,
 		Keys: keys, Meter: meter}, service.GroupEvents)
 	srv := httptest.NewServer(api.Handler())

@@ -41,9 +41,9 @@ type AreaResult struct {
 	Events []AreaEvent
 	// Level is the H3 resolution whose cells were read.
 	Level int
-	// Lookups is the number of index partitions read (one table Query each), and ItemsRead
-	// the index items they returned.
-	Lookups, ItemsRead int
+	// Lookups is the number of index partitions read (one table Query each, unless the
+	// partition was cached: Cached of them), and ItemsRead the index records they held.
+	Lookups, Cached, ItemsRead int
 }
 
 // AppendJSON appends the events as a JSON array of EventPublic, the body of GET /v1/events,
@@ -103,16 +103,9 @@ func (s *Store) Area(ctx context.Context, c Caller, q AreaQuery) (*AreaResult, e
 				pks = append(pks, areaPK(env, geo.CellString(cell)))
 			}
 		}
-		parts, err := s.readPartitions(ctx, pks)
-		if err != nil {
-			return nil, err
-		}
 		res.Lookups += len(pks)
-		for _, items := range parts {
-			res.ItemsRead += len(items)
-			for _, it := range items {
-				m.add(it)
-			}
+		if err := s.readWave(ctx, pks, m, res); err != nil {
+			return nil, err
 		}
 		if i+1 < len(waves) && m.complete(bounds[i+1]) {
 			break
@@ -175,6 +168,70 @@ func nearestFirst(center geo.Point, cov cover) ([][]h3.Cell, []float64, error) {
 	return waves, bounds, nil
 }
 
+// CacheBytes returns the memory the area cache holds, by its own count (0 without a cache).
+func (s *Store) CacheBytes() int64 {
+	if s.cache == nil {
+		return 0
+	}
+	return s.cache.size.Load()
+}
+
+// readWave feeds the matcher the records of the partitions pks: from the cache when it holds
+// them, otherwise from the table (several at once), filling the cache.
+func (s *Store) readWave(ctx context.Context, pks []string, m *matcher, res *AreaResult) error {
+	var (
+		missed  []string
+		tickets []ticket
+	)
+	for _, pk := range pks {
+		if s.cache == nil {
+			missed = append(missed, pk)
+			continue
+		}
+		hit, t := s.cache.view(pk, m.now, func(recs []cachedRec) {
+			res.ItemsRead += len(recs)
+			for i := range recs {
+				m.add(&recs[i])
+			}
+		})
+		if hit {
+			res.Cached++
+			continue
+		}
+		missed = append(missed, pk)
+		tickets = append(tickets, t)
+	}
+	if len(missed) == 0 {
+		return nil
+	}
+	parts, err := s.readPartitions(ctx, missed)
+	if err != nil {
+		return err
+	}
+	for i, items := range parts {
+		res.ItemsRead += len(items)
+		var recs []cachedRec
+		if s.cache != nil {
+			recs = make([]cachedRec, 0, len(items))
+		}
+		for _, it := range items {
+			r, err := cacheRecord(it)
+			if err != nil {
+				m.bad++
+				continue
+			}
+			m.add(&r)
+			if recs != nil {
+				recs = append(recs, r)
+			}
+		}
+		if s.cache != nil {
+			s.cache.fill(tickets[i], recs)
+		}
+	}
+	return nil
+}
+
 // readPartitions queries every partition of pks, Options.Parallelism at a time, and returns
 // their items in the order of pks.
 func (s *Store) readPartitions(ctx context.Context, pks []string) ([][]store.Item, error) {
@@ -233,13 +290,14 @@ type matcher struct {
 	// distances, as a cover's cells hold about twice the events its circle does.
 	latLo, latHi, lonSpan float64
 	lonBound              bool
+	cos                   float64 // cosine of the centre's latitude
 
 	found []AreaEvent
 	ver   []int64        // version of found[i]
 	seen  map[string]int // event id -> index in found
-	top   []float64      // max-heap of the limit smallest distances found
-	buf   []geo.Point
-	bad   int // unreadable records skipped
+	far   map[string]int64
+	top   []float64 // max-heap of the limit smallest distances found
+	bad   int       // unreadable records skipped
 }
 
 func newMatcher(q AreaQuery, now int64, limit int) *matcher {
@@ -253,9 +311,13 @@ func newMatcher(q AreaQuery, now int64, limit int) *matcher {
 		minConf: q.MinConfidence,
 		now:     now,
 		limit:   limit,
-		seen:    make(map[string]int, 256),
+		seen:    map[string]int{},
+		found:   make([]AreaEvent, 0, 256),
+		ver:     make([]int64, 0, 256),
+		far:     map[string]int64{}, // LineStrings measured out of range, by version
 		latLo:   q.Center.Lat - ang*degPerRad,
 		latHi:   q.Center.Lat + ang*degPerRad,
+		cos:     math.Cos(q.Center.Lat * degToRad),
 	}
 	// Every point of a spherical cap of angular radius ang around latitude φ that does not
 	// hold a pole lies within asin(sin ang / cos φ) of its centre's longitude.
@@ -276,17 +338,32 @@ func (m *matcher) outside(p geo.Point) bool {
 	if !m.lonBound {
 		return false
 	}
-	dLon := math.Abs(math.Mod(p.Lon-m.center.Lon+540, 360) - 180) // the short way round
+	dLon := math.Abs(p.Lon - m.center.Lon)
+	if dLon > 180 {
+		dLon = 360 - dLon // the short way round
+	}
 	return dLon > m.lonSpan
 }
 
-// add considers one index item.
-func (m *matcher) add(it store.Item) {
-	r, err := parseRecord(it.Bytes(attrRecord))
-	if err != nil {
-		m.bad++
-		return
-	}
+// degToRad is geo's conversion factor, so that pointDistance computes what geo.Distance does.
+const degToRad = math.Pi / 180
+
+// pointDistance is geo.Distance(m.center, p), the haversine distance, with the two latitude
+// cosines computed once (per query and per cached record) instead of for every pair: the
+// same operations on the same values, so the same result to the bit (TestPointDistance). Most
+// events are points, and their distances were most of a wide query's time.
+func (m *matcher) pointDistance(p geo.Point, cosLat float64) float64 {
+	lat1, lat2 := m.center.Lat*degToRad, p.Lat*degToRad
+	dLat := lat2 - lat1
+	dLon := (p.Lon - m.center.Lon) * degToRad
+	s1, s2 := math.Sin(dLat/2), math.Sin(dLon/2)
+	h := s1*s1 + m.cos*cosLat*(s2*s2)
+	return 2 * geo.EarthRadius * math.Asin(math.Sqrt(min(h, 1)))
+}
+
+// add considers one index record.
+func (m *matcher) add(c *cachedRec) {
+	r := &c.rec
 	if r.expires <= m.now { // spec 3: expired once expires_at is reached
 		return
 	}
@@ -296,28 +373,77 @@ func (m *matcher) add(it store.Item) {
 	if r.confidence < m.minConf {
 		return
 	}
-	if r.n == 1 && m.outside(r.point(0)) {
+	var d float64
+	if r.n == 1 {
+		// A point is under one cell of a level: it is measured once, and the rare copy read
+		// across a concurrent change is dropped by result.
+		p := c.ext[0]
+		if m.outside(p) {
+			return
+		}
+		// Once limit events are found, one farther than the limit-th along the meridian alone
+		// cannot enter the answer.
+		if len(m.top) == m.limit && math.Abs(p.Lat-m.center.Lat)*degToRad*geo.EarthRadius > m.top[0] {
+			return
+		}
+		if d = m.pointDistance(p, c.cos); d > m.radius || len(m.top) == m.limit && d > m.top[0] {
+			return
+		}
+		m.found = append(m.found, AreaEvent{ID: c.id, Distance: d, JSON: r.body})
+		m.ver = append(m.ver, r.version)
+		m.push(d)
 		return
 	}
-	d := r.distance(m.center, &m.buf)
-	if d > m.radius {
+	// A LineString is under many cells: it is measured once, in its newest copy.
+	i, dup := m.seen[c.id]
+	if dup && m.ver[i] >= r.version {
 		return
 	}
-	if len(m.top) == m.limit && d > m.top[0] {
-		return // already beaten by limit events; a copy of it elsewhere is as far
+	if v, ok := m.far[c.id]; ok && v >= r.version {
+		return // measured under another cell already, and out of range
 	}
-	id := it.String(store.AttrSK)
-	if i, dup := m.seen[id]; dup {
-		// The same event under another cell (a LineString), perhaps read across a concurrent
-		// change: the newest copy wins.
-		if r.version > m.ver[i] {
-			m.found[i] = AreaEvent{ID: id, Distance: d, JSON: r.body}
-			m.ver[i] = r.version
+	// The distance is at least the meridian arc to the band of latitudes the extent lies in,
+	// and at most reach more than the distance to its first position.
+	gap := max(0, c.latLo-m.center.Lat, m.center.Lat-c.latHi) * degToRad * geo.EarthRadius
+	if gap > m.radius || len(m.top) == m.limit && gap > m.top[0] {
+		return
+	}
+	if m.pointDistance(c.ext[0], c.cos)-r.reach > m.radius+1 {
+		return
+	}
+	// Every point of the extent is within halfSeg of a vertex: when every vertex is farther
+	// than the range by more, so is the extent, and the exact distance is not needed.
+	limit := m.radius
+	if len(m.top) == m.limit {
+		limit = min(limit, m.top[0])
+	}
+	near := false
+	for j, v := range c.ext {
+		if m.pointDistance(v, c.coss[j])-c.halfSeg <= limit {
+			near = true
+			break
+		}
+	}
+	if !near {
+		if limit == m.radius {
+			m.far[c.id] = r.version
 		}
 		return
 	}
-	m.seen[id] = len(m.found)
-	m.found = append(m.found, AreaEvent{ID: id, Distance: d, JSON: r.body})
+	if d = geo.DistanceToExtent(m.center, c.ext); d > m.radius {
+		m.far[c.id] = r.version
+		return
+	}
+	if len(m.top) == m.limit && d > m.top[0] {
+		return
+	}
+	if dup {
+		m.found[i] = AreaEvent{ID: c.id, Distance: d, JSON: r.body}
+		m.ver[i] = r.version
+		return
+	}
+	m.seen[c.id] = len(m.found)
+	m.found = append(m.found, AreaEvent{ID: c.id, Distance: d, JSON: r.body})
 	m.ver = append(m.ver, r.version)
 	m.push(d)
 }
@@ -367,26 +493,40 @@ func (m *matcher) push(d float64) {
 	}
 }
 
-// result returns the events found, nearest first, ties by id, capped.
+// result returns the events found, nearest first, ties by id, each once (its newest copy),
+// capped.
 func (m *matcher) result() []AreaEvent {
-	if len(m.top) == m.limit {
+	kept, ver := m.found[:0], m.ver[:0]
+	for i, e := range m.found {
 		// Only events at most as far as the limit-th can make the answer.
-		kept := m.found[:0]
-		for _, e := range m.found {
-			if e.Distance <= m.top[0] {
-				kept = append(kept, e)
-			}
+		if len(m.top) < m.limit || e.Distance <= m.top[0] {
+			kept, ver = append(kept, e), append(ver, m.ver[i])
 		}
-		m.found = kept
 	}
-	slices.SortFunc(m.found, func(a, b AreaEvent) int {
+	// A point read twice across a concurrent change (moved from a cell read later to one read
+	// earlier): keep its newest copy.
+	newest := make(map[string]int, len(kept))
+	out := kept[:0]
+	for i, e := range kept {
+		j, dup := newest[e.ID]
+		switch {
+		case !dup:
+			newest[e.ID] = len(out)
+			out = append(out, e)
+			ver[len(out)-1] = ver[i]
+		case ver[i] > ver[j]:
+			out[j] = e
+			ver[j] = ver[i]
+		}
+	}
+	slices.SortFunc(out, func(a, b AreaEvent) int {
 		if c := cmp.Compare(a.Distance, b.Distance); c != 0 {
 			return c
 		}
 		return cmp.Compare(a.ID, b.ID)
 	})
-	if len(m.found) > m.limit {
-		m.found = m.found[:m.limit:m.limit]
+	if len(out) > m.limit {
+		out = out[:m.limit:m.limit]
 	}
-	return m.found
+	return out
 }

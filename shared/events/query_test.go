@@ -2,7 +2,9 @@ package events_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"slices"
 	"sync"
@@ -262,4 +264,93 @@ func TestListFollowsChanges(t *testing.T) {
 			t.Errorf("after the deny quorum: %v; want nothing (the event is expired)", ids(got))
 		}
 	})
+}
+
+// The area cache (Options.CacheBytes) answers exactly what the table holds: a store that
+// caches, under concurrent publishes, revisions, signals and queries and with a limit small
+// enough to evict all the time, agrees afterwards with a store reading the same table.
+func TestAreaCacheAgreesWithTheTable(t *testing.T) {
+	t.Parallel()
+	tab := tables.Embedded(t)
+	cached, err := events.New(tab, events.Options{IDKey: testIDKey, Clock: tab.Clock, CacheBytes: 256 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := events.New(tab, events.Options{IDKey: testIDKey, Clock: tab.Clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	center := geo.Point{Lat: 45.76, Lon: 4.84}
+	near := func(r *rand.Rand) geo.Point {
+		return roundPoint(destination(center, r.Float64()*360, r.Float64()*3000))
+	}
+	var (
+		mu  sync.Mutex
+		ids []string
+		wg  sync.WaitGroup
+	)
+	for w := range 8 {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(uint64(w), 9))
+			for range 60 {
+				switch op := r.IntN(10); {
+				case op < 4:
+					p := near(r)
+					e, _, err := cached.Publish(ctx, liveCaller, event.EventIn{Type: "congestion", Lat: p.Lat, Lon: p.Lon})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					mu.Lock()
+					ids = append(ids, e.ID)
+					mu.Unlock()
+				case op < 7:
+					mu.Lock()
+					var id string
+					if len(ids) > 0 {
+						id = ids[r.IntN(len(ids))]
+					}
+					mu.Unlock()
+					if id == "" {
+						continue
+					}
+					var err error
+					if op < 5 {
+						p := near(r)
+						_, err = cached.Revise(ctx, liveCaller, id, event.RevisionIn{Lat: p.Lat, Lon: p.Lon})
+					} else {
+						tok := fmt.Sprint("v", r.IntN(5))
+						action := []string{event.ActionConfirm, event.ActionDeny}[r.IntN(2)]
+						_, _, err = cached.Signal(ctx, liveCaller, id, event.SignalIn{Action: action, ReporterToken: &tok})
+					}
+					if err != nil && !errors.Is(err, event.ErrOver) {
+						t.Error(err)
+						return
+					}
+				default:
+					if _, err := cached.Area(ctx, liveCaller, events.AreaQuery{Center: near(r), Radius: 1000 + r.Float64()*8000}); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	r := rand.New(rand.NewPCG(99, 99))
+	for i := range 40 {
+		q := events.AreaQuery{Center: near(r), Radius: []float64{300, 1000, 2500, 9780}[i%4]}
+		got, err := cached.Area(ctx, liveCaller, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := plain.Area(ctx, liveCaller, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got.AppendJSON(nil)) != string(want.AppendJSON(nil)) {
+			t.Fatalf("query %d (radius %v): cached answer of %d events differs from the table's %d", i, q.Radius, len(got.Events), len(want.Events))
+		}
+	}
 }

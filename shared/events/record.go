@@ -17,15 +17,19 @@ import (
 //	expires_at  8 bytes  Unix nanoseconds, big-endian
 //	version     8 bytes  event.Event.Version, big-endian (the newest copy wins a duplicate)
 //	confidence  8 bytes  IEEE 754 bits of the served confidence (contract 2, 3 decimals)
+//	reach       4 bytes  IEEE 754 float32: metres from the first position within which the
+//	                     whole extent lies (0 for a point), rounded up
 //	type        1 byte length, then the type id
 //	extent      uvarint n, then n positions of two big-endian int32: lat and lon times 1e5
 //	body        the rest: the event's EventPublic as JSON, as GET /v1/events sends it
 //
 // Positions are exact: coordinates are stored rounded to 5 decimals (spec 2.2), so lat*1e5 is
 // a whole number and dividing it by 1e5 gives back the very float64 that was rounded.
-const recordFormat = 1
+// Format 1 (without reach) was never released beyond development data folders; such records
+// are skipped as unreadable.
+const recordFormat = 2
 
-const recordHeader = 1 + 8 + 8 + 8 + 1
+const recordHeader = 1 + 8 + 8 + 8 + 4 + 1
 
 // errRecord reports an index record this version cannot read: a damaged item or one written
 // by an incompatible version. The query skips it and logs.
@@ -36,6 +40,7 @@ type record struct {
 	expires    int64 // Unix nanoseconds
 	version    int64
 	confidence float64
+	reach      float64 // see reach
 	typ        []byte
 	n          int    // positions in the extent
 	points     []byte // 8 bytes per position
@@ -53,6 +58,7 @@ func encodeRecord(ev event.Event, body []byte) ([]byte, error) {
 	b = binary.BigEndian.AppendUint64(b, uint64(ev.ExpiresAt.UnixNano()))
 	b = binary.BigEndian.AppendUint64(b, uint64(ev.Version))
 	b = binary.BigEndian.AppendUint64(b, math.Float64bits(event.Confidence(ev.ConfirmCount, ev.DenyCount)))
+	b = binary.BigEndian.AppendUint32(b, math.Float32bits(reach(ext)))
 	b = append(b, byte(len(ev.Type)))
 	b = append(b, ev.Type...)
 	b = binary.AppendUvarint(b, uint64(len(ext)))
@@ -72,8 +78,9 @@ func parseRecord(d []byte) (record, error) {
 		expires:    int64(binary.BigEndian.Uint64(d[1:])),
 		version:    int64(binary.BigEndian.Uint64(d[9:])),
 		confidence: math.Float64frombits(binary.BigEndian.Uint64(d[17:])),
+		reach:      float64(math.Float32frombits(binary.BigEndian.Uint32(d[25:]))),
 	}
-	tl := int(d[25])
+	tl := int(d[29])
 	d = d[recordHeader:]
 	if len(d) < tl {
 		return record{}, errRecord
@@ -98,14 +105,32 @@ func (r record) point(i int) geo.Point {
 	}
 }
 
-// distance is the distance from c to the record's extent (spec 4.1 rule 3: to the full
-// extent), measured as geo.DistanceToExtent measures it everywhere; buf is scratch space for
-// the positions.
-func (r record) distance(c geo.Point, buf *[]geo.Point) float64 {
-	ext := (*buf)[:0]
-	for i := range r.n {
-		ext = append(ext, r.point(i))
+// reach is a radius around the extent's first position that holds the whole extent: every
+// point of a segment is within half its length of one of its ends, so the farthest vertex
+// plus half the longest segment, with a metre for rounding, rounded up to a float32. An area
+// query skips the exact distance to a LineString that this already puts out of range.
+func reach(ext []geo.Point) float32 {
+	if len(ext) < 2 {
+		return 0
 	}
-	*buf = ext
-	return geo.DistanceToExtent(c, ext)
+	var far, seg float64
+	for i := 1; i < len(ext); i++ {
+		far = max(far, geo.Distance(ext[0], ext[i]))
+		seg = max(seg, geo.Distance(ext[i-1], ext[i]))
+	}
+	r := far + seg/2 + 1
+	f := float32(r)
+	if float64(f) < r {
+		f = math.Nextafter32(f, float32(math.Inf(1)))
+	}
+	return f
+}
+
+// extent returns the record's positions.
+func (r record) extent() []geo.Point {
+	ext := make([]geo.Point, r.n)
+	for i := range ext {
+		ext[i] = r.point(i)
+	}
+	return ext
 }

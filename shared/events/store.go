@@ -140,6 +140,11 @@ type Options struct {
 	MaxRadius float64
 	// Parallelism: DefaultParallelism when 0 or less.
 	Parallelism int
+	// CacheBytes, when above 0, keeps up to that many bytes of decoded area index partitions
+	// in memory (cache.go). Only for a Store that is the only writer of its table's area
+	// index, in the only process writing it: the embedded store of `go run .`. 0 reads the
+	// table for every query, as several processes sharing DynamoDB must.
+	CacheBytes int64
 }
 
 // Store keeps road events on a table: the events, their votes and the area index. It is safe
@@ -154,6 +159,8 @@ type Store struct {
 	maxPerQuery int
 	maxRadius   float64
 	parallelism int
+
+	cache *partCache // nil without Options.CacheBytes
 
 	seed  maphash.Seed
 	locks [1024]sync.Mutex
@@ -182,7 +189,12 @@ func New(table store.Table, opts Options) (*Store, error) {
 	if opts.Parallelism <= 0 {
 		opts.Parallelism = DefaultParallelism
 	}
+	var cache *partCache
+	if opts.CacheBytes > 0 {
+		cache = newPartCache(opts.CacheBytes)
+	}
 	return &Store{
+		cache:       cache,
 		table:       table,
 		idKey:       slices.Clone(opts.IDKey),
 		ceiling:     opts.Ceiling,
@@ -260,7 +272,7 @@ func (s *Store) Publish(ctx context.Context, c Caller, in event.EventIn) (event.
 		if err != nil {
 			return event.Event{}, false, err
 		}
-		err = s.table.TransactWrite(ctx, ops)
+		err = s.transact(ctx, ops)
 		if err == nil {
 			return ev, true, nil
 		}
@@ -441,7 +453,7 @@ var errRetry = errors.New("events: retry")
 // condition failed, or the table reported a conflict) gets errRetry after a backoff, up to
 // maxAttempts; then ErrBusy.
 func (s *Store) commit(ctx context.Context, ops []store.Op, attempt int) error {
-	err := s.table.TransactWrite(ctx, ops)
+	err := s.transact(ctx, ops)
 	var ce *store.ConditionError
 	switch {
 	case err == nil:
@@ -454,6 +466,15 @@ func (s *Store) commit(ctx context.Context, ops []store.Op, attempt int) error {
 			return err
 		}
 		return errRetry
+	}
+	return err
+}
+
+// transact runs a transaction and brings the cache up to date with it.
+func (s *Store) transact(ctx context.Context, ops []store.Op) error {
+	err := s.table.TransactWrite(ctx, ops)
+	if s.cache != nil {
+		s.cache.apply(ops, err, s.clock.Now().UnixNano())
 	}
 	return err
 }

@@ -1,0 +1,154 @@
+package events
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/roadevents/roadevents/shared/event"
+	"github.com/roadevents/roadevents/shared/geo"
+	"github.com/roadevents/roadevents/shared/store"
+)
+
+// cacheItem is an area index item of event id under pk, with a record of the given version.
+func cacheItem(t *testing.T, pk, id string, version int64) store.Item {
+	t.Helper()
+	ev := event.Event{ID: id, Type: "accident", Lat: 1, Lon: 2, Version: version,
+		ExpiresAt: time.Date(2040, 1, 1, 0, 0, 0, 0, time.UTC)}
+	rec, err := encodeRecord(ev, []byte(fmt.Sprintf(`{"v":%d}`, version)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return areaItem(pk, id, ev.ExpiresAt, rec)
+}
+
+// versions returns the version of each record the cache holds for pk, by id, or nil when the
+// partition is not loaded.
+func versions(c *partCache, pk string) map[string]int64 {
+	var out map[string]int64
+	c.view(pk, 0, func(recs []cachedRec) {
+		out = map[string]int64{}
+		for _, r := range recs {
+			out[r.id] = r.rec.version
+		}
+	})
+	return out
+}
+
+// A partition read from the table is kept, and writes of this process keep it current.
+func TestPartCacheFollowsWrites(t *testing.T) {
+	t.Parallel()
+	c := newPartCache(1 << 20)
+	const pk = "area#live#cell"
+	hit, tk := c.view(pk, 0, func([]cachedRec) {})
+	if hit {
+		t.Fatal("empty cache: hit; want a miss")
+	}
+	a, _ := cacheRecord(cacheItem(t, pk, "ev_a", 1))
+	c.fill(tk, []cachedRec{a})
+	if got := versions(c, pk); fmt.Sprint(got) != "map[ev_a:1]" {
+		t.Fatalf("after fill: %v; want ev_a at version 1", got)
+	}
+	c.apply([]store.Op{
+		store.PutOp(cacheItem(t, pk, "ev_a", 2), store.Condition{}),
+		store.PutOp(cacheItem(t, pk, "ev_b", 1), store.Condition{}),
+		store.PutOp(store.Item{store.AttrPK: "event#ev_a", store.AttrSK: "event"}, store.Condition{}),
+	}, nil, 0)
+	if got := versions(c, pk); fmt.Sprint(got) != "map[ev_a:2 ev_b:1]" {
+		t.Fatalf("after puts: %v; want ev_a at 2 and ev_b at 1", got)
+	}
+	c.apply([]store.Op{store.DeleteOp(store.Key{PK: pk, SK: "ev_a"}, store.Condition{})}, nil, 0)
+	if got := versions(c, pk); fmt.Sprint(got) != "map[ev_b:1]" {
+		t.Fatalf("after delete: %v; want ev_b only", got)
+	}
+	// A refused transaction wrote nothing: the partition stays.
+	c.apply([]store.Op{store.DeleteOp(store.Key{PK: pk, SK: "ev_b"}, store.Condition{})}, &store.ConditionError{Op: 0}, 0)
+	if got := versions(c, pk); fmt.Sprint(got) != "map[ev_b:1]" {
+		t.Fatalf("after a refused transaction: %v; want ev_b still", got)
+	}
+	// A transaction of unknown outcome drops the partition: the table decides again.
+	c.apply([]store.Op{store.DeleteOp(store.Key{PK: pk, SK: "ev_b"}, store.Condition{})}, errors.New("timeout"), 0)
+	if got := versions(c, pk); got != nil {
+		t.Fatalf("after a failed transaction: %v; want the partition dropped", got)
+	}
+}
+
+// A reader that read the table before a write of this process must not put back what it read
+// after the write: it would hide the write until the partition is dropped.
+func TestPartCacheRefusesAStaleFill(t *testing.T) {
+	t.Parallel()
+	const pk = "area#live#cell"
+	old, _ := cacheRecord(cacheItem(t, pk, "ev_a", 1))
+	t.Run("write in between", func(t *testing.T) {
+		c := newPartCache(1 << 20)
+		_, tk := c.view(pk, 0, func([]cachedRec) {})
+		c.apply([]store.Op{store.PutOp(cacheItem(t, pk, "ev_a", 2), store.Condition{})}, nil, 0)
+		c.fill(tk, []cachedRec{old})
+		if got := versions(c, pk); got != nil {
+			t.Errorf("fill after a write: %v; want it refused", got)
+		}
+	})
+	t.Run("eviction in between", func(t *testing.T) {
+		c := newPartCache(1 << 20)
+		_, tk := c.view(pk, 0, func([]cachedRec) {})
+		c.evict()
+		c.fill(tk, []cachedRec{old})
+		if got := versions(c, pk); got != nil {
+			t.Errorf("fill after an eviction: %v; want it refused (the write count was forgotten)", got)
+		}
+	})
+}
+
+// The cache stays within its limit, however many partitions are read.
+func TestPartCacheLimit(t *testing.T) {
+	t.Parallel()
+	const limit = 64 << 10
+	c := newPartCache(limit)
+	for i := range 1000 {
+		pk := fmt.Sprintf("area#live#%d", i)
+		_, tk := c.view(pk, 0, func([]cachedRec) {})
+		r, _ := cacheRecord(cacheItem(t, pk, "ev_a", 1))
+		c.fill(tk, []cachedRec{r, r})
+		if got := c.size.Load(); got > limit {
+			t.Fatalf("after %d partitions: %d bytes; want at most %d", i+1, got, limit)
+		}
+	}
+}
+
+// pointDistance is geo.Distance to the bit, so that a point's distance does not depend on
+// whether it was measured by an area query or by anything else using geo.
+func TestPointDistance(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(3, 3))
+	for range 100_000 {
+		c := geo.Point{Lat: r.Float64()*180 - 90, Lon: r.Float64()*360 - 180}
+		p := geo.Point{Lat: geo.Round5(c.Lat + r.NormFloat64()), Lon: geo.Round5(math.Mod(c.Lon+r.NormFloat64()+540, 360) - 180)}
+		p.Lat = max(-90, min(90, p.Lat))
+		m := newMatcher(AreaQuery{Center: c, Radius: 1000}, 0, 500)
+		if got, want := m.pointDistance(p, math.Cos(p.Lat*degToRad)), geo.Distance(c, p); got != want {
+			t.Fatalf("pointDistance(%v, %v) = %v; geo.Distance = %v", c, p, got, want)
+		}
+	}
+}
+
+// Expired records leave the cache once a minute: the table's TTL deletions never reach it.
+func TestPartCachePrunesExpired(t *testing.T) {
+	t.Parallel()
+	c := newPartCache(1 << 20)
+	const pk = "area#live#cell"
+	expires := time.Date(2040, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano() // cacheItem's expiry
+	_, tk := c.view(pk, expires-1, func([]cachedRec) {})
+	a, _ := cacheRecord(cacheItem(t, pk, "ev_a", 1))
+	c.fill(tk, []cachedRec{a})
+	before := c.size.Load()
+	c.view(pk, expires, func([]cachedRec) {}) // the first view prunes at once
+	if got := versions(c, pk); len(got) != 0 {
+		t.Errorf("after expiry: %v; want the record pruned", got)
+	}
+	if after := c.size.Load(); after != before-a.size {
+		t.Errorf("size %d after pruning; want %d", after, before-a.size)
+	}
+}
