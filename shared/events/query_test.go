@@ -2,17 +2,23 @@ package events_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"sync"
 	"testing"
 
+	"github.com/roadevents/roadevents/shared/config"
 	"github.com/roadevents/roadevents/shared/event"
 	"github.com/roadevents/roadevents/shared/events"
 	"github.com/roadevents/roadevents/shared/geo"
+	"github.com/roadevents/roadevents/shared/service"
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
 )
 
@@ -352,5 +358,39 @@ func TestAreaCacheAgreesWithTheTable(t *testing.T) {
 		if string(got.AppendJSON(nil)) != string(want.AppendJSON(nil)) {
 			t.Fatalf("query %d (radius %v): cached answer of %d events differs from the table's %d", i, q.Radius, len(got.Events), len(want.Events))
 		}
+	}
+}
+
+// contract 2: the limits document's query_level is the resolution the area index is read at
+// for the default radius, and max_query_radius_m the radius GET /v1/events refuses above.
+func TestLimitsDocumentMatchesTheIndex(t *testing.T) {
+	t.Parallel()
+	tab := tables.Embedded(t)
+	cfg := config.Default()
+	cfg.EventIDKey = testIDKey
+	api := service.New(service.Deps{Config: cfg, Table: tab, Clock: tab.Clock,
+		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	rec := httptest.NewRecorder()
+	api.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/v1/meta/limits", nil))
+	var limits struct {
+		MaxQueryRadiusM float64 `json:"max_query_radius_m"`
+		QueryLevel      int     `json:"query_level"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &limits); err != nil {
+		t.Fatal(err)
+	}
+	s, err := events.New(tab, events.Options{IDKey: testIDKey, Clock: tab.Clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Area(context.Background(), liveCaller, events.AreaQuery{Center: geo.Point{Lat: 1, Lon: 1}, Radius: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if limits.QueryLevel != res.Level || limits.QueryLevel != events.QueryLevel {
+		t.Errorf("query_level %d; a 1000 m query reads level %d (events.QueryLevel %d)", limits.QueryLevel, res.Level, events.QueryLevel)
+	}
+	if limits.MaxQueryRadiusM != 9780 {
+		t.Errorf("max_query_radius_m %v; want 9780 (spec 8)", limits.MaxQueryRadiusM)
 	}
 }
