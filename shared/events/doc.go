@@ -60,8 +60,8 @@
 // Level 8 serves the default radius with the fewest items within the budget (at the issue's
 // 40 events per km², about 380 items read for 140 answered, against about 740 at level 7); up
 // to 1.1 km its cover stays within 20 cells (up to 1.6 km for half the centres). Larger radii read level 6: the widest query
-// reads 12 to 24 cells (1.6 % of centres over 20), where level 5 would read half as many
-// cells but twice the items, and level 7 four times the cells. A sandbox credential is served
+// reads 12 to 24 cells (1.6 % of centres over 20), where level 5 would read a third of the
+// cells but twice the items, and level 7 five times the cells. A sandbox credential is served
 // both environments (spec 1) and reads both partitions of each cell. At level 6 the cells are
 // read nearest first, in waves of growing size, and the query stops once 500 events
 // (MaxEventsPerQuery, spec 8) are nearer than any unread cell could hold: over a dense city the

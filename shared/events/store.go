@@ -40,8 +40,8 @@ const (
 const maxAttempts = 50
 
 // Errors of the package, besides ErrExtentTooLarge. Check them with errors.Is; the lifecycle's
-// own errors (event.ErrOver, event.ErrReplayDiffers, event.ErrOtherEnvironment) and
-// schema.Errors come through unchanged.
+// own errors (event.ErrReplayDiffers, event.ErrOtherEnvironment, and event.ErrOver inside an
+// *OverError) and schema.Errors come through.
 var (
 	// ErrNotFound is returned for an unknown or malformed event id, and for an event the
 	// caller's network is not served (spec 4.1 rule 4: 404, never 403).
@@ -304,9 +304,9 @@ func (s *Store) Publish(ctx context.Context, c Caller, in event.EventIn) (event.
 
 // Revise applies a revision by the publisher (spec 4.1 rule 5, spec 3) and returns the event
 // as revised: the index moves to the new extent in the same transaction. Errors: ErrNotFound
-// (unknown, or not served to the caller's network), ErrNotPublisher and ErrOtherNetwork (403),
-// event.ErrOver (409), schema.Errors (422: the subtype must belong to the stored type), an
-// *ExtentError.
+// (unknown, or not served to the caller's network), ErrNotPublisher and ErrOtherNetwork
+// (403), an *OverError wrapping event.ErrOver (409), schema.Errors (422: the subtype must
+// belong to the stored type), an *ExtentError.
 func (s *Store) Revise(ctx context.Context, c Caller, id string, in event.RevisionIn) (event.Event, error) {
 	if !event.ValidID(id) {
 		return event.Event{}, fmt.Errorf("event id %q: %w", id, ErrNotFound)
@@ -355,8 +355,9 @@ func (s *Store) Revise(ctx context.Context, c Caller, id string, in event.Revisi
 // A repeat of the standing action writes nothing (event.Unchanged).
 //
 // Errors: ErrNotFound (unknown, or not served to the caller), ErrOtherNetwork (a sandbox
-// credential on a live event, 403), a *ThrottledError past the ceiling (429), event.ErrOver
-// (409: expired, invalidated or merged, a late denial of a cleared event included).
+// credential on a live event, 403), a *ThrottledError past the ceiling (429), an *OverError
+// wrapping event.ErrOver (409: expired, invalidated or merged, a late denial of a cleared
+// event included).
 func (s *Store) Signal(ctx context.Context, c Caller, id string, in event.SignalIn) (event.Event, event.Outcome, error) {
 	if !event.ValidID(id) {
 		return event.Event{}, event.Unchanged, fmt.Errorf("event id %q: %w", id, ErrNotFound)
