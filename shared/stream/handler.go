@@ -85,7 +85,15 @@ func (d *Deps) defaults() {
 	if d.WriteTimeout <= 0 {
 		d.WriteTimeout = DefaultWriteTimeout
 	}
+	if d.Meter == nil {
+		d.Meter = nopMeter{}
+	}
 }
+
+// nopMeter counts nothing, for a process built without a meter.
+type nopMeter struct{}
+
+func (nopMeter) Count(context.Context, string, string, metering.Counter) {}
 
 // TicketOutSchema declares StreamTicketOut (spec 2.8, contract 1).
 var TicketOutSchema = schema.Object(
@@ -120,6 +128,9 @@ func TicketRoutes(d Deps) []httpapi.Route {
 			p, ok := apikey.PrincipalFrom(r.Context())
 			if !ok {
 				return errNoPrincipal
+			}
+			if d.Tickets == nil {
+				return httpapi.NewError(http.StatusServiceUnavailable, "This process does not mint stream tickets", nil)
 			}
 			t, err := d.Tickets.Mint(r.Context(), p)
 			if err != nil {
