@@ -38,9 +38,14 @@ ulimit -n "$(ulimit -Hn)"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/roadevents-stream-load.XXXXXX")
 server_pid=
+load_pid=
 started_ddb=
 cleanup() {
 	status=$?
+	if [[ -n $load_pid ]] && kill -0 "$load_pid" 2>/dev/null; then
+		kill -TERM "$load_pid" 2>/dev/null || true
+		wait "$load_pid" 2>/dev/null || true
+	fi
 	stop_server
 	if [[ -n $started_ddb ]]; then
 		"$root/scripts/dynamodb-local.sh" stop >/dev/null 2>&1 || true
@@ -131,11 +136,15 @@ for store in $stores; do
 			log "$store: $n subscribers, run $run/$runs"
 			start_server "$store" "$n-$run"
 			echo "server on $base (pid $server_pid)"
-			out=$(timeout 600 "$tmp/streamload" run -base "$base" -subscribers "$n" -rate "$rate" \
+			# In the background and waited for, so that Ctrl-C stops the run at once.
+			timeout 900 "$tmp/streamload" run -base "$base" -subscribers "$n" -rate "$rate" \
 				-duration "$duration" -radius "$radius" -settle "$settle" -seed "$((seed + run))" \
-				-server-pid "$server_pid" -label "$store") || { printf '%s\n' "${out:-}"; echo "streamload failed" >&2; }
-			printf '%s\n' "$out" | grep -v '^{"phase"' || true
-			printf '%s\n' "$out" | grep '^{"phase"' >>"$results" || true
+				-server-pid "$server_pid" -label "$store" >"$tmp/out" &
+			load_pid=$!
+			wait "$load_pid" || echo "streamload failed" >&2
+			load_pid=
+			grep -v '^{"phase"' "$tmp/out" || true
+			grep '^{"phase"' "$tmp/out" >>"$results" || true
 			stop_server
 			if grep -qi '"level":"ERROR"' "$tmp/server-$store-$n-$run.log"; then
 				echo "server errors:" >&2

@@ -233,7 +233,10 @@ func run(ctx context.Context, o options, logf func(string, ...any)) (result, err
 	interval := time.Duration(float64(time.Second) / o.rate)
 	tick := time.NewTicker(interval)
 	pubStart := time.Now()
-	for seq := 0; seq < n && ctx.Err() == nil; seq++ {
+	// The rate is a ceiling and the duration a bound: a server slower than the rate gets fewer
+	// publishes, not a longer run.
+	end := pubStart.Add(o.duration)
+	for seq := 0; seq < n && ctx.Err() == nil && time.Now().Before(end); seq++ {
 		select {
 		case jobs <- seq:
 		case <-ctx.Done():

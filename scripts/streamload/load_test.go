@@ -74,8 +74,9 @@ func TestRunDeliversEveryDelta(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Published != 50 || res.PublishErr != 0 || res.Expected <= 0 {
-		t.Fatalf("published %d (%d failed), expected %d deltas; want 50, 0 and some", res.Published, res.PublishErr, res.Expected)
+	// How many fit in the second depends on the machine; every one of them must arrive.
+	if res.Published == 0 || res.Published > 50 || res.PublishErr != 0 || res.Expected <= 0 {
+		t.Fatalf("published %d (%d failed), expected %d deltas; want 1 to 50, none failed, some deltas", res.Published, res.PublishErr, res.Expected)
 	}
 	if res.Received != res.Expected || res.Missing != 0 || res.Dropped != 0 || res.StreamErrors != 0 {
 		t.Errorf("received %d of %d (missing %d, dropped %d, stream errors %d); want all", res.Received, res.Expected, res.Missing, res.Dropped, res.StreamErrors)
