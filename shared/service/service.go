@@ -28,7 +28,7 @@ import (
 // Group names a route group: one Lambda each on AWS.
 type Group string
 
-// The route groups of ARCHITECTURE.md that exist so far.
+// The route groups of ARCHITECTURE.md.
 const (
 	GroupMeta        Group = "meta"
 	GroupEvents      Group = "events"
@@ -37,10 +37,14 @@ const (
 	// main.go): a Lambda cannot flush a response (STYLE.md guideline 6). Its tickets
 	// (POST /v1/stream/tickets) are in GroupEvents (ARCHITECTURE.md, route groups).
 	GroupStream Group = "stream"
+	// GroupConsoleOrgs is organisations, members, invitations, audit, keys, usage and vitality.
+	GroupConsoleOrgs Group = "console-orgs"
+	// GroupBilling is plans, the billing summary, checkout, portal and the Stripe webhook.
+	GroupBilling Group = "billing"
 )
 
 // AllGroups lists every group, in the order they are mounted.
-var AllGroups = []Group{GroupMeta, GroupEvents, GroupConsoleAuth, GroupStream}
+var AllGroups = []Group{GroupMeta, GroupEvents, GroupConsoleAuth, GroupConsoleOrgs, GroupBilling, GroupStream}
 
 // Deps is what the route groups are built from.
 type Deps struct {
