@@ -3,14 +3,10 @@
 package config
 
 import (
-	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -158,67 +154,16 @@ func (c *Config) EnsureEventIDKey() error {
 	if c.DataDir == "" {
 		return fmt.Errorf("config: no event id key: set ROADEVENTS_EVENT_ID_KEY or a data folder")
 	}
-	path := filepath.Join(c.DataDir, EventIDKeyFile)
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		data, err = createKeyFile(path)
-	}
+	key, err := LoadOrCreateKey(c.DataDir, EventIDKeyFile, eventIDKeyFileBytes)
 	if err != nil {
 		return fmt.Errorf("config: event id key: %w", err)
-	}
-	key, err := parseKey(strings.TrimSpace(string(data)))
-	if err != nil {
-		return fmt.Errorf("config: event id key in %s: %w", path, err)
 	}
 	c.EventIDKey = key
 	return nil
 }
 
-// createKeyFile writes a new random key to path, unless another process just did (then it
-// reads that one).
-func createKeyFile(path string) ([]byte, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, err
-	}
-	key := make([]byte, 32)
-	if _, err := rand.Read(key); err != nil {
-		return nil, err
-	}
-	data := []byte(hex.EncodeToString(key) + "\n")
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if errors.Is(err, fs.ErrExist) {
-		return os.ReadFile(path)
-	}
-	if err != nil {
-		return nil, err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = syncDir(filepath.Dir(path))
-	}
-	if err != nil {
-		os.Remove(path)
-		return nil, err
-	}
-	return data, nil
-}
-
-// syncDir makes a new file's directory entry durable, so a crash cannot lose the key after
-// ids were derived from it.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
-}
+// eventIDKeyFileBytes is the size of the key EnsureEventIDKey creates: 256 bits.
+const eventIDKeyFileBytes = 32
 
 // parseKey reads a hex key of at least MinEventIDKeyBytes.
 func parseKey(v string) ([]byte, error) {
