@@ -41,6 +41,8 @@ type Config struct {
 	Console Console
 	// Stream configures the change feed of GET /v1/stream (stream.go).
 	Stream Stream
+	// Billing configures the plans and Stripe (billing.go).
+	Billing Billing
 
 	// EventIDKey is the HMAC key event ids are derived from (contract 2: an id derived from
 	// organisation and client_event_id). Every process serving one table must share it, or a
@@ -79,6 +81,7 @@ func Default() Config {
 		Limits:      DefaultLimits,
 		Mail:        DefaultMail,
 		Stream:      DefaultStream,
+		Billing:     DefaultBilling,
 	}
 }
 
@@ -124,6 +127,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		return c, err
 	}
 	if err := c.readStream(getenv); err != nil {
+		return c, err
+	}
+	if err := c.readBilling(getenv); err != nil {
 		return c, err
 	}
 	return c, c.Validate()
