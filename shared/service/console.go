@@ -16,6 +16,7 @@ import (
 	"github.com/roadevents/roadevents/shared/config"
 	"github.com/roadevents/roadevents/shared/consoleauth"
 	"github.com/roadevents/roadevents/shared/mail"
+	"github.com/roadevents/roadevents/shared/orgs"
 	"github.com/roadevents/roadevents/shared/seal"
 )
 
@@ -69,7 +70,7 @@ func (noMailer) Send(context.Context, mail.Message) error { return errNoMailer }
 // the document can always be built; when the group is served, each replacement is logged,
 // because it changes behaviour: without a mailer no code can be sent, and with a random key
 // TOTP secrets and pending codes do not survive a restart.
-func newConsoleAuth(d Deps, serving bool) *consoleauth.Service {
+func newConsoleAuth(d Deps, serving bool, onTOTPChange func(context.Context, consoleauth.User, string)) *consoleauth.Service {
 	warn := func(msg string) {
 		if serving {
 			d.Logger.Warn(msg)
@@ -100,11 +101,47 @@ func newConsoleAuth(d Deps, serving bool) *consoleauth.Service {
 	}
 	s, err := consoleauth.New(d.Table, consoleauth.Options{
 		Clock: d.Clock, Logger: d.Logger, Mailer: mailer, Sealer: sealer, HashKey: hashKey,
-		ConsoleURL: d.Config.ConsoleURL,
+		ConsoleURL: d.Config.ConsoleURL, OnTOTPChange: onTOTPChange,
 	})
 	if err != nil {
 		// Every option is filled in above: only a wiring mistake (no table) gets here.
 		panic(fmt.Sprintf("service: %v", err))
 	}
 	return s
+}
+
+// newOrgs builds the console's organisations (group console-orgs) on the identity auth. The
+// mailer is replaced as newConsoleAuth does; without one, invitations are stored but their
+// e-mails fail (logged).
+func newOrgs(d Deps, auth *consoleauth.Service, serving bool) *orgs.Service {
+	mailer := d.Mailer
+	if mailer == nil {
+		mailer = noMailer{}
+		if serving {
+			d.Logger.Warn("no mailer configured: invitations and key notices cannot be sent")
+		}
+	}
+	s, err := orgs.New(d.Table, orgs.Options{
+		Clock: d.Clock, Logger: d.Logger, Mailer: mailer, Keys: d.Keys, Users: auth, TOTP: auth,
+		ConsoleURL: consoleAppURL(d.Config.ConsoleURL),
+		Caps:       d.PlanCaps,
+	})
+	if err != nil {
+		// Every option is filled in above: only a wiring mistake (no table) gets here.
+		panic(fmt.Sprintf("service: %v", err))
+	}
+	return s
+}
+
+// consoleAppURL is where the console's pages are, ending in "/": ConsoleURL when set (the
+// lead's decision: the SPA at /app/), "/app/" on the serving origin otherwise, so that an
+// invitation link is at least a path of the same service.
+func consoleAppURL(u string) string {
+	if u == "" {
+		return "/app/"
+	}
+	if u[len(u)-1] != '/' {
+		u += "/"
+	}
+	return u
 }

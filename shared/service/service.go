@@ -5,6 +5,7 @@
 package service
 
 import (
+	"context"
 	"crypto/rand"
 	"fmt"
 	"log/slog"
@@ -19,6 +20,7 @@ import (
 	"github.com/roadevents/roadevents/shared/mail"
 	"github.com/roadevents/roadevents/shared/meta"
 	"github.com/roadevents/roadevents/shared/metering"
+	"github.com/roadevents/roadevents/shared/orgs"
 	"github.com/roadevents/roadevents/shared/ratelimit"
 	"github.com/roadevents/roadevents/shared/seal"
 	"github.com/roadevents/roadevents/shared/store"
@@ -73,6 +75,9 @@ type Deps struct {
 	Hub *stream.Hub
 	// StreamTimers make each stream's keepalive and end-of-life timers; real ones when nil.
 	StreamTimers stream.Timers
+	// PlanCaps gives the live-key and seat caps of a plan to the console's organisations
+	// (orgs.Options.Caps; plans.Catalogue.Caps fits); nil gives every plan the Free plan's.
+	PlanCaps func(planID string) (liveKeyCap, seatCap int)
 }
 
 // API is a built service: the routes of some groups, served, and the document of all groups.
@@ -124,9 +129,21 @@ func New(d Deps, groups ...Group) *API {
 		panic(fmt.Sprintf("service: %v", err))
 	}
 	a := &API{}
+	// console-orgs: the TOTP hook of consoleauth writes in the audit log of every organisation
+	// of the user (contract 3), so the identity is built with a hook on the organisations,
+	// which are built from the identity right after.
+	var og *orgs.Service
+	onTOTP := func(ctx context.Context, u consoleauth.User, action string) {
+		if og != nil {
+			og.RecordUserAction(ctx, u, action)
+		}
+	}
+	auth := newConsoleAuth(d, servesGroup(groups, GroupConsoleAuth), onTOTP)
+	og = newOrgs(d, auth, servesGroup(groups, GroupConsoleOrgs))
 	b := built{
 		events:  evs,
-		auth:    newConsoleAuth(d, servesGroup(groups, GroupConsoleAuth)),
+		auth:    auth,
+		orgs:    og,
 		tickets: stream.NewTickets(d.Table, stream.TicketOptions{Clock: d.Clock}),
 	}
 	a.doc = newHTTPAPI(d, b)
@@ -157,6 +174,8 @@ func areaCacheBytes(kind config.Store) int64 {
 type built struct {
 	events *events.Store
 	auth   *consoleauth.Service
+	// orgs is the console-orgs group: organisations, members, invitations, keys, audit.
+	orgs *orgs.Service
 	// tickets mints stream tickets (GroupEvents) and verifies them for apikey.Middleware on
 	// GET /v1/stream (spec 5 stream ticket rules).
 	tickets *stream.Tickets
@@ -219,6 +238,8 @@ func routes(d Deps, a *API, b built, groups ...Group) []httpapi.Route {
 			})...)
 		case GroupConsoleAuth:
 			out = append(out, consoleauth.Routes(b.auth)...)
+		case GroupConsoleOrgs:
+			out = append(out, orgs.Routes(b.orgs)...)
 		case GroupEvents:
 			out = append(out, events.Routes(events.Deps{
 				Store:     b.events,

@@ -1,0 +1,305 @@
+package orgs_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pquerna/otp/totp"
+
+	"github.com/roadevents/roadevents/shared/clock"
+	"github.com/roadevents/roadevents/shared/config"
+	"github.com/roadevents/roadevents/shared/consoleauth"
+	"github.com/roadevents/roadevents/shared/mail"
+	"github.com/roadevents/roadevents/shared/orgs"
+	"github.com/roadevents/roadevents/shared/schema"
+	"github.com/roadevents/roadevents/shared/service"
+	"github.com/roadevents/roadevents/shared/store/storetest/tables"
+)
+
+// consoleURL is the console address the tests configure; invitation links start with it.
+const consoleURL = "http://console.test/app/"
+
+// inbox is a mailer that keeps what it is given.
+type inbox struct {
+	mu   sync.Mutex
+	msgs []mail.Message
+}
+
+var _ mail.Mailer = (*inbox)(nil)
+
+func (b *inbox) Send(_ context.Context, m mail.Message) error {
+	if err := m.Validate(); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.msgs = append(b.msgs, m)
+	return nil
+}
+
+// to returns the messages sent to addr, oldest first.
+func (b *inbox) to(addr string) []mail.Message {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []mail.Message
+	for _, m := range b.msgs {
+		if m.To == addr {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+var (
+	sixDigits  = regexp.MustCompile(`\b[0-9]{6}\b`)
+	inviteLink = regexp.MustCompile(regexp.QuoteMeta(consoleURL) + `accept-invite#token=([A-Za-z0-9_]+)`)
+)
+
+// lastCode returns the sign-in code of the latest message to addr.
+func (b *inbox) lastCode(t *testing.T, addr string) string {
+	t.Helper()
+	msgs := b.to(addr)
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if c := sixDigits.FindString(msgs[i].Text); c != "" && strings.Contains(msgs[i].Subject, "sign-in code") {
+			return c
+		}
+	}
+	t.Fatalf("no sign-in code sent to %s", addr)
+	return ""
+}
+
+// lastInviteToken returns the token of the latest invitation link sent to addr.
+func (b *inbox) lastInviteToken(t *testing.T, addr string) string {
+	t.Helper()
+	msgs := b.to(addr)
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if m := inviteLink.FindStringSubmatch(msgs[i].Text); m != nil {
+			return m[1]
+		}
+	}
+	t.Fatalf("no invitation link sent to %s", addr)
+	return ""
+}
+
+// env is the whole service (every group) on one adapter's table with its fake clock, and an
+// inbox for the console's e-mail.
+type env struct {
+	t     *testing.T
+	tab   tables.Table
+	clock *clock.Fake
+	h     http.Handler
+	inbox *inbox
+	// bodies holds every response body, to show that no token ever appears in one.
+	mu     sync.Mutex
+	bodies []string
+}
+
+func newEnv(t *testing.T, tab tables.Table) *env {
+	t.Helper()
+	return newEnvCaps(t, tab, nil)
+}
+
+func newEnvCaps(t *testing.T, tab tables.Table, caps func(string) (int, int)) *env {
+	t.Helper()
+	cfg := config.Default()
+	cfg.Console.HashKey = bytes.Repeat([]byte{0x5a}, 32)
+	cfg.Console.SealKey = bytes.Repeat([]byte{0xa5}, 32)
+	cfg.ConsoleURL = consoleURL
+	e := &env{t: t, tab: tab, clock: tab.Clock, inbox: &inbox{}}
+	api := service.New(service.Deps{
+		Config: cfg, Build: "test", Table: tab.Table, Clock: tab.Clock,
+		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
+		Mailer: e.inbox, PlanCaps: caps,
+	}, service.GroupConsoleAuth, service.GroupConsoleOrgs, service.GroupEvents)
+	e.h = api.Handler()
+	return e
+}
+
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (r response) String() string { return http.StatusText(r.status) + " " + string(r.body) }
+
+// call sends one request; token, when set, goes in Authorization: Bearer.
+func (e *env) call(method, path, token, body string) response {
+	e.t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req := httptest.NewRequestWithContext(e.t.Context(), method, path, rd)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	w := httptest.NewRecorder()
+	e.h.ServeHTTP(w, req)
+	e.mu.Lock()
+	e.bodies = append(e.bodies, w.Body.String())
+	e.mu.Unlock()
+	return response{status: w.Code, header: w.Header(), body: w.Body.Bytes()}
+}
+
+// expect fails the test unless r has status want; with a schema the body must match it.
+func (e *env) expect(r response, want int, s *schema.Schema, what string) {
+	e.t.Helper()
+	if r.status != want {
+		e.t.Fatalf("%s = %s; want %d", what, r, want)
+	}
+	if s == nil {
+		return
+	}
+	dec := json.NewDecoder(bytes.NewReader(r.body))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		e.t.Fatalf("%s: body %s is not JSON: %v", what, r.body, err)
+	}
+	if errs := s.Validate(v, []any{"response"}); len(errs) > 0 {
+		e.t.Fatalf("%s: body %s does not match %s: %v", what, r.body, s.Name, errs)
+	}
+}
+
+// expectDetail fails unless r has status want and a {"detail": <sentence>} body.
+func (e *env) expectDetail(r response, want int, what string) string {
+	e.t.Helper()
+	if r.status != want {
+		e.t.Fatalf("%s = %s; want %d", what, r, want)
+	}
+	var d struct {
+		Detail string `json:"detail"`
+	}
+	if err := json.Unmarshal(r.body, &d); err != nil || d.Detail == "" {
+		e.t.Fatalf("%s: body %s is not {\"detail\": <sentence>} (spec 7)", what, r.body)
+	}
+	return d.Detail
+}
+
+func decode[T any](t *testing.T, r response) T {
+	t.Helper()
+	var v T
+	if err := json.Unmarshal(r.body, &v); err != nil {
+		t.Fatalf("decode %s as %T: %v", r.body, v, err)
+	}
+	return v
+}
+
+func jsonBody(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// user is a signed-in console user.
+type user struct {
+	email string
+	token string
+	id    string
+}
+
+// signIn signs addr up or in by e-mail code and returns the session.
+func (e *env) signIn(addr string) user {
+	e.t.Helper()
+	r := e.call("POST", "/console/auth/request-code", "", jsonBody(map[string]string{"email": addr}))
+	e.expect(r, http.StatusOK, nil, "request-code "+addr)
+	code := e.inbox.lastCode(e.t, addr)
+	r = e.call("POST", "/console/auth/verify-code", "", jsonBody(map[string]string{"email": addr, "code": code}))
+	e.expect(r, http.StatusOK, consoleauth.SessionSchema, "verify-code "+addr)
+	s := decode[consoleauth.SessionOut](e.t, r)
+	return user{email: addr, token: s.Token, id: s.User.UserID}
+}
+
+// createOrg creates an organisation owned by u.
+func (e *env) createOrg(u user, name string) orgs.Organisation {
+	e.t.Helper()
+	r := e.call("POST", "/console/orgs", u.token, jsonBody(map[string]string{"name": name}))
+	e.expect(r, http.StatusCreated, orgs.OrganisationSchema, "create organisation "+name)
+	return decode[orgs.Organisation](e.t, r)
+}
+
+// invite invites addr to org as role and returns the invitation.
+func (e *env) invite(owner user, org, addr, role string) orgs.Invitation {
+	e.t.Helper()
+	r := e.call("POST", "/console/orgs/"+org+"/members", owner.token, jsonBody(map[string]string{"email": addr, "role": role}))
+	e.expect(r, http.StatusCreated, orgs.InvitePublicSchema, "invite "+addr)
+	return decode[orgs.Invitation](e.t, r)
+}
+
+// join invites addr to org as role, signs addr in and accepts; it returns the new member.
+func (e *env) join(owner user, org, addr, role string) user {
+	e.t.Helper()
+	e.invite(owner, org, addr, role)
+	u := e.signIn(addr)
+	r := e.call("POST", "/console/invitations/accept", u.token, jsonBody(map[string]string{"token": e.inbox.lastInviteToken(e.t, addr)}))
+	e.expect(r, http.StatusOK, orgs.OrganisationSchema, "accept the invitation of "+addr)
+	return u
+}
+
+// members reads the members list.
+func (e *env) members(u user, org string) orgs.MembersList {
+	e.t.Helper()
+	r := e.call("GET", "/console/orgs/"+org+"/members", u.token, "")
+	e.expect(r, http.StatusOK, orgs.MembersListSchema, "list members")
+	return decode[orgs.MembersList](e.t, r)
+}
+
+// auditLog reads the organisation's audit log.
+func (e *env) auditLog(u user, org string) []auditEntry {
+	e.t.Helper()
+	r := e.call("GET", "/console/orgs/"+org+"/audit?limit=500", u.token, "")
+	e.expect(r, http.StatusOK, nil, "audit log")
+	return decode[[]auditEntry](e.t, r)
+}
+
+type auditEntry struct {
+	AuditID     string         `json:"audit_id"`
+	Action      string         `json:"action"`
+	ActorUserID *string        `json:"actor_user_id"`
+	ActorEmail  *string        `json:"actor_email"`
+	Target      *string        `json:"target"`
+	Detail      map[string]any `json:"detail"`
+	CreatedAt   time.Time      `json:"created_at"`
+}
+
+// issueKey issues a key and returns the answer.
+func (e *env) issueKey(u user, org, env, label string) response {
+	e.t.Helper()
+	return e.call("POST", "/console/orgs/"+org+"/keys", u.token, jsonBody(map[string]any{"label": label, "environment": env}))
+}
+
+// totpCode returns the TOTP code of secret now, on the injected clock.
+func (e *env) totpCode(secret string) string {
+	e.t.Helper()
+	c, err := totp.GenerateCode(secret, e.clock.Now())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return c
+}
+
+// enableTOTP turns TOTP on for u and returns the secret; the clock moves to the next step so
+// that a fresh code exists.
+func (e *env) enableTOTP(u user) string {
+	e.t.Helper()
+	r := e.call("POST", "/console/auth/totp/setup", u.token, "")
+	e.expect(r, http.StatusOK, consoleauth.TotpEnrolmentSchema, "totp/setup")
+	secret := decode[consoleauth.TotpEnrolmentOut](e.t, r).Secret
+	r = e.call("POST", "/console/auth/totp/confirm", u.token, jsonBody(map[string]string{"code": e.totpCode(secret)}))
+	e.expect(r, http.StatusOK, nil, "totp/confirm")
+	e.clock.Advance(30 * time.Second)
+	return secret
+}

@@ -1,0 +1,89 @@
+package orgs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/roadevents/roadevents/shared/apikey"
+	"github.com/roadevents/roadevents/shared/consoleauth"
+)
+
+// ListKeys returns the organisation's keys, newest first, of one environment when env is not
+// empty, without the revoked ones unless includeRevoked (spec 4.4). Readable by any member.
+func (s *Service) ListKeys(ctx context.Context, m Membership, env string, includeRevoked bool) ([]apikey.Key, error) {
+	keys, err := s.keys.List(ctx, m.Org.OrgID, env, includeRevoked)
+	if errors.Is(err, apikey.ErrInvalidRequest) {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	return keys, err
+}
+
+// IssueKey issues a key (owner act, spec 5 API key rules 1-4). When the caller's own account
+// has TOTP, totpCode must be a valid, unused code (ErrTOTPRequired otherwise; the code is
+// consumed). Issuance is capped per organisation per hour (contract 3), live keys by the
+// plan's cap (apikey.ErrLiveKeyCap, 409), and the other owners are e-mailed.
+func (s *Service) IssueKey(ctx context.Context, m Membership, c consoleauth.Caller, label, env string, totpCode *string) (string, apikey.Key, error) {
+	if err := ownerOnly(m); err != nil {
+		return "", apikey.Key{}, err
+	}
+	if c.User.TOTPEnabled {
+		if totpCode == nil || *totpCode == "" {
+			return "", apikey.Key{}, fmt.Errorf("issue key without totp_code: %w", ErrTOTPRequired)
+		}
+		err := s.totp.VerifyTOTP(ctx, c.User.ID, *totpCode)
+		var limited *consoleauth.LimitedError
+		switch {
+		case errors.As(err, &limited):
+			return "", apikey.Key{}, &LimitedError{Rule: limited.Rule, RetryAfter: limited.RetryAfter}
+		case errors.Is(err, consoleauth.ErrInvalidTOTP), errors.Is(err, consoleauth.ErrTOTPNotEnabled):
+			return "", apikey.Key{}, fmt.Errorf("issue key: %w: %w", ErrTOTPRequired, err)
+		case err != nil:
+			return "", apikey.Key{}, fmt.Errorf("orgs: verify TOTP for key issuance: %w", err)
+		}
+	}
+	if err := s.allow(ctx, s.keyCap, KeyIssuanceCap, m.Org.OrgID); err != nil {
+		return "", apikey.Key{}, err
+	}
+	liveCap, _ := s.caps(m.Org.Plan)
+	actor := ActorOf(c)
+	raw, key, err := s.keys.Issue(ctx, apikey.IssueRequest{
+		OrgID: m.Org.OrgID, Environment: env, Label: label,
+		CreatedBy: actor.UserID, CreatedByEmail: actor.Email, LiveKeyCap: liveCap,
+	})
+	if errors.Is(err, apikey.ErrInvalidRequest) {
+		return "", apikey.Key{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	if err != nil {
+		return "", apikey.Key{}, err
+	}
+	if err := s.audit.Record(ctx, m.Org.OrgID, ActionKeyIssued, actor.UserID, actor.Email, key.KeyID,
+		map[string]any{"label": key.Label, "environment": key.Environment, "prefix": key.Prefix}); err != nil {
+		s.log.Error("orgs: audit a key issuance", "org_id", m.Org.OrgID, "key_id", key.KeyID, "error", err.Error())
+	}
+	s.notifyOwners(ctx, m.Org, actor, key)
+	return raw, key, nil
+}
+
+// RevokeKey revokes a key of the organisation (owner act, no TOTP step-up: spec 4.4); it is
+// refused from the next /v1 request on. Revoking a revoked key is answered as done, once
+// audited. A key of another organisation is ErrNotFound.
+func (s *Service) RevokeKey(ctx context.Context, m Membership, actor Actor, keyID string) error {
+	if err := ownerOnly(m); err != nil {
+		return err
+	}
+	key, err := s.keys.Revoke(ctx, m.Org.OrgID, keyID)
+	switch {
+	case errors.Is(err, apikey.ErrNotFound):
+		return fmt.Errorf("key %s: %w", keyID, ErrNotFound)
+	case errors.Is(err, apikey.ErrAlreadyRevoked):
+		return nil
+	case err != nil:
+		return err
+	}
+	if err := s.audit.Record(ctx, m.Org.OrgID, ActionKeyRevoked, actor.UserID, actor.Email, key.KeyID,
+		map[string]any{"label": key.Label, "environment": key.Environment, "prefix": key.Prefix}); err != nil {
+		s.log.Error("orgs: audit a key revocation", "org_id", m.Org.OrgID, "key_id", key.KeyID, "error", err.Error())
+	}
+	return nil
+}
