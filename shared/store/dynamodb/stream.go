@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -38,6 +39,9 @@ type StreamOptions struct {
 	// Buffer is how many changes a cursor holds that Next has not taken yet; past that the
 	// shard readers wait. Default 256.
 	Buffer int
+	// Logger receives the feed's recoveries (a shard re-opened after its position was
+	// trimmed); slog.Default() when nil.
+	Logger *slog.Logger
 }
 
 // ErrCursorClosed is returned by Next after Close.
@@ -63,6 +67,9 @@ func NewStreamFeed(api StreamsAPI, streamARN string, opts StreamOptions) *Stream
 	}
 	if opts.Buffer <= 0 {
 		opts.Buffer = 256
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
 	}
 	return &StreamFeed{api: api, arn: streamARN, opts: opts}
 }
@@ -216,6 +223,7 @@ func (c *streamCursor) readShard(id, iterator string, typ streamtypes.ShardItera
 	f := c.feed
 	var last string // sequence number of the last record delivered
 	backoff := f.opts.PollInterval
+	trims := 0 // TrimmedDataAccessExceptions since the last successful read
 	for {
 		out, err := f.api.GetRecords(c.ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: aws.String(iterator)})
 		if err != nil {
@@ -223,6 +231,7 @@ func (c *streamCursor) readShard(id, iterator string, typ streamtypes.ShardItera
 				return
 			}
 			var expired *streamtypes.ExpiredIteratorException
+			var trimmed *streamtypes.TrimmedDataAccessException
 			var limit *streamtypes.LimitExceededException
 			var internal *streamtypes.InternalServerError
 			switch {
@@ -235,10 +244,41 @@ func (c *streamCursor) readShard(id, iterator string, typ streamtypes.ShardItera
 				} else {
 					iterator, err = f.iterator(c.ctx, id, typ, "")
 				}
+				if errors.As(err, &trimmed) {
+					// The last record delivered is itself older than the trim point.
+					iterator, err = c.reopenTrimmed(id, err, trims)
+					typ = streamtypes.ShardIteratorTypeTrimHorizon
+					trims++
+				}
 				if err != nil && c.ctx.Err() == nil {
 					c.fail(err)
 					return
 				}
+				continue
+			case errors.As(err, &trimmed):
+				// The iterator points before the shard's trim horizon (records older than 24 h
+				// are removed), or, on DynamoDB Local, it was taken on the stream of a table
+				// never written to. Either way every record still in the shard comes after the
+				// reader's position, so TRIM_HORIZON resumes with all of them and repeats none;
+				// LATEST would skip the ones still there. What was trimmed is gone whatever the
+				// reader does: subscribers learn nothing of it, as after a dropped delta, and
+				// their next snapshot (at most max_seconds away, spec 6 rule 2) is the truth.
+				// A reader that fell 24 h behind cannot happen here: the hub never blocks it.
+				if trims > 0 && sleep(c.ctx, backoff) != nil {
+					return
+				}
+				if trims > 0 {
+					backoff = min(2*backoff, 5*time.Second)
+				}
+				iterator, err = c.reopenTrimmed(id, err, trims)
+				if err != nil {
+					if c.ctx.Err() == nil {
+						c.fail(err)
+					}
+					return
+				}
+				typ = streamtypes.ShardIteratorTypeTrimHorizon
+				trims++
 				continue
 			case errors.As(err, &limit), errors.As(err, &internal):
 				if sleep(c.ctx, backoff) != nil {
@@ -251,6 +291,7 @@ func (c *streamCursor) readShard(id, iterator string, typ streamtypes.ShardItera
 			return
 		}
 		backoff = f.opts.PollInterval
+		trims = 0
 		for _, r := range out.Records {
 			ch, err := changeFromRecord(r)
 			if err != nil {
@@ -273,6 +314,21 @@ func (c *streamCursor) readShard(id, iterator string, typ streamtypes.ShardItera
 			return
 		}
 	}
+}
+
+// reopenTrimmed returns an iterator at the trim horizon of shard id, whose position was
+// trimmed (cause). It logs the first of a run of trims only, so that a horizon that keeps
+// moving past the reader (or an emulator that keeps saying so) does not flood the log.
+func (c *streamCursor) reopenTrimmed(id string, cause error, trims int) (string, error) {
+	if trims == 0 {
+		c.feed.opts.Logger.Warn("dynamodb stream: shard position trimmed; reading on from the oldest record left",
+			"stream", c.feed.arn, "shard", id, "cause", cause.Error())
+	}
+	it, err := c.feed.iterator(c.ctx, id, streamtypes.ShardIteratorTypeTrimHorizon, "")
+	if err != nil {
+		return "", fmt.Errorf("read shard %s after a trim: %w", id, err)
+	}
+	return it, nil
 }
 
 // shardDone records that a shard has been read to its end, so its children may start.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/roadevents/roadevents/shared/store"
 	"github.com/roadevents/roadevents/shared/store/dynamodb"
+	"github.com/roadevents/roadevents/shared/store/storetest/tables"
 )
 
 // These tests run the feed against an in-memory stand-in for DynamoDB Streams, to cover what
@@ -28,6 +30,7 @@ type fakeStreams struct {
 	shards  []*fakeShard
 	seq     int
 	expire  map[string]bool // shard: the next GetRecords fails with ExpiredIteratorException
+	trim    map[string]int  // shard: the next n GetRecords fail with TrimmedDataAccessException
 	failAll error           // every GetRecords fails with this
 	listed  chan struct{}   // a signal after each full listing of the shards
 }
@@ -36,6 +39,9 @@ type fakeShard struct {
 	id, parent string
 	records    []streamtypes.Record
 	closed     bool
+	// horizon is the index of the oldest record left: those before it were trimmed, and
+	// an iterator positioned before it fails as DynamoDB Streams' does.
+	horizon int
 }
 
 var _ dynamodb.StreamsAPI = (*fakeStreams)(nil)
@@ -43,7 +49,7 @@ var _ dynamodb.StreamsAPI = (*fakeStreams)(nil)
 func newFakeStreams() *fakeStreams {
 	// Sequence numbers start just below a power of ten, so they change length: a Seq
 	// compared as text must still order them.
-	return &fakeStreams{seq: 97, expire: map[string]bool{}, listed: make(chan struct{}, 100)}
+	return &fakeStreams{seq: 97, expire: map[string]bool{}, trim: map[string]int{}, listed: make(chan struct{}, 100)}
 }
 
 func (f *fakeStreams) shard(id string) *fakeShard {
@@ -72,6 +78,11 @@ func (f *fakeStreams) close(id string) {
 func (f *fakeStreams) write(id, kind, sk string, v int, ttl bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.writeLocked(id, kind, sk, v, ttl)
+}
+
+// writeLocked is write with f.mu held.
+func (f *fakeStreams) writeLocked(id, kind, sk string, v int, ttl bool) {
 	f.seq++
 	img := map[string]streamtypes.AttributeValue{
 		"pk": &streamtypes.AttributeValueMemberS{Value: "p"},
@@ -145,7 +156,7 @@ func (f *fakeStreams) GetShardIterator(_ context.Context, in *dynamodbstreams.Ge
 	if s == nil {
 		return nil, &streamtypes.ResourceNotFoundException{Message: aws.String("no shard")}
 	}
-	pos := 0
+	pos := s.horizon // TRIM_HORIZON
 	switch in.ShardIteratorType {
 	case streamtypes.ShardIteratorTypeLatest:
 		pos = len(s.records)
@@ -158,6 +169,9 @@ func (f *fakeStreams) GetShardIterator(_ context.Context, in *dynamodbstreams.Ge
 		}
 		if pos < 0 {
 			return nil, fmt.Errorf("fake: no record %s", aws.ToString(in.SequenceNumber))
+		}
+		if pos < s.horizon {
+			return nil, &streamtypes.TrimmedDataAccessException{Message: aws.String("sequence number trimmed")}
 		}
 	}
 	return &dynamodbstreams.GetShardIteratorOutput{ShardIterator: aws.String(fmt.Sprintf("%s@%d", s.id, pos))}, nil
@@ -175,7 +189,14 @@ func (f *fakeStreams) GetRecords(_ context.Context, in *dynamodbstreams.GetRecor
 		delete(f.expire, id)
 		return nil, &streamtypes.ExpiredIteratorException{Message: aws.String("expired")}
 	}
+	if f.trim[id] > 0 {
+		f.trim[id]--
+		return nil, &streamtypes.TrimmedDataAccessException{Message: aws.String("trimmed")}
+	}
 	s := f.shard(id)
+	if pos < s.horizon {
+		return nil, &streamtypes.TrimmedDataAccessException{Message: aws.String("iterator trimmed")}
+	}
 	out := &dynamodbstreams.GetRecordsOutput{}
 	if pos < len(s.records) {
 		out.Records = s.records[pos : pos+1]
@@ -189,7 +210,14 @@ func (f *fakeStreams) GetRecords(_ context.Context, in *dynamodbstreams.GetRecor
 
 func followFake(t *testing.T, f *fakeStreams) store.Cursor {
 	t.Helper()
-	feed := dynamodb.NewStreamFeed(f, "arn:fake", dynamodb.StreamOptions{PollInterval: time.Millisecond, DiscoverInterval: time.Millisecond})
+	return followFakeWith(t, f, dynamodb.StreamOptions{})
+}
+
+// followFakeWith follows f with opts, polling every millisecond.
+func followFakeWith(t *testing.T, f *fakeStreams, opts dynamodb.StreamOptions) store.Cursor {
+	t.Helper()
+	opts.PollInterval, opts.DiscoverInterval = time.Millisecond, time.Millisecond
+	feed := dynamodb.NewStreamFeed(f, "arn:fake", opts)
 	cur, err := feed.Follow(t.Context())
 	if err != nil {
 		t.Fatalf("Follow = %v; want nil", err)
@@ -356,21 +384,117 @@ func TestStreamFeedRecordConversion(t *testing.T) {
 	}
 }
 
+// TestStreamFeedResumesAfterTrim: an iterator whose position was trimmed (records older than
+// 24 h are removed; DynamoDB Local also says so at the first write to a new table) does not end
+// the feed: the shard is read on from its trim horizon, which holds only records after the
+// reader's position, so none is repeated, none still there is skipped, and nothing written
+// before Follow comes back. The trim is logged once however many times it repeats.
+func TestStreamFeedResumesAfterTrim(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		// trim makes the shard's next reads fail as trimmed; it runs with the fake locked,
+		// right after "a 2" and "a 3" were written and before the reader could see them.
+		trim func(f *fakeStreams)
+		want []string
+	}{
+		{"horizon passes the iterator", func(f *fakeStreams) {
+			f.shard("s").horizon = 3 // "a 2" is gone
+		}, []string{"MODIFY a 3", "MODIFY a 4"}},
+		{"trimmed several times in a row", func(f *fakeStreams) {
+			f.shard("s").horizon = 3
+			f.trim["s"] = 3
+		}, []string{"MODIFY a 3", "MODIFY a 4"}},
+		{"iterator expired and the last record delivered trimmed", func(f *fakeStreams) {
+			f.expire["s"] = true
+			f.shard("s").horizon = 3
+		}, []string{"MODIFY a 3", "MODIFY a 4"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFakeStreams()
+			f.open("s", "")
+			f.write("s", "INSERT", "a", 0, false) // before Follow: never delivered
+			var log lockedBuffer
+			cur := followFakeWith(t, f, dynamodb.StreamOptions{Logger: slog.New(slog.NewTextHandler(&log, nil))})
+			f.write("s", "MODIFY", "a", 1, false)
+			if got, want := summary(next(t, cur)), "MODIFY a 1"; got != want {
+				t.Fatalf("first change = %q; want %q", got, want)
+			}
+			f.mu.Lock()
+			f.writeLocked("s", "MODIFY", "a", 2, false)
+			f.writeLocked("s", "MODIFY", "a", 3, false)
+			tt.trim(f)
+			f.mu.Unlock()
+			f.write("s", "MODIFY", "a", 4, false)
+			for _, want := range tt.want {
+				if got := summary(next(t, cur)); got != want {
+					t.Errorf("change after the trim = %q; want %q", got, want)
+				}
+			}
+			if n := strings.Count(log.String(), "position trimmed"); n != 1 {
+				t.Errorf("log lines about the trim = %d; want 1:\n%s", n, log.String())
+			}
+		})
+	}
+}
+
+// TestStreamFeedNewStreamTrimmedAtFirstWrite: DynamoDB Local answers the LATEST iterator of a
+// table never written to with TrimmedDataAccessException at its first write; that write and
+// the ones after it are all delivered.
+func TestStreamFeedNewStreamTrimmedAtFirstWrite(t *testing.T) {
+	t.Parallel()
+	f := newFakeStreams()
+	f.open("s", "")
+	cur := followFakeWith(t, f, dynamodb.StreamOptions{Logger: slog.New(slog.DiscardHandler)})
+	f.mu.Lock()
+	f.writeLocked("s", "INSERT", "a", 1, false)
+	f.trim["s"] = 1
+	f.mu.Unlock()
+	f.write("s", "MODIFY", "a", 2, false)
+	for _, want := range []string{"INSERT a 1", "MODIFY a 2"} {
+		if got := summary(next(t, cur)); got != want {
+			t.Errorf("change = %q; want %q", got, want)
+		}
+	}
+}
+
+// TestStreamFeedFatalErrorEndsNext: an error that retrying will not cure (the stream is gone)
+// ends the cursor, so that its follower (the hub) knows changes may be lost.
 func TestStreamFeedFatalErrorEndsNext(t *testing.T) {
 	t.Parallel()
 	f := newFakeStreams()
 	f.open("s", "")
 	cur := followFake(t, f)
 	f.mu.Lock()
-	f.failAll = &streamtypes.TrimmedDataAccessException{Message: aws.String("trimmed")}
+	f.failAll = &streamtypes.ResourceNotFoundException{Message: aws.String("stream deleted")}
 	f.mu.Unlock()
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	_, err := cur.Next(ctx)
-	var trimmed *streamtypes.TrimmedDataAccessException
-	if !errors.As(err, &trimmed) {
-		t.Errorf("Next after the stream failed = %v; want the TrimmedDataAccessException", err)
+	var gone *streamtypes.ResourceNotFoundException
+	if !errors.As(err, &gone) {
+		t.Errorf("Next after the stream failed = %v; want the ResourceNotFoundException", err)
 	}
+}
+
+// lockedBuffer is a log destination the feed's goroutines and the test share.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func TestStreamCursorClose(t *testing.T) {
@@ -390,5 +514,50 @@ func TestStreamCursorClose(t *testing.T) {
 	}
 	if err := cur.Close(); err != nil {
 		t.Errorf("second Close = %v; want nil", err)
+	}
+}
+
+// TestStreamFeedOnNewTable, on DynamoDB Local: a feed followed before a new table's first
+// writes delivers them all, in order, once each. DynamoDB Local answers a shard iterator taken
+// on a new table's empty stream with TrimmedDataAccessException when the first writes race
+// with its reads (aws/aws-sdk-java#2923; here, most of several tables written at once), which
+// used to end the feed.
+func TestStreamFeedOnNewTable(t *testing.T) {
+	t.Parallel()
+	for i := range 8 {
+		t.Run(fmt.Sprint("table ", i), func(t *testing.T) {
+			t.Parallel()
+			l := tables.NewLocal(t)
+			table := dynamodb.New(l.DB, l.Name, dynamodb.Options{})
+			var log lockedBuffer
+			feed := dynamodb.NewStreamFeed(l.Streams, l.StreamARN, dynamodb.StreamOptions{
+				PollInterval: 5 * time.Millisecond,
+				Logger:       slog.New(slog.NewTextHandler(&log, nil)),
+			})
+			cur, err := feed.Follow(t.Context())
+			if err != nil {
+				t.Fatalf("Follow = %v; want nil", err)
+			}
+			t.Cleanup(func() { cur.Close() })
+			const n = 5
+			for v := range n {
+				it := store.Item{"pk": "p", "sk": "a", "v": int64(v)}
+				if err := table.Put(t.Context(), it, store.Condition{}); err != nil {
+					t.Fatalf("Put = %v; want nil", err)
+				}
+			}
+			for v := range n {
+				want := fmt.Sprintf("MODIFY a %d", v)
+				if v == 0 {
+					want = "INSERT a 0"
+				}
+				if got := summary(next(t, cur)); got != want {
+					t.Errorf("change %d = %q; want %q", v, got, want)
+				}
+			}
+			if s := log.String(); s != "" {
+				t.Logf("feed log: %s", s)
+			}
+		})
 	}
 }
