@@ -59,7 +59,7 @@ func OpenStore(ctx context.Context, cfg config.Config, clk clock.Clock, logger *
 		return &Store{
 			Table: dynamodb.New(client, cfg.Table, dynamodb.Options{Clock: clk}),
 			Feed: dynamodb.NewStreamFeed(dynamodbstreams.NewFromConfig(awsCfg), arn,
-				dynamodb.StreamOptions{PollInterval: cfg.Stream.PollInterval}),
+				dynamodb.StreamOptions{PollInterval: cfg.Stream.PollInterval, Logger: logger}),
 		}, nil
 	}
 	return nil, fmt.Errorf("service: unknown store %q", cfg.Store)
