@@ -9,8 +9,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -22,6 +24,7 @@ import (
 	"github.com/roadevents/roadevents/shared/server"
 	"github.com/roadevents/roadevents/shared/service"
 	"github.com/roadevents/roadevents/shared/stream"
+	"github.com/roadevents/roadevents/web"
 )
 
 // build identifies this build in GET /health; release builds set it with
@@ -86,8 +89,9 @@ func run(ctx context.Context, cfg config.Config, logger *slog.Logger) (err error
 		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
 	base := "http://" + ln.Addr().String()
+	// The console is served at /app/ next to the API (GET / stays the API's document).
 	if cfg.ConsoleURL == "" {
-		cfg.ConsoleURL = base + "/"
+		cfg.ConsoleURL = base + web.Prefix
 	}
 	keys := apikey.New(st.Table, apikey.Options{Logger: logger})
 	meter := metering.New(st.Table, metering.Options{Logger: logger})
@@ -127,7 +131,11 @@ func run(ctx context.Context, cfg config.Config, logger *slog.Logger) (err error
 	logger.Info("listening", "addr", base, "store", string(cfg.Store), "data", cfg.DataDir)
 	// On shutdown every stream says bye (reconnect) before the server waits for its requests;
 	// the streams hold their connections themselves, so they are waited for apart.
-	err = server.Serve(ctx, ln, api.Handler(), server.Options{Logger: logger, OnShutdown: []func(){hub.Drain}})
+	mux := http.NewServeMux()
+	mux.Handle("/", api.Handler())
+	mux.Handle(web.Prefix, web.Handler())
+	mux.Handle(strings.TrimSuffix(web.Prefix, "/"), web.Handler())
+	err = server.Serve(ctx, ln, mux, server.Options{Logger: logger, OnShutdown: []func(){hub.Drain}})
 	hub.Drain()
 	wait, cancel := context.WithTimeout(context.Background(), shutdownWrites)
 	defer cancel()

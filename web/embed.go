@@ -1,0 +1,101 @@
+// Package web holds the console, a static single-page application, built into dist/ from the
+// TypeScript sources beside this file and embedded so that `go build` needs no Node.js
+// (README, Console). The same files go to S3 on AWS.
+//
+// Rebuild with `npm ci && npm run build` in web/; scripts/test.sh fails when the committed
+// dist/ differs from a fresh build.
+package web
+
+import (
+	"embed"
+	"errors"
+	"io/fs"
+	"net/http"
+	"path"
+	"strings"
+)
+
+//go:embed all:dist
+var dist embed.FS
+
+// Prefix is where the console is served (the lead's decision: GET / is the API's JSON).
+const Prefix = "/app/"
+
+// Files returns the built console, rooted at its index.html.
+func Files() fs.FS {
+	sub, err := fs.Sub(dist, "dist")
+	if err != nil {
+		// fs.Sub fails only on an invalid path name; "dist" is a constant.
+		panic(err)
+	}
+	return sub
+}
+
+// Handler serves the console under Prefix: files as they are, index.html for any other path
+// under Prefix (the SPA routes itself), and 404 for a missing file under assets/, so that a
+// stale hashed URL fails plainly instead of answering HTML for a script.
+//
+// Hashed assets are immutable and cached for a year; index.html and config.json are
+// revalidated on every load, so a new build is picked up at once.
+func Handler() http.Handler {
+	return NewHandler(Files())
+}
+
+// NewHandler is Handler over other files (tests, or a console built elsewhere).
+func NewHandler(files fs.FS) http.Handler {
+	server := http.FileServerFS(files)
+	index, indexErr := fs.ReadFile(files, "index.html")
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		if r.URL.Path == strings.TrimSuffix(Prefix, "/") {
+			http.Redirect(w, r, Prefix, http.StatusMovedPermanently)
+			return
+		}
+		name, ok := strings.CutPrefix(r.URL.Path, Prefix)
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		name = strings.TrimPrefix(path.Clean("/"+name), "/")
+		h := w.Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "no-referrer")
+		if name != "" && name != "index.html" {
+			if st, err := fs.Stat(files, name); err == nil && !st.IsDir() {
+				if strings.HasPrefix(name, "assets/") {
+					h.Set("Cache-Control", "public, max-age=31536000, immutable")
+				} else {
+					h.Set("Cache-Control", "no-cache")
+				}
+				r2 := r.Clone(r.Context())
+				r2.URL.Path = "/" + name
+				server.ServeHTTP(w, r2)
+				return
+			} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+				http.Error(w, "internal error", http.StatusInternalServerError)
+				return
+			}
+			if strings.HasPrefix(name, "assets/") {
+				h.Set("Cache-Control", "no-cache")
+				http.NotFound(w, r)
+				return
+			}
+		}
+		if indexErr != nil {
+			http.Error(w, "the console is not built (run npm ci && npm run build in web/)", http.StatusNotFound)
+			return
+		}
+		// Every console route is index.html: the SPA reads the path itself.
+		h.Set("Content-Type", "text/html; charset=utf-8")
+		h.Set("Cache-Control", "no-cache")
+		h.Set("X-Frame-Options", "DENY")
+		if r.Method == http.MethodHead {
+			return
+		}
+		_, _ = w.Write(index)
+	})
+}

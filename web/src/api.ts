@@ -1,0 +1,414 @@
+// The console's client of the /console routes (spec 4.2-4.4, contract 3). It is the only
+// module that speaks HTTP: pages call its methods and show an ApiError's message, its field
+// errors (422 loc) or its wait (429 Retry-After). A 401 on a session route calls onUnauthorized,
+// which sends the user back to sign-in (spec 5: expired sessions).
+
+export type Environment = 'live' | 'sandbox';
+export type Role = 'owner' | 'member';
+
+export interface Me {
+  user_id: string;
+  email: string;
+  display_name: string | null;
+  locale: string;
+  totp_enabled: boolean;
+  created_at?: string;
+  last_seen_at?: string | null;
+}
+export interface Session {
+  token: string;
+  expires_at: string;
+  user: Me;
+}
+export interface AuthChallenge {
+  method: 'email' | 'totp';
+  email?: string | null;
+  temp_token?: string | null;
+}
+export interface TotpEnrolment {
+  secret: string;
+  otpauth_url: string;
+  issuer: string;
+  account: string;
+}
+export interface RecoveryCodes {
+  codes: string[];
+  generated_at: string;
+}
+export interface RecoveryCodesStatus {
+  remaining: number;
+  total: number;
+}
+export interface Organisation {
+  org_id: string;
+  name: string;
+  plan: string;
+  created_at?: string;
+  role: Role;
+}
+export interface Member {
+  user_id: string;
+  email: string;
+  display_name?: string | null;
+  role: Role;
+  joined_at?: string | null;
+}
+export interface Invite {
+  invite_id: string;
+  email: string;
+  role: Role;
+  invited_by_email?: string | null;
+  created_at?: string | null;
+  expires_at?: string | null;
+}
+export interface MembersList {
+  members: Member[];
+  invitations: Invite[];
+}
+export interface ApiKey {
+  key_id: string;
+  label: string;
+  environment: Environment;
+  prefix: string;
+  created_at?: string | null;
+  created_by_email?: string | null;
+  last_used_at?: string | null;
+  revoked?: boolean;
+  revoked_at?: string | null;
+}
+export interface IssuedKey {
+  key: string;
+  api_key: ApiKey;
+}
+export interface UsageTotals {
+  reads: number;
+  publishes: number;
+  signals: number;
+  stream_connects: number;
+  tickets: number;
+}
+export interface UsageDay extends UsageTotals {
+  date: string;
+}
+export type UsageWindow = '7d' | '30d' | '90d';
+export interface UsageSeries {
+  org_id: string;
+  environment: Environment;
+  window: UsageWindow;
+  start: string;
+  end: string;
+  days: UsageDay[];
+  totals: UsageTotals;
+}
+export interface Vitality {
+  environment: Environment;
+  has_traffic: boolean;
+  last_used_at: string | null;
+  last_used_key_id: string | null;
+  today: UsageTotals | null;
+  keys: { key_id: string; label: string; last_used_at: string | null }[];
+}
+export interface Plan {
+  plan_id: string;
+  name: string;
+  monthly_price_cents: number | null;
+  currency: string;
+  included_reads: number | null;
+  live_key_cap: number | null;
+  seat_cap: number | null;
+  self_serve: boolean;
+}
+export interface BillingSummary {
+  org_id: string;
+  plan: Plan;
+  period_start: string;
+  period_end: string;
+  totals: UsageTotals;
+  included_reads: number | null;
+  billing_configured: boolean;
+  subscription_active: boolean;
+}
+export interface AuditEntry {
+  audit_id: string;
+  action: string;
+  actor_user_id?: string | null;
+  actor_email?: string | null;
+  target?: string | null;
+  detail?: Record<string, unknown>;
+  created_at?: string | null;
+}
+
+/** One item of a 422 validation body (spec 7, contract 1). Only type and loc are matched. */
+export interface ValidationItem {
+  type: string;
+  loc: (string | number)[];
+  msg: string;
+  input?: unknown;
+}
+
+/**
+ * ApiError is every non-2xx answer, and a network failure (status 0). message is what to show;
+ * validation holds the items of a 422 validation body; retryAfter the seconds of a 429.
+ */
+export class ApiError extends Error {
+  readonly status: number;
+  readonly validation: ValidationItem[];
+  readonly retryAfter: number | null;
+
+  constructor(status: number, message: string, validation: ValidationItem[] = [], retryAfter: number | null = null) {
+    super(message);
+    this.name = 'ApiError';
+    this.status = status;
+    this.validation = validation;
+    this.retryAfter = retryAfter;
+  }
+
+  /**
+   * fieldErrors maps the validation items under the given location prefix (by default the
+   * body) to the field they concern: ["body","label"] becomes "label". Items on the whole body
+   * (["body"]) or deeper paths keep their first field name after the prefix, or "" when none.
+   */
+  fieldErrors(prefix = 'body'): Record<string, string> {
+    const out: Record<string, string> = {};
+    for (const v of this.validation) {
+      if (v.loc[0] !== prefix) continue;
+      const field = v.loc.length > 1 ? String(v.loc[1]) : '';
+      if (!(field in out)) out[field] = v.msg;
+    }
+    return out;
+  }
+}
+
+/** formatWait says how long to wait, for a 429 (spec 7: wait for Retry-After). */
+export function formatWait(seconds: number): string {
+  if (seconds < 60) return `${seconds} second${seconds === 1 ? '' : 's'}`;
+  const minutes = Math.ceil(seconds / 60);
+  if (minutes < 60) return `${minutes} minute${minutes === 1 ? '' : 's'}`;
+  const hours = Math.ceil(minutes / 60);
+  return `${hours} hour${hours === 1 ? '' : 's'}`;
+}
+
+/** parseRetryAfter reads a Retry-After header: delay-seconds, or an HTTP date. */
+export function parseRetryAfter(value: string | null, now: number = Date.now()): number | null {
+  if (value === null || value.trim() === '') return null;
+  const v = value.trim();
+  if (/^\d+$/.test(v)) return Math.max(1, parseInt(v, 10));
+  const at = Date.parse(v);
+  if (Number.isNaN(at)) return null;
+  return Math.max(1, Math.ceil((at - now) / 1000));
+}
+
+const statusMessages: Record<number, string> = {
+  400: 'The request was refused.',
+  401: 'Your session has ended. Please sign in again.',
+  403: 'You do not have permission to do this.',
+  404: 'Not found.',
+  409: 'This conflicts with the current state.',
+  422: 'Please correct the highlighted fields.',
+  503: 'This service is not available on this deployment.',
+};
+
+/** errorFromResponse turns a non-2xx response into an ApiError (spec 7: the two body shapes). */
+export async function errorFromResponse(res: Response): Promise<ApiError> {
+  let body: unknown = null;
+  try {
+    body = await res.json();
+  } catch {
+    body = null;
+  }
+  const detail = (body as { detail?: unknown } | null)?.detail;
+  let message = statusMessages[res.status] ?? `The service answered ${res.status}.`;
+  let validation: ValidationItem[] = [];
+  if (typeof detail === 'string' && detail !== '') {
+    message = detail;
+  } else if (Array.isArray(detail)) {
+    validation = detail.filter(
+      (d): d is ValidationItem => typeof d === 'object' && d !== null && Array.isArray((d as ValidationItem).loc),
+    );
+  }
+  let retryAfter: number | null = null;
+  if (res.status === 429) {
+    retryAfter = parseRetryAfter(res.headers.get('Retry-After'));
+    message = retryAfter !== null ? `Too many attempts. Try again in ${formatWait(retryAfter)}.` : 'Too many attempts. Try again later.';
+  }
+  return new ApiError(res.status, message, validation, retryAfter);
+}
+
+/** ClientOptions configures a Client. */
+export interface ClientOptions {
+  /** base is the API's origin ("" for the console's own origin). */
+  base: string;
+  /** token returns the session token to send, or null. */
+  token: () => string | null;
+  /** onUnauthorized is called when a session route answers 401 (expired or ended session). */
+  onUnauthorized: () => void;
+  fetch?: typeof fetch;
+}
+
+type Query = Record<string, string | number | boolean | undefined>;
+
+interface RequestOptions {
+  body?: unknown;
+  query?: Query;
+  /** bearer overrides the session token (the temp_token of the TOTP step). */
+  bearer?: string;
+  /** anonymous routes never send the session and never sign the user out on 401. */
+  anonymous?: boolean;
+}
+
+const enc = encodeURIComponent;
+
+/** Client calls the console routes. */
+export class Client {
+  private readonly opts: ClientOptions;
+
+  constructor(opts: ClientOptions) {
+    this.opts = opts;
+  }
+
+  async request<T>(method: string, path: string, o: RequestOptions = {}): Promise<T> {
+    let url = this.opts.base.replace(/\/$/, '') + path;
+    if (o.query) {
+      const q = new URLSearchParams();
+      for (const [k, v] of Object.entries(o.query)) if (v !== undefined) q.set(k, String(v));
+      const s = q.toString();
+      if (s) url += '?' + s;
+    }
+    const headers: Record<string, string> = { Accept: 'application/json' };
+    const bearer = o.bearer ?? (o.anonymous ? null : this.opts.token());
+    if (bearer) headers.Authorization = 'Bearer ' + bearer;
+    let body: string | undefined;
+    if (o.body !== undefined) {
+      headers['Content-Type'] = 'application/json';
+      body = JSON.stringify(o.body);
+    }
+    const f = this.opts.fetch ?? fetch;
+    let res: Response;
+    try {
+      res = await f(url, { method, headers, body, credentials: 'omit', cache: 'no-store' });
+    } catch {
+      throw new ApiError(0, 'The service cannot be reached. Check your connection and try again.');
+    }
+    if (!res.ok) {
+      const err = await errorFromResponse(res);
+      // A session route's 401 means the session is over; the sign-in routes' 401 (a stale
+      // temp_token) is the page's to handle.
+      if (res.status === 401 && !o.anonymous && o.bearer === undefined) this.opts.onUnauthorized();
+      throw err;
+    }
+    if (res.status === 204) return undefined as T;
+    return (await res.json()) as T;
+  }
+
+  // Sign-in and profile (spec 4.2).
+  requestCode(email: string) {
+    return this.request<AuthChallenge>('POST', '/console/auth/request-code', { body: { email }, anonymous: true });
+  }
+  verifyCode(email: string, code: string) {
+    return this.request<Session | AuthChallenge>('POST', '/console/auth/verify-code', { body: { email, code }, anonymous: true });
+  }
+  verifyTotp(tempToken: string, code: string) {
+    return this.request<Session>('POST', '/console/auth/verify-totp', { body: { code }, bearer: tempToken });
+  }
+  verifyRecovery(tempToken: string, code: string) {
+    return this.request<Session>('POST', '/console/auth/verify-recovery', { body: { code }, bearer: tempToken });
+  }
+  me() {
+    return this.request<Session>('GET', '/console/auth/me');
+  }
+  updateMe(update: { display_name?: string | null; locale?: string }) {
+    return this.request<Me>('PATCH', '/console/auth/me', { body: update });
+  }
+  logout() {
+    return this.request<{ ok: true }>('POST', '/console/auth/logout');
+  }
+  totpSetup() {
+    return this.request<TotpEnrolment>('POST', '/console/auth/totp/setup');
+  }
+  totpConfirm(code: string) {
+    return this.request<RecoveryCodes>('POST', '/console/auth/totp/confirm', { body: { code } });
+  }
+  totpDisable(code: string) {
+    return this.request<Session>('POST', '/console/auth/totp/disable', { body: { code } });
+  }
+  recoveryStatus() {
+    return this.request<RecoveryCodesStatus>('GET', '/console/auth/recovery-codes');
+  }
+  regenerateRecovery(code: string) {
+    return this.request<RecoveryCodes>('POST', '/console/auth/recovery-codes/regenerate', { body: { code } });
+  }
+
+  // Organisations (spec 4.3).
+  createOrg(name: string) {
+    return this.request<Organisation>('POST', '/console/orgs', { body: { name } });
+  }
+  org(orgId: string) {
+    return this.request<Organisation>('GET', `/console/orgs/${enc(orgId)}`);
+  }
+  updateOrg(orgId: string, name: string) {
+    return this.request<Organisation>('PATCH', `/console/orgs/${enc(orgId)}`, { body: { name } });
+  }
+  members(orgId: string) {
+    return this.request<MembersList>('GET', `/console/orgs/${enc(orgId)}/members`);
+  }
+  invite(orgId: string, email: string, role: Role) {
+    return this.request<Invite>('POST', `/console/orgs/${enc(orgId)}/members`, { body: { email, role } });
+  }
+  setRole(orgId: string, userId: string, role: Role) {
+    return this.request<Member>('PATCH', `/console/orgs/${enc(orgId)}/members/${enc(userId)}`, { body: { role } });
+  }
+  removeMember(orgId: string, userId: string) {
+    return this.request<{ ok: true }>('DELETE', `/console/orgs/${enc(orgId)}/members/${enc(userId)}`);
+  }
+  leave(orgId: string) {
+    return this.request<{ ok: true }>('POST', `/console/orgs/${enc(orgId)}/leave`);
+  }
+  withdrawInvite(orgId: string, inviteId: string) {
+    return this.request<{ ok: true }>('DELETE', `/console/orgs/${enc(orgId)}/invitations/${enc(inviteId)}`);
+  }
+  resendInvite(orgId: string, inviteId: string) {
+    return this.request<Invite>('POST', `/console/orgs/${enc(orgId)}/invitations/${enc(inviteId)}/resend`);
+  }
+  acceptInvite(token: string) {
+    return this.request<Organisation>('POST', '/console/invitations/accept', { body: { token } });
+  }
+  audit(orgId: string, limit = 50) {
+    return this.request<AuditEntry[]>('GET', `/console/orgs/${enc(orgId)}/audit`, { query: { limit } });
+  }
+
+  // Keys, activity, billing (spec 4.4).
+  keys(orgId: string) {
+    return this.request<ApiKey[]>('GET', `/console/orgs/${enc(orgId)}/keys`, { query: { include_revoked: true } });
+  }
+  issueKey(orgId: string, label: string, environment: Environment, totpCode: string | null) {
+    return this.request<IssuedKey>('POST', `/console/orgs/${enc(orgId)}/keys`, {
+      body: { label, environment, totp_code: totpCode },
+    });
+  }
+  revokeKey(orgId: string, keyId: string) {
+    return this.request<{ ok: true }>('DELETE', `/console/orgs/${enc(orgId)}/keys/${enc(keyId)}`);
+  }
+  usage(orgId: string, window: UsageWindow, environment: Environment) {
+    return this.request<UsageSeries>('GET', `/console/orgs/${enc(orgId)}/usage`, { query: { window, environment } });
+  }
+  vitality(orgId: string, environment: Environment) {
+    return this.request<Vitality>('GET', `/console/orgs/${enc(orgId)}/vitality`, { query: { environment } });
+  }
+  plans() {
+    return this.request<Plan[]>('GET', '/console/plans', { anonymous: true });
+  }
+  billing(orgId: string) {
+    return this.request<BillingSummary>('GET', `/console/orgs/${enc(orgId)}/billing`);
+  }
+  checkout(orgId: string, plan: string) {
+    return this.request<{ url: string }>('POST', `/console/orgs/${enc(orgId)}/billing/checkout`, { body: { plan } });
+  }
+  portal(orgId: string) {
+    return this.request<{ url: string }>('POST', `/console/orgs/${enc(orgId)}/billing/portal`);
+  }
+}
+
+/** isSession tells a Session from an AuthChallenge (verify-code answers either, spec 4.2). */
+export function isSession(v: Session | AuthChallenge): v is Session {
+  return typeof (v as Session).token === 'string';
+}

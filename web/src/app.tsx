@@ -1,0 +1,321 @@
+// The console's root: it checks the stored session with GET /console/auth/me before drawing
+// any signed-in page, then routes. Sign-in is shown whenever there is no session, whatever
+// the path, so a deep link works after signing in.
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
+import { Client, type Me, type Organisation, type Session } from './api';
+import { AppContext, type Ctx, useApp } from './context';
+import { href, navigate, onLinkClick, useRoute } from './router';
+import { currentOrg, knownOrgs, pendingInvite, token } from './state';
+import { Notice } from './ui';
+import { SignIn } from './pages/signin';
+import { AcceptInvite } from './pages/invite';
+import { Account } from './pages/account';
+import { CreateOrg, OrgSettings } from './pages/orgs';
+import { Overview } from './pages/overview';
+import { Keys } from './pages/keys';
+import { Usage } from './pages/usage';
+import { Members } from './pages/members';
+import { Billing } from './pages/billing';
+import { Audit } from './pages/audit';
+
+type Phase = { kind: 'checking' } | { kind: 'signed-out'; message?: string } | { kind: 'signed-in'; me: Me };
+
+/** App is the whole console. */
+export function App({ apiBase }: { apiBase: string }) {
+  const [phase, setPhase] = useState<Phase>(() => (token.get() ? { kind: 'checking' } : { kind: 'signed-out' }));
+  const signOutRef = useRef<(m?: string) => void>(() => {});
+  const client = useMemo(
+    () =>
+      new Client({
+        base: apiBase,
+        token: token.get,
+        onUnauthorized: () => signOutRef.current('Your session has ended. Please sign in again.'),
+      }),
+    [apiBase],
+  );
+  signOutRef.current = (message?: string) => {
+    token.set(null);
+    setPhase({ kind: 'signed-out', message });
+  };
+
+  // The invitation token arrives in the fragment (#token=...): keep it in sessionStorage
+  // across sign-in and take it out of the address bar at once.
+  useEffect(() => {
+    const m = /(?:^#|&)token=([^&]+)/.exec(location.hash);
+    if (m) {
+      pendingInvite.set(decodeURIComponent(m[1]));
+      history.replaceState(null, '', location.pathname);
+    }
+  }, []);
+
+  useEffect(() => {
+    if (phase.kind !== 'checking') return;
+    client.me().then(
+      (s) => {
+        token.set(s.token);
+        setPhase({ kind: 'signed-in', me: s.user });
+      },
+      (e) => {
+        if (e?.status !== 401) {
+          // The service is unreachable or failing: say so rather than pretend to be signed out.
+          setPhase({ kind: 'signed-out', message: e?.message ?? 'The service cannot be reached.' });
+        }
+      },
+    );
+  }, [phase.kind, client]);
+
+  if (phase.kind === 'checking') {
+    return (
+      <main class="center" aria-busy="true">
+        <p class="muted" role="status">
+          Checking your session…
+        </p>
+      </main>
+    );
+  }
+  if (phase.kind === 'signed-out') {
+    return (
+      <SignIn
+        client={client}
+        message={phase.message}
+        onSession={(s) => {
+          token.set(s.token);
+          setPhase({ kind: 'signed-in', me: s.user });
+        }}
+      />
+    );
+  }
+  return (
+    <SignedIn
+      client={client}
+      me={phase.me}
+      setMe={(me) => setPhase({ kind: 'signed-in', me })}
+      signOut={(m) => signOutRef.current(m)}
+    />
+  );
+}
+
+function SignedIn(props: { client: Client; me: Me; setMe: (m: Me) => void; signOut: (m?: string) => void }) {
+  const { client, me } = props;
+  const path = useRoute();
+  const [orgs, setOrgs] = useState<Organisation[] | null>(null);
+
+  // The spec has no route listing a user's organisations: the console reads the ones this
+  // browser has seen, and drops those the API no longer shows the user (404: left or removed).
+  useEffect(() => {
+    let live = true;
+    const ids = knownOrgs.get(me.user_id);
+    Promise.all(
+      ids.map((id) =>
+        client.org(id).then(
+          (o) => o,
+          (e) => {
+            if (e?.status === 404) knownOrgs.remove(me.user_id, id);
+            return null;
+          },
+        ),
+      ),
+    ).then((list) => live && setOrgs(list.filter((o): o is Organisation => o !== null)));
+    return () => {
+      live = false;
+    };
+  }, [client, me.user_id]);
+
+  const ctx: Ctx = {
+    client,
+    me,
+    setSession: (s: Session) => {
+      token.set(s.token);
+      props.setMe(s.user);
+    },
+    setMe: props.setMe,
+    signOut: props.signOut,
+    orgs: orgs ?? [],
+    rememberOrg: (o) => {
+      knownOrgs.add(me.user_id, o.org_id);
+      setOrgs((l) => [o, ...(l ?? []).filter((x) => x.org_id !== o.org_id)]);
+    },
+    forgetOrg: (id) => {
+      knownOrgs.remove(me.user_id, id);
+      if (currentOrg.get(me.user_id) === id) currentOrg.set(me.user_id, null);
+      setOrgs((l) => (l ?? []).filter((x) => x.org_id !== id));
+    },
+  };
+
+  if (orgs === null) {
+    return (
+      <main class="center" aria-busy="true">
+        <p class="muted" role="status">
+          Loading your organisations…
+        </p>
+      </main>
+    );
+  }
+
+  const parts = path.split('/').filter(Boolean);
+  let orgId: string | null = null;
+  let page: preact.ComponentChildren;
+  if (pendingInvite.get() && parts[0] !== 'accept-invite') {
+    navigate('accept-invite', true);
+    return null;
+  }
+  if (parts[0] === 'accept-invite') {
+    page = <AcceptInvite />;
+  } else if (parts[0] === 'account') {
+    page = <Account />;
+  } else if (parts[0] === 'orgs' && parts[1] === 'new') {
+    page = <CreateOrg />;
+  } else if (parts[0] === 'orgs' && parts[1]) {
+    orgId = parts[1];
+    page = <OrgPage orgId={orgId} tab={parts[2] ?? 'overview'} />;
+  } else {
+    // The start page: the last organisation opened, else the first known, else create one.
+    const last = currentOrg.get(me.user_id);
+    const target = orgs.find((o) => o.org_id === last) ?? orgs[0];
+    navigate(target ? `orgs/${target.org_id}/overview` : 'orgs/new', true);
+    return null;
+  }
+
+  return (
+    <AppContext.Provider value={ctx}>
+      <div class="shell" onClick={onLinkClick}>
+        <Header orgId={orgId} />
+        <main id="main" tabIndex={-1}>
+          {page}
+        </main>
+      </div>
+    </AppContext.Provider>
+  );
+}
+
+function Header({ orgId }: { orgId: string | null }) {
+  const { me, orgs, client, signOut } = useApp();
+  return (
+    <header class="top">
+      <a class="skip" href="#main">
+        Skip to content
+      </a>
+      <a class="brand" href={href('')}>
+        Road events console
+      </a>
+      <label class="org-switch">
+        <span class="visually-hidden">Organisation</span>
+        <select
+          aria-label="Organisation"
+          value={orgId ?? ''}
+          onChange={(e) => {
+            const v = (e.currentTarget as HTMLSelectElement).value;
+            navigate(v === '__new' ? 'orgs/new' : `orgs/${v}/overview`);
+          }}
+        >
+          {orgId === null && <option value="">Choose an organisation</option>}
+          {orgs.map((o) => (
+            <option value={o.org_id} key={o.org_id}>
+              {o.name}
+            </option>
+          ))}
+          <option value="__new">+ New organisation</option>
+        </select>
+      </label>
+      <nav class="user" aria-label="Account">
+        <a href={href('account')}>{me.display_name || me.email}</a>
+        <button
+          type="button"
+          class="link"
+          onClick={async () => {
+            try {
+              await client.logout();
+            } catch {
+              // Signed out locally whatever the answer.
+            }
+            signOut('You are signed out.');
+          }}
+        >
+          Sign out
+        </button>
+      </nav>
+    </header>
+  );
+}
+
+
+const tabs: [string, string][] = [
+  ['overview', 'Overview'],
+  ['keys', 'API keys'],
+  ['usage', 'Usage'],
+  ['members', 'Members'],
+  ['billing', 'Billing'],
+  ['audit', 'Audit log'],
+  ['settings', 'Settings'],
+];
+
+function OrgPage({ orgId, tab }: { orgId: string; tab: string }) {
+  const ctx = useApp();
+  const [org, setOrg] = useState<Organisation | null>(ctx.orgs.find((o) => o.org_id === orgId) ?? null);
+  const [error, setError] = useState<string | null>(null);
+  useEffect(() => {
+    let live = true;
+    setError(null);
+    ctx.client.org(orgId).then(
+      (o) => {
+        if (!live) return;
+        setOrg(o);
+        ctx.rememberOrg(o);
+        currentOrg.set(ctx.me.user_id, o.org_id);
+      },
+      (e) => {
+        if (!live) return;
+        if (e?.status === 404) ctx.forgetOrg(orgId);
+        setError(e?.status === 404 ? 'This organisation does not exist or you are not a member of it.' : e?.message);
+      },
+    );
+    return () => {
+      live = false;
+    };
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [orgId]);
+  if (error) return <Notice kind="error">{error}</Notice>;
+  if (!org) {
+    return (
+      <p class="muted" role="status">
+        Loading…
+      </p>
+    );
+  }
+  const body = (() => {
+    switch (tab) {
+      case 'keys':
+        return <Keys org={org} />;
+      case 'usage':
+        return <Usage org={org} />;
+      case 'members':
+        return <Members org={org} />;
+      case 'billing':
+        return <Billing org={org} />;
+      case 'audit':
+        return <Audit org={org} />;
+      case 'settings':
+        return <OrgSettings org={org} onChange={setOrg} />;
+      default:
+        return <Overview org={org} />;
+    }
+  })();
+  return (
+    <>
+      <div class="org-head">
+        <h1>{org.name}</h1>
+        <p class="muted">
+          Plan <strong>{org.plan}</strong> · your role <strong>{org.role}</strong>
+        </p>
+      </div>
+      <nav class="tabs" aria-label="Organisation">
+        {tabs.map(([t, label]) => (
+          <a key={t} href={href(`orgs/${org.org_id}/${t}`)} aria-current={t === tab || (tab === '' && t === 'overview') ? 'page' : undefined}>
+            {label}
+          </a>
+        ))}
+      </nav>
+      <section class="page">{body}</section>
+    </>
+  );
+}

@@ -1,0 +1,80 @@
+// Creating an organisation and renaming one (spec 4.3).
+import { useState } from 'preact/hooks';
+import type { Organisation } from '../api';
+import { useApp } from '../context';
+import { navigate } from '../router';
+import { Field, FormError, Notice, useForm } from '../ui';
+
+/** CreateOrg makes a new organisation; the caller becomes its owner on the free plan. */
+export function CreateOrg() {
+  const { client, rememberOrg, orgs } = useApp();
+  const [name, setName] = useState('');
+  const form = useForm(['name']);
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    const n = name.trim();
+    if (n.length < 1 || n.length > 80) {
+      form.setError('name', 'A name has 1 to 80 characters.');
+      return;
+    }
+    const org = await form.run(() => client.createOrg(n));
+    if (org) {
+      rememberOrg(org);
+      navigate(`orgs/${org.org_id}/overview`);
+    }
+  };
+  return (
+    <div class="card narrow">
+      <h1>Create an organisation</h1>
+      {orgs.length === 0 && (
+        <p>
+          An organisation holds your API keys, members, usage and billing. Create one to start, or open the link of an invitation you
+          received.
+        </p>
+      )}
+      <FormError form={form} />
+      <form onSubmit={submit} noValidate>
+        <Field label="Organisation name" name="name" value={name} onInput={setName} form={form} input={{ maxLength: 80, required: true, autoFocus: true }} />
+        <button type="submit" class="primary" disabled={form.busy}>
+          {form.busy ? 'Creating…' : 'Create organisation'}
+        </button>
+      </form>
+    </div>
+  );
+}
+
+/** OrgSettings renames the organisation (owners). */
+export function OrgSettings({ org, onChange }: { org: Organisation; onChange: (o: Organisation) => void }) {
+  const { client, rememberOrg } = useApp();
+  const [name, setName] = useState(org.name);
+  const [saved, setSaved] = useState(false);
+  const form = useForm(['name']);
+  const owner = org.role === 'owner';
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    setSaved(false);
+    const o = await form.run(() => client.updateOrg(org.org_id, name.trim()));
+    if (o) {
+      rememberOrg(o);
+      onChange(o);
+      setSaved(true);
+    }
+  };
+  return (
+    <>
+      <h2>Settings</h2>
+      {!owner && <Notice>Only owners can rename the organisation.</Notice>}
+      {saved && <Notice kind="success">The organisation is renamed.</Notice>}
+      <FormError form={form} />
+      <form onSubmit={submit} noValidate>
+        <Field label="Organisation name" name="name" value={name} onInput={setName} form={form} input={{ maxLength: 80, disabled: !owner }} />
+        <button type="submit" class="primary" disabled={!owner || form.busy || name.trim() === org.name}>
+          Rename
+        </button>
+      </form>
+      <p class="muted">
+        Organisation id: <code>{org.org_id}</code>
+      </p>
+    </>
+  );
+}

@@ -1,0 +1,68 @@
+// What the console keeps in the browser, and why where.
+//
+// The session token lives in sessionStorage: it lasts as long as the tab, survives a reload and
+// the round trip of sign-in, and is gone when the tab closes, so a 30-day credential (contract 3)
+// is not left behind on a shared computer. The cost is signing in again in a new tab.
+// localStorage holds only non-secret conveniences: the organisations this browser has seen per
+// user (the spec has no route listing a user's organisations) and the last one opened.
+// No credential is ever put in a URL (spec 5 rule 7): the invitation token arrives in the URL
+// fragment and moves to sessionStorage at once.
+
+const TOKEN = 'roadevents.session';
+const INVITE = 'roadevents.invite';
+const ORGS = 'roadevents.orgs.';
+const CURRENT = 'roadevents.current-org.';
+
+function get(store: Storage, key: string): string | null {
+  try {
+    return store.getItem(key);
+  } catch {
+    return null;
+  }
+}
+function set(store: Storage, key: string, value: string | null) {
+  try {
+    if (value === null) store.removeItem(key);
+    else store.setItem(key, value);
+  } catch {
+    // Storage refused (private mode quotas): the console still works for this page's life.
+  }
+}
+
+/** token is the session token, or null when signed out. */
+export const token = {
+  get: () => get(sessionStorage, TOKEN),
+  set: (v: string | null) => set(sessionStorage, TOKEN, v),
+};
+
+/** pendingInvite holds an invitation token across sign-in. */
+export const pendingInvite = {
+  get: () => get(sessionStorage, INVITE),
+  set: (v: string | null) => set(sessionStorage, INVITE, v),
+};
+
+/** knownOrgs lists the organisation ids this browser has seen for a user. */
+export const knownOrgs = {
+  get(userId: string): string[] {
+    try {
+      const v = JSON.parse(get(localStorage, ORGS + userId) ?? '[]');
+      return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : [];
+    } catch {
+      return [];
+    }
+  },
+  add(userId: string, orgId: string) {
+    const ids = knownOrgs.get(userId).filter((x) => x !== orgId);
+    ids.unshift(orgId);
+    set(localStorage, ORGS + userId, JSON.stringify(ids));
+  },
+  remove(userId: string, orgId: string) {
+    set(localStorage, ORGS + userId, JSON.stringify(knownOrgs.get(userId).filter((x) => x !== orgId)));
+  },
+};
+
+/** currentOrg is the organisation last opened by a user. */
+export const currentOrg = {
+  get: (userId: string) => get(localStorage, CURRENT + userId),
+  set: (userId: string, orgId: string | null) => set(localStorage, CURRENT + userId, orgId),
+};

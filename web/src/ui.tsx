@@ -1,0 +1,241 @@
+// Shared building blocks: form state that shows API errors next to their fields (spec 7: 422
+// loc), labelled inputs, notices, copy buttons and loaders.
+import type { ComponentChildren, JSX } from 'preact';
+import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
+import { ApiError } from './api';
+
+/** FormState is what useForm exposes to a form. */
+export interface FormState {
+  busy: boolean;
+  /** fields maps a field name to the message to show next to it. */
+  fields: Record<string, string>;
+  /** error is the message for the whole form (a handler error, 429 or a body-level 422). */
+  error: string | null;
+  /** run calls fn, recording its ApiError; it returns fn's result, or undefined on error. */
+  run<T>(fn: () => Promise<T>): Promise<T | undefined>;
+  setError(field: string | null, message: string | null): void;
+}
+
+/**
+ * formErrors splits an error into per-field messages and one form-level message: validation
+ * items under ["body", field] (or ["query", field]) go to that field when the form has it,
+ * everything else to the form.
+ */
+export function formErrors(err: unknown, known: string[]): { fields: Record<string, string>; error: string | null } {
+  if (!(err instanceof ApiError)) {
+    return { fields: {}, error: 'Something went wrong. Please try again.' };
+  }
+  if (err.validation.length === 0) return { fields: {}, error: err.message };
+  const fields: Record<string, string> = {};
+  const rest: string[] = [];
+  for (const [f, msg] of Object.entries({ ...err.fieldErrors('query'), ...err.fieldErrors('body') })) {
+    if (known.includes(f)) fields[f] = msg;
+    else rest.push(f ? `${f}: ${msg}` : msg);
+  }
+  return { fields, error: rest.length > 0 ? rest.join(' ') : Object.keys(fields).length ? null : err.message };
+}
+
+/** useForm holds a form's busy flag and errors; known lists the form's field names. */
+export function useForm(known: string[]): FormState {
+  const [busy, setBusy] = useState(false);
+  const [fields, setFields] = useState<Record<string, string>>({});
+  const [error, setErr] = useState<string | null>(null);
+  const knownRef = useRef(known);
+  knownRef.current = known;
+  const run = useCallback(async <T,>(fn: () => Promise<T>): Promise<T | undefined> => {
+    setBusy(true);
+    setFields({});
+    setErr(null);
+    try {
+      return await fn();
+    } catch (e) {
+      const r = formErrors(e, knownRef.current);
+      setFields(r.fields);
+      setErr(r.error);
+      return undefined;
+    } finally {
+      setBusy(false);
+    }
+  }, []);
+  const setError = useCallback((field: string | null, message: string | null) => {
+    if (field === null) setErr(message);
+    else setFields((f) => ({ ...f, [field]: message ?? '' }));
+  }, []);
+  return { busy, fields, error, run, setError };
+}
+
+let nextId = 0;
+function useId(prefix: string) {
+  const ref = useRef<string>();
+  if (!ref.current) ref.current = `${prefix}-${++nextId}`;
+  return ref.current;
+}
+
+type InputProps = Omit<JSX.InputHTMLAttributes<HTMLInputElement>, 'onInput' | 'value'>;
+
+/** Field is a labelled input whose API error shows under it and is announced with it. */
+export function Field(props: {
+  label: string;
+  name: string;
+  value: string;
+  onInput: (v: string) => void;
+  form: FormState;
+  hint?: ComponentChildren;
+  input?: InputProps;
+}) {
+  const id = useId(props.name);
+  const err = props.form.fields[props.name];
+  const described = [err ? id + '-error' : '', props.hint ? id + '-hint' : ''].filter(Boolean).join(' ') || undefined;
+  return (
+    <div class="field">
+      <label for={id}>{props.label}</label>
+      <input
+        id={id}
+        name={props.name}
+        value={props.value}
+        onInput={(e) => props.onInput((e.currentTarget as HTMLInputElement).value)}
+        aria-invalid={err ? 'true' : undefined}
+        aria-describedby={described}
+        {...props.input}
+      />
+      {props.hint && (
+        <p class="hint" id={id + '-hint'}>
+          {props.hint}
+        </p>
+      )}
+      {err && (
+        <p class="field-error" id={id + '-error'} role="alert">
+          {err}
+        </p>
+      )}
+    </div>
+  );
+}
+
+/** FormError shows a form-level error. */
+export function FormError({ form }: { form: FormState }) {
+  return form.error ? (
+    <p class="alert error" role="alert">
+      {form.error}
+    </p>
+  ) : null;
+}
+
+/** Notice is a status message. */
+export function Notice(props: { kind?: 'info' | 'error' | 'success' | 'warning'; children: ComponentChildren }) {
+  const kind = props.kind ?? 'info';
+  return (
+    <div class={'alert ' + kind} role={kind === 'error' ? 'alert' : 'status'}>
+      {props.children}
+    </div>
+  );
+}
+
+/** CopyButton copies text to the clipboard and says so. */
+export function CopyButton(props: { text: string; label?: string }) {
+  const [done, setDone] = useState<string | null>(null);
+  const copy = async () => {
+    try {
+      await navigator.clipboard.writeText(props.text);
+      setDone('Copied');
+    } catch {
+      setDone('Copy failed: select the text and copy it');
+    }
+  };
+  return (
+    <span>
+      <button type="button" onClick={copy}>
+        {props.label ?? 'Copy'}
+      </button>
+      <span class="copy-state" role="status">
+        {done}
+      </span>
+    </span>
+  );
+}
+
+/** Load is the state of a read: data, or the error that stopped it. */
+export interface Load<T> {
+  data: T | null;
+  error: ApiError | null;
+  loading: boolean;
+  reload: () => void;
+}
+
+/** useLoad runs fn when deps change and on reload. */
+export function useLoad<T>(fn: () => Promise<T>, deps: unknown[]): Load<T> {
+  const [state, setState] = useState<{ data: T | null; error: ApiError | null; loading: boolean }>({ data: null, error: null, loading: true });
+  const [n, setN] = useState(0);
+  useEffect(() => {
+    let live = true;
+    setState((s) => ({ ...s, loading: true }));
+    fn().then(
+      (data) => live && setState({ data, error: null, loading: false }),
+      (e) => live && setState({ data: null, error: e instanceof ApiError ? e : new ApiError(0, 'Something went wrong.'), loading: false }),
+    );
+    return () => {
+      live = false;
+    };
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [...deps, n]);
+  return { ...state, reload: () => setN((x) => x + 1) };
+}
+
+/** Loading shows a load's state until it has data. */
+export function Loading<T>(props: { load: Load<T>; children: (data: T) => ComponentChildren }) {
+  const { load } = props;
+  if (load.data !== null) return <>{props.children(load.data)}</>;
+  if (load.error) return <Notice kind="error">{load.error.message}</Notice>;
+  return (
+    <p class="muted" role="status">
+      Loading…
+    </p>
+  );
+}
+
+/** formatTime shows a timestamp in the reader's locale, or a dash. */
+export function formatTime(v: string | null | undefined): string {
+  if (!v) return '—';
+  const d = new Date(v);
+  return Number.isNaN(d.getTime()) ? v : d.toLocaleString();
+}
+
+/** formatNumber groups digits in the reader's locale. */
+export function formatNumber(n: number | null | undefined): string {
+  return n === null || n === undefined ? '—' : n.toLocaleString();
+}
+
+/** Confirm asks again before a destructive act; it is a pair of buttons, keyboard-first. */
+export function Confirm(props: { label: string; question: string; confirmLabel?: string; onConfirm: () => void; disabled?: boolean }) {
+  const [asking, setAsking] = useState(false);
+  const yes = useRef<HTMLButtonElement>(null);
+  useEffect(() => {
+    if (asking) yes.current?.focus();
+  }, [asking]);
+  if (!asking) {
+    return (
+      <button type="button" class="danger" disabled={props.disabled} onClick={() => setAsking(true)}>
+        {props.label}
+      </button>
+    );
+  }
+  return (
+    <span class="confirm" role="group" aria-label={props.question}>
+      <span>{props.question}</span>{' '}
+      <button
+        type="button"
+        class="danger"
+        ref={yes}
+        onClick={() => {
+          setAsking(false);
+          props.onConfirm();
+        }}
+      >
+        {props.confirmLabel ?? 'Yes, ' + props.label.toLowerCase()}
+      </button>{' '}
+      <button type="button" onClick={() => setAsking(false)}>
+        Cancel
+      </button>
+    </span>
+  );
+}
