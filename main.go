@@ -20,6 +20,7 @@ import (
 	"github.com/roadevents/roadevents/shared/apikey"
 	"github.com/roadevents/roadevents/shared/clock"
 	"github.com/roadevents/roadevents/shared/config"
+	"github.com/roadevents/roadevents/shared/httpapi"
 	"github.com/roadevents/roadevents/shared/metering"
 	"github.com/roadevents/roadevents/shared/server"
 	"github.com/roadevents/roadevents/shared/service"
@@ -66,6 +67,14 @@ func main() {
 	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// Profiling for the load test (README), on loopback only and only when asked for.
+	if addr := os.Getenv(httpapi.DebugAddrEnv); addr != "" {
+		go func() {
+			if err := httpapi.ServeDebug(ctx, addr, logger); err != nil {
+				logger.Error("debug listener", "error", err.Error())
+			}
+		}()
+	}
 	if err := run(ctx, cfg, logger); err != nil {
 		logger.Error("stopped with an error", "error", err.Error())
 		os.Exit(1)

@@ -4,13 +4,20 @@
 # Builds the binary and scripts/loadgen, issues a live API key into a fresh temporary data
 # folder (roadevents apikey issue), starts the server on a free loopback port, seeds a city of
 # EVENTS events, then measures GET /v1/events at radius 1000 m and 9780 m (spec 8's maximum)
-# RUNS times each and prints the median of each figure. The server is stopped and the folder
-# removed on exit, whatever happens.
+# RUNS times each, then publishes PUBLISH_EVENTS more events RUNS times (after the queries, so
+# that every query run sees the same city), and prints the median of each figure: the seed and
+# the publish runs together make the median of "seed". Each phase also prints the load average
+# and the CPU seconds the server and the load generator spent (the machine is shared with the
+# load generator, so its share bounds what the server can get). The server is stopped and the
+# folder removed on exit, whatever happens.
 #
 # Environment (defaults in brackets):
 #   EVENTS [100000]  events to publish          CLIENTS [64]  concurrent keep-alive clients
 #   DURATION [20s]   measured time per query run RUNS [3]      query runs per radius
 #   SEED [1]         city and query points       KEEP_LOG      set to keep the server log
+#   PUBLISH_EVENTS [20000] events per publish run (0: none)
+#   PROFILE_DIR      when set, a CPU profile of the server per phase is written there
+#                    (through the loopback pprof listener of ROADEVENTS_PPROF_ADDR)
 # Exit status is non-zero when any phase had more than a few failed requests.
 set -euo pipefail
 
@@ -22,6 +29,8 @@ clients=${CLIENTS:-64}
 duration=${DURATION:-20s}
 runs=${RUNS:-3}
 seed=${SEED:-1}
+publish_events=${PUBLISH_EVENTS:-20000}
+profile_dir=${PROFILE_DIR:-}
 radii=(1000 9780)
 
 log() { printf '\n== %s\n' "$*"; }
@@ -48,7 +57,7 @@ echo "cpus: $(nproc)  $(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d
 echo "memory: $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo 2>/dev/null)"
 go version
 echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' (with local changes)')"
-echo "EVENTS=$events CLIENTS=$clients DURATION=$duration RUNS=$runs SEED=$seed"
+echo "EVENTS=$events CLIENTS=$clients DURATION=$duration RUNS=$runs SEED=$seed PUBLISH_EVENTS=$publish_events"
 
 log "building"
 go build -o "$tmp/roadevents" .
@@ -61,6 +70,13 @@ LOADGEN_API_KEY=$("$tmp/roadevents" apikey issue -org org_loadtest -env live -la
 export LOADGEN_API_KEY
 
 log "starting the server"
+pprof=
+if [[ -n $profile_dir ]]; then
+	mkdir -p "$profile_dir"
+	profile_dir=$(cd "$profile_dir" && pwd)
+	# Port 0 on loopback (httpapi.ServeDebug refuses any other host): its log line gives the port.
+	export ROADEVENTS_PPROF_ADDR=127.0.0.1:0
+fi
 # Port 0: the kernel picks a free port and the server prints the address it got.
 "$tmp/roadevents" -addr 127.0.0.1:0 >"$tmp/server.log" 2>&1 &
 server_pid=$!
@@ -78,18 +94,53 @@ for _ in $(seq 1 100); do
 done
 curl -fsS "$base/health" >/dev/null || { echo "GET $base/health failed" >&2; exit 1; }
 echo "server on $base (pid $server_pid)"
+if [[ -n $profile_dir ]]; then
+	for _ in $(seq 1 50); do
+		pprof=$(sed -n 's|.*"debug listener (pprof)".*"addr":"http://\([^/"]*\)/.*|\1|p' "$tmp/server.log" | head -n 1)
+		[[ -n $pprof ]] && break
+		sleep 0.1
+	done
+	[[ -n $pprof ]] || { echo "the server did not report its pprof listener" >&2; exit 1; }
+	echo "profiles of the server (pprof on $pprof) in $profile_dir"
+fi
 
 results="$tmp/results.jsonl"
-# phase runs one loadgen phase, shows its table and keeps its result line.
+ticks=$(getconf CLK_TCK)
+# server_cpu prints the CPU seconds (user + system) the server has used so far.
+server_cpu() { awk -v t="$ticks" '{printf "%.2f", ($14 + $15) / t}' "/proc/$server_pid/stat"; }
+# busy_cpu prints the CPU seconds the whole machine has been busy (every process).
+busy_cpu() { awk -v t="$ticks" '/^cpu / {printf "%.2f", ($2 + $3 + $4 + $7 + $8) / t}' /proc/stat; }
+profile_n=0
+# phase runs one loadgen phase, shows its table and keeps its result line; with PROFILE_DIR,
+# a CPU profile of the server covers the phase's first PROFILE_SECONDS [8] seconds.
 phase() {
-	local out
-	if ! out=$("$tmp/loadgen" "$@" -base "$base" -clients "$clients" -seed "$seed"); then
-		printf '%s\n' "$out"
+	local out srv0 busy0 t0 gen prof_pid=
+	srv0=$(server_cpu) busy0=$(busy_cpu) t0=$(date +%s.%N)
+	if [[ -n $pprof ]]; then
+		profile_n=$((profile_n + 1))
+		curl -fsS -o "$profile_dir/$profile_n-$1${radius:+-$radius}.pprof" \
+			"http://$pprof/debug/pprof/profile?seconds=${PROFILE_SECONDS:-8}" &
+		prof_pid=$!
+	fi
+	# The time keyword gives the load generator's own CPU seconds (user + system).
+	local TIMEFORMAT='%U %S'
+	if ! { time "$tmp/loadgen" "$@" -base "$base" -clients "$clients" -seed "$seed" >"$tmp/out" 2>"$tmp/err"; } 2>"$tmp/time"; then
+		cat "$tmp/out" "$tmp/err"
 		echo "loadgen $1 failed" >&2
 		return 1
 	fi
+	cat "$tmp/err" >&2
+	out=$(cat "$tmp/out")
+	gen=$(awk '{printf "%.2f", $1 + $2}' "$tmp/time")
+	[[ -z $prof_pid ]] || wait "$prof_pid" || echo "profile of phase $profile_n failed" >&2
 	printf '%s\n' "$out" | grep -v '^{"phase"'
 	printf '%s\n' "$out" | grep '^{"phase"' >>"$results"
+	awk -v s0="$srv0" -v s1="$(server_cpu)" -v g="$gen" -v b0="$busy0" -v b1="$(busy_cpu)" -v t0="$t0" -v t1="$(date +%s.%N)" \
+		-v load="$(cut -d' ' -f1-3 /proc/loadavg)" 'BEGIN {
+		w = t1 - t0
+		printf "cpu: server %.2f cores, loadgen %.2f cores, other processes %.2f cores over %.1f s (load average %s)\n",
+			(s1 - s0) / w, g / w, (b1 - b0 - (s1 - s0) - g) / w, w, load
+	}'
 }
 
 log "seed: publishing $events events"
@@ -101,6 +152,14 @@ for run in $(seq 1 "$runs"); do
 		phase query -radius "$radius" -duration "$duration"
 	done
 done
+radius=
+
+if ((publish_events > 0)); then
+	for run in $(seq 1 "$runs"); do
+		log "publish run $run/$runs: $publish_events more events"
+		phase seed -events "$publish_events"
+	done
+fi
 
 log "medians over $runs runs (requests and errors are totals)"
 "$tmp/loadgen" median "$results" | grep -v '^{"phase"'
