@@ -29,6 +29,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/roadevents/roadevents/shared/clock"
@@ -98,6 +99,9 @@ type Options struct {
 type Log struct {
 	table store.Table
 	clock clock.Clock
+
+	mu   sync.Mutex
+	last time.Time // the latest sort-key time this process handed out
 }
 
 // New returns the audit log on table.
@@ -143,6 +147,7 @@ func (l *Log) PutOp(orgID, action, actorUserID, actorEmail, target string, detai
 		return store.Op{}, Entry{}, fmt.Errorf("%w: detail of %s: %v", ErrInvalid, action, err)
 	}
 	now := l.clock.Now().UTC()
+	at := l.sortTime(now)
 	e := Entry{
 		AuditID:   "aud_" + strings.ToLower(rand.Text()),
 		Action:    action,
@@ -151,7 +156,7 @@ func (l *Log) PutOp(orgID, action, actorUserID, actorEmail, target string, detai
 	}
 	it := store.Item{
 		store.AttrPK:  pkOrgPrefix + orgID,
-		store.AttrSK:  skPrefix + now.Format(timeFormat) + "#" + e.AuditID,
+		store.AttrSK:  skPrefix + at.Format(timeFormat) + "#" + e.AuditID,
 		attrAuditID:   e.AuditID,
 		attrOrgID:     orgID,
 		attrAction:    action,
@@ -171,6 +176,19 @@ func (l *Log) PutOp(orgID, action, actorUserID, actorEmail, target string, detai
 		e.Target = &target
 	}
 	return store.PutOp(it, store.IfNotExists()), e, nil
+}
+
+// sortTime is the time of an entry's sort key: now, or just after the previous entry of this
+// process when the clock has not moved on (a coarse or frozen clock), so that the changes one
+// process makes in a row read back in the order they were made.
+func (l *Log) sortTime(now time.Time) time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !now.After(l.last) {
+		now = l.last.Add(time.Nanosecond)
+	}
+	l.last = now
+	return now
 }
 
 // List returns the newest limit entries of organisation orgID, newest first (spec 4.3).

@@ -47,6 +47,13 @@ func (b *inbox) Send(_ context.Context, m mail.Message) error {
 	return nil
 }
 
+// all returns every message sent, oldest first.
+func (b *inbox) all() []mail.Message {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]mail.Message(nil), b.msgs...)
+}
+
 // to returns the messages sent to addr, oldest first.
 func (b *inbox) to(addr string) []mail.Message {
 	b.mu.Lock()
@@ -99,9 +106,26 @@ type env struct {
 	clock *clock.Fake
 	h     http.Handler
 	inbox *inbox
-	// bodies holds every response body, to show that no token ever appears in one.
-	mu     sync.Mutex
-	bodies []string
+	// seen holds every response body, to show that no token ever appears in one.
+	seen *bodies
+}
+
+type bodies struct {
+	mu  sync.Mutex
+	all []string
+}
+
+func (b *bodies) list() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]string(nil), b.all...)
+}
+
+// with returns a copy of e that reports to t, for subtests.
+func (e *env) with(t *testing.T) *env {
+	c := *e
+	c.t = t
+	return &c
 }
 
 func newEnv(t *testing.T, tab tables.Table) *env {
@@ -115,7 +139,7 @@ func newEnvCaps(t *testing.T, tab tables.Table, caps func(string) (int, int)) *e
 	cfg.Console.HashKey = bytes.Repeat([]byte{0x5a}, 32)
 	cfg.Console.SealKey = bytes.Repeat([]byte{0xa5}, 32)
 	cfg.ConsoleURL = consoleURL
-	e := &env{t: t, tab: tab, clock: tab.Clock, inbox: &inbox{}}
+	e := &env{t: t, tab: tab, clock: tab.Clock, inbox: &inbox{}, seen: &bodies{}}
 	api := service.New(service.Deps{
 		Config: cfg, Build: "test", Table: tab.Table, Clock: tab.Clock,
 		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
@@ -149,9 +173,9 @@ func (e *env) call(method, path, token, body string) response {
 	}
 	w := httptest.NewRecorder()
 	e.h.ServeHTTP(w, req)
-	e.mu.Lock()
-	e.bodies = append(e.bodies, w.Body.String())
-	e.mu.Unlock()
+	e.seen.mu.Lock()
+	e.seen.all = append(e.seen.all, w.Body.String())
+	e.seen.mu.Unlock()
 	return response{status: w.Code, header: w.Header(), body: w.Body.Bytes()}
 }
 

@@ -1,0 +1,319 @@
+package orgs_test
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/roadevents/roadevents/shared/orgs"
+	"github.com/roadevents/roadevents/shared/store/storetest/tables"
+)
+
+// spec 4.3 and contract 3: the seat cap (Free: 3) counts members and live invitations
+// together; past it an invitation is 409. Resend gives a new invite_id, retires the old one
+// (its link stops working) and takes no extra seat; withdrawing frees a seat.
+func TestSeatCapWithResend(t *testing.T) {
+	t.Parallel()
+	tables.Each(t, func(t *testing.T, tab tables.Table) {
+		t.Parallel()
+		e := newEnv(t, tab)
+		ada := e.signIn("ada@example.com")
+		o := e.createOrg(ada, "Ada Fleet")
+		bob := e.invite(ada, o.OrgID, "bob@example.com", orgs.RoleMember)
+		oldToken := e.inbox.lastInviteToken(t, "bob@example.com")
+		cat := e.invite(ada, o.OrgID, "cat@example.com", orgs.RoleOwner)
+		full := e.call("POST", "/console/orgs/"+o.OrgID+"/members", ada.token, `{"email":"dan@example.com"}`)
+		e.expectDetail(full, http.StatusConflict, "a 4th seat on the free plan")
+
+		r := e.call("POST", "/console/orgs/"+o.OrgID+"/invitations/"+bob.InviteID+"/resend", ada.token, "")
+		e.expect(r, http.StatusOK, orgs.InvitePublicSchema, "resend bob's invitation")
+		resent := decode[orgs.Invitation](t, r)
+		if resent.InviteID == bob.InviteID || resent.Email != "bob@example.com" || resent.Role != orgs.RoleMember {
+			t.Errorf("resent invitation = %+v; want a new invite_id for bob@example.com as member (spec 3)", resent)
+		}
+		if n := len(e.inbox.to("bob@example.com")); n != 2 {
+			t.Errorf("bob has %d e-mails; want 2: the invitation and the resent one", n)
+		}
+		list := e.members(ada, o.OrgID)
+		ids := []string{}
+		for _, inv := range list.Invitations {
+			ids = append(ids, inv.InviteID)
+		}
+		if len(list.Members) != 1 || len(ids) != 2 || !contains(ids, resent.InviteID) || !contains(ids, cat.InviteID) || contains(ids, bob.InviteID) {
+			t.Errorf("after resend: members %d, invitations %v; want 1 member and invitations %s, %s (the old one retired)",
+				len(list.Members), ids, resent.InviteID, cat.InviteID)
+		}
+		e.expectDetail(e.call("POST", "/console/orgs/"+o.OrgID+"/members", ada.token, `{"email":"dan@example.com"}`),
+			http.StatusConflict, "a 4th seat after a resend (resend adds no seat)")
+		// The retired invitation is gone for withdraw and resend too.
+		if r := e.call("DELETE", "/console/orgs/"+o.OrgID+"/invitations/"+bob.InviteID, ada.token, ""); r.status != http.StatusNotFound {
+			t.Errorf("withdraw the retired invitation = %s; want 404", r)
+		}
+
+		bobUser := e.signIn("bob@example.com")
+		e.expectDetail(e.call("POST", "/console/invitations/accept", bobUser.token, jsonBody(map[string]string{"token": oldToken})),
+			http.StatusNotFound, "accept with the retired token")
+		r = e.call("POST", "/console/invitations/accept", bobUser.token, jsonBody(map[string]string{"token": e.inbox.lastInviteToken(t, "bob@example.com")}))
+		e.expect(r, http.StatusOK, orgs.OrganisationSchema, "accept with the new token")
+		if got := decode[orgs.Organisation](t, r); got.OrgID != o.OrgID || got.Role != orgs.RoleMember {
+			t.Errorf("accept = %+v; want organisation %s with role member", got, o.OrgID)
+		}
+		// Accepting turns an invitation into a member: still 3 seats.
+		e.expectDetail(e.call("POST", "/console/orgs/"+o.OrgID+"/members", ada.token, `{"email":"dan@example.com"}`),
+			http.StatusConflict, "a 4th seat after an acceptance")
+		r = e.call("DELETE", "/console/orgs/"+o.OrgID+"/invitations/"+cat.InviteID, ada.token, "")
+		e.expect(r, http.StatusOK, nil, "withdraw cat's invitation")
+		e.invite(ada, o.OrgID, "dan@example.com", orgs.RoleMember)
+		// The withdrawn invitation's link no longer works.
+		catUser := e.signIn("cat@example.com")
+		e.expectDetail(e.call("POST", "/console/invitations/accept", catUser.token, jsonBody(map[string]string{"token": e.inbox.lastInviteToken(t, "cat@example.com")})),
+			http.StatusNotFound, "accept a withdrawn invitation")
+
+		actions := []string{}
+		for _, a := range e.auditLog(ada, o.OrgID) {
+			actions = append(actions, a.Action)
+		}
+		want := []string{"member.invited", "invitation.withdrawn", "invitation.accepted", "invitation.resent", "member.invited", "member.invited", "org.created"}
+		if strings.Join(actions, " ") != strings.Join(want, " ") {
+			t.Errorf("audit actions = %v; want %v (newest first, contract 3)", actions, want)
+		}
+	})
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// spec 4.3: the seat cap holds under concurrent invitations: with two seats left, six
+// invitations at once give exactly two 201 and four 409.
+func TestSeatCapHoldsUnderConcurrentInvitations(t *testing.T) {
+	t.Parallel()
+	tables.Each(t, func(t *testing.T, tab tables.Table) {
+		t.Parallel()
+		e := newEnv(t, tab)
+		ada := e.signIn("ada@example.com")
+		o := e.createOrg(ada, "Ada Fleet")
+		const n = 6
+		statuses := make([]int, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				r := e.call("POST", "/console/orgs/"+o.OrgID+"/members", ada.token, fmt.Sprintf(`{"email":"p%d@example.com"}`, i))
+				statuses[i] = r.status
+			})
+		}
+		wg.Wait()
+		count := map[int]int{}
+		for _, s := range statuses {
+			count[s]++
+		}
+		if count[http.StatusCreated] != 2 || count[http.StatusConflict] != n-2 {
+			t.Errorf("concurrent invitations: statuses %v; want exactly 2 201 and %d 409", statuses, n-2)
+		}
+		if got := e.members(ada, o.OrgID); len(got.Members)+len(got.Invitations) != 3 {
+			t.Errorf("seats taken = %d members + %d invitations; want 3", len(got.Members), len(got.Invitations))
+		}
+	})
+}
+
+// contract 3: invitations are capped at 3 per recipient address per day (a resend is an
+// invitation e-mail too) and 20 per actor per hour; past a cap 429 with Retry-After.
+func TestInvitationCaps(t *testing.T) {
+	t.Parallel()
+	tables.Each(t, func(t *testing.T, tab tables.Table) {
+		t.Parallel()
+		e := newEnvCaps(t, tab, func(string) (int, int) { return 1, 0 }) // seats uncapped
+		ada := e.signIn("ada@example.com")
+		o := e.createOrg(ada, "Ada Fleet")
+		inv := e.invite(ada, o.OrgID, "bob@example.com", orgs.RoleMember)
+		for range 2 {
+			r := e.call("POST", "/console/orgs/"+o.OrgID+"/invitations/"+inv.InviteID+"/resend", ada.token, "")
+			e.expect(r, http.StatusOK, orgs.InvitePublicSchema, "resend")
+			inv = decode[orgs.Invitation](t, r)
+		}
+		r := e.call("POST", "/console/orgs/"+o.OrgID+"/invitations/"+inv.InviteID+"/resend", ada.token, "")
+		e.expectDetail(r, http.StatusTooManyRequests, "4th invitation e-mail to one address in a day")
+		if r.header.Get("Retry-After") == "" {
+			t.Errorf("429 without Retry-After")
+		}
+		if n := len(e.inbox.to("bob@example.com")); n != 3 {
+			t.Errorf("bob got %d e-mails; want 3", n)
+		}
+		// 4 counted for ada so far (the refused resend passed her own cap before the
+		// recipient's refused it); 16 more addresses fill her hour.
+		for i := range 16 {
+			e.invite(ada, o.OrgID, fmt.Sprintf("p%d@example.com", i), orgs.RoleMember)
+		}
+		r = e.call("POST", "/console/orgs/"+o.OrgID+"/members", ada.token, `{"email":"late@example.com"}`)
+		e.expectDetail(r, http.StatusTooManyRequests, "21st invitation by one actor in an hour")
+		if r.header.Get("Retry-After") == "" {
+			t.Errorf("429 without Retry-After")
+		}
+		e.clock.Advance(time.Hour)
+		e.invite(ada, o.OrgID, "late@example.com", orgs.RoleMember)
+	})
+}
+
+// spec 3, 4.3 and contract 3: an invitation is accepted by a signed-in user whose address
+// matches (403 otherwise); an unknown, used or expired token is 404; the e-mail links to
+// <ConsoleURL>accept-invite#token=<token>; the token is in no response body.
+func TestAcceptInvitation(t *testing.T) {
+	t.Parallel()
+	tables.Each(t, func(t *testing.T, tab tables.Table) {
+		t.Parallel()
+		e := newEnv(t, tab)
+		ada := e.signIn("ada@example.com")
+		o := e.createOrg(ada, "Ada Fleet")
+		e.invite(ada, o.OrgID, "Bob@Example.com", orgs.RoleOwner)
+		msgs := e.inbox.to("bob@example.com")
+		if len(msgs) != 1 || !strings.Contains(msgs[0].Text, consoleURL+"accept-invite#token=") {
+			t.Fatalf("invitation e-mails to bob = %+v; want one linking to %saccept-invite#token=", msgs, consoleURL)
+		}
+		token := e.inbox.lastInviteToken(t, "bob@example.com")
+		if strings.Contains(msgs[0].Subject, token) {
+			t.Errorf("the subject holds the token: %q", msgs[0].Subject)
+		}
+		accept := func(u user, token string) response {
+			return e.call("POST", "/console/invitations/accept", u.token, jsonBody(map[string]string{"token": token}))
+		}
+		mallory := e.signIn("mallory@example.com")
+		e.expectDetail(accept(mallory, token), http.StatusForbidden, "accept by another address")
+		e.expectDetail(accept(mallory, "ivt_unknown"), http.StatusNotFound, "accept an unknown token")
+		if r := e.call("POST", "/console/invitations/accept", "", jsonBody(map[string]string{"token": token})); r.status != http.StatusUnauthorized {
+			t.Errorf("accept without a session = %s; want 401", r)
+		}
+
+		bob := e.signIn("bob@example.com")
+		r := accept(bob, token)
+		e.expect(r, http.StatusOK, orgs.OrganisationSchema, "accept by bob (address compared without case)")
+		if got := decode[orgs.Organisation](t, r); got.Role != orgs.RoleOwner || got.OrgID != o.OrgID {
+			t.Errorf("accept = %+v; want role owner in %s", got, o.OrgID)
+		}
+		e.expectDetail(accept(bob, token), http.StatusNotFound, "accept a used token")
+
+		// Expiry: 7 days (contract 3), on the injected clock.
+		e.invite(ada, o.OrgID, "cat@example.com", orgs.RoleMember)
+		catToken := e.inbox.lastInviteToken(t, "cat@example.com")
+		cat := e.signIn("cat@example.com")
+		e.clock.Advance(orgs.InvitationTTL + time.Second)
+		cat = e.signIn("cat@example.com")
+		e.expectDetail(accept(cat, catToken), http.StatusNotFound, "accept an expired token")
+		if got := e.members(ada, o.OrgID); len(got.Invitations) != 0 || len(got.Members) != 2 {
+			t.Errorf("after expiry: %d members, invitations %+v; want 2 members and no pending invitation", len(got.Members), got.Invitations)
+		}
+
+		// An existing member cannot take a second seat through an invitation.
+		e.expectDetail(e.call("POST", "/console/orgs/"+o.OrgID+"/members", ada.token, `{"email":"bob@example.com"}`),
+			http.StatusConflict, "invite a member")
+		e.invite(ada, o.OrgID, "dan@example.com", orgs.RoleMember)
+		e.expectDetail(e.call("POST", "/console/orgs/"+o.OrgID+"/members", ada.token, `{"email":"dan@example.com"}`),
+			http.StatusConflict, "invite an address with a pending invitation")
+
+		for _, m := range e.inbox.all() {
+			if tok := inviteLink.FindStringSubmatch(m.Text); tok != nil {
+				for _, body := range e.seen.list() {
+					if strings.Contains(body, tok[1]) || strings.Contains(body, tok[1][4:]) {
+						t.Errorf("the invitation token of %s appears in a response body: %s", m.To, body)
+					}
+				}
+			}
+		}
+	})
+}
+
+// spec 4.3 and contract 3: the last owner can be neither demoted, removed nor leave (409);
+// with two owners, each demoting the other at once, exactly one succeeds.
+func TestLastOwnerStays(t *testing.T) {
+	t.Parallel()
+	tables.Each(t, func(t *testing.T, tab tables.Table) {
+		t.Parallel()
+		e := newEnv(t, tab)
+		ada := e.signIn("ada@example.com")
+		o := e.createOrg(ada, "Ada Fleet")
+		p := "/console/orgs/" + o.OrgID
+		e.expectDetail(e.call("PATCH", p+"/members/"+ada.id, ada.token, `{"role":"member"}`), http.StatusConflict, "demote the last owner")
+		e.expectDetail(e.call("DELETE", p+"/members/"+ada.id, ada.token, ""), http.StatusConflict, "remove the last owner")
+		e.expectDetail(e.call("POST", p+"/leave", ada.token, ""), http.StatusConflict, "last owner leaves")
+
+		bob := e.join(ada, o.OrgID, "bob@example.com", orgs.RoleOwner)
+		var wg sync.WaitGroup
+		statuses := make([]int, 2)
+		for i, pair := range [][2]user{{ada, bob}, {bob, ada}} {
+			wg.Go(func() {
+				statuses[i] = e.call("PATCH", p+"/members/"+pair[1].id, pair[0].token, `{"role":"member"}`).status
+			})
+		}
+		wg.Wait()
+		if !(statuses[0] == 200 && statuses[1] == 409 || statuses[0] == 409 && statuses[1] == 200 ||
+			// the demoted one may be refused as a member (403) if its demotion landed first
+			statuses[0] == 200 && statuses[1] == 403 || statuses[0] == 403 && statuses[1] == 200) {
+			t.Fatalf("owners demoting each other at once: statuses %v; want one 200 and one 409 or 403", statuses)
+		}
+		owners := 0
+		for _, m := range e.members(ada, o.OrgID).Members {
+			if m.Role == orgs.RoleOwner {
+				owners++
+			}
+		}
+		if owners != 1 {
+			t.Fatalf("%d owners after the race; want 1", owners)
+		}
+	})
+}
+
+// spec 4.3: role change, removal and leave; removing a member does not revoke the
+// organisation's keys (keys belong to the organisation); the member list shows the role.
+func TestRoleChangeRemovalAndLeave(t *testing.T) {
+	t.Parallel()
+	tables.Each(t, func(t *testing.T, tab tables.Table) {
+		t.Parallel()
+		e := newEnv(t, tab)
+		ada := e.signIn("ada@example.com")
+		o := e.createOrg(ada, "Ada Fleet")
+		p := "/console/orgs/" + o.OrgID
+		bob := e.join(ada, o.OrgID, "bob@example.com", orgs.RoleMember)
+		r := e.call("PATCH", p+"/members/"+bob.id, ada.token, `{"role":"owner"}`)
+		e.expect(r, http.StatusOK, orgs.MemberPublicSchema, "promote bob")
+		if got := decode[orgs.Member](t, r); got.Role != orgs.RoleOwner || got.UserID != bob.id || got.Email != "bob@example.com" {
+			t.Errorf("promoted member = %+v; want bob as owner", got)
+		}
+		// Bob, now an owner, issues a key; then ada removes him.
+		r = e.issueKey(bob, o.OrgID, "sandbox", "bob's key")
+		e.expect(r, http.StatusCreated, orgs.IssuedKeySchema, "bob issues a key")
+		key := decode[orgs.IssuedKey](t, r)
+		if key.APIKey.CreatedByEmail == nil || *key.APIKey.CreatedByEmail != "bob@example.com" {
+			t.Errorf("created_by_email = %v; want bob@example.com", key.APIKey.CreatedByEmail)
+		}
+		e.expect(e.call("DELETE", p+"/members/"+bob.id, ada.token, ""), http.StatusOK, nil, "remove bob")
+		if r := e.call("GET", p, bob.token, ""); r.status != http.StatusNotFound {
+			t.Errorf("bob reads the organisation after removal = %s; want 404", r)
+		}
+		if r := e.call("DELETE", p+"/members/"+bob.id, ada.token, ""); r.status != http.StatusNotFound {
+			t.Errorf("remove bob twice = %s; want 404", r)
+		}
+		if r := e.call("GET", "/v1/events?lat=48.85&lon=2.35", key.Key, ""); r.status != http.StatusOK {
+			t.Errorf("bob's key after his removal: GET /v1/events = %s; want 200 (spec 4.3: keys stay)", r)
+		}
+		// Cat joins and leaves.
+		cat := e.join(ada, o.OrgID, "cat@example.com", orgs.RoleMember)
+		e.expect(e.call("POST", p+"/leave", cat.token, ""), http.StatusOK, nil, "cat leaves")
+		if got := e.members(ada, o.OrgID); len(got.Members) != 1 || got.Members[0].UserID != ada.id {
+			t.Errorf("members = %+v; want ada alone", got.Members)
+		}
+		actions := []string{}
+		for _, a := range e.auditLog(ada, o.OrgID)[:4] {
+			actions = append(actions, a.Action)
+		}
+		if want := "member.left invitation.accepted member.invited member.removed"; strings.Join(actions, " ") != want {
+			t.Errorf("latest audit actions = %v; want %s", actions, want)
+		}
+	})
+}
