@@ -16,6 +16,7 @@ import (
 
 	"github.com/pquerna/otp/totp"
 
+	"github.com/roadevents/roadevents/shared/apikey"
 	"github.com/roadevents/roadevents/shared/clock"
 	"github.com/roadevents/roadevents/shared/config"
 	"github.com/roadevents/roadevents/shared/consoleauth"
@@ -106,6 +107,8 @@ type env struct {
 	clock *clock.Fake
 	h     http.Handler
 	inbox *inbox
+	// keys is the service's key store: Wait for its background last_used_at writes.
+	keys *apikey.Keys
 	// seen holds every response body, to show that no token ever appears in one.
 	seen *bodies
 }
@@ -139,11 +142,12 @@ func newEnvCaps(t *testing.T, tab tables.Table, caps func(string) (int, int)) *e
 	cfg.Console.HashKey = bytes.Repeat([]byte{0x5a}, 32)
 	cfg.Console.SealKey = bytes.Repeat([]byte{0xa5}, 32)
 	cfg.ConsoleURL = consoleURL
-	e := &env{t: t, tab: tab, clock: tab.Clock, inbox: &inbox{}, seen: &bodies{}}
+	e := &env{t: t, tab: tab, clock: tab.Clock, inbox: &inbox{}, seen: &bodies{},
+		keys: apikey.New(tab.Table, apikey.Options{Clock: tab.Clock})}
 	api := service.New(service.Deps{
 		Config: cfg, Build: "test", Table: tab.Table, Clock: tab.Clock,
 		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
-		Mailer: e.inbox, PlanCaps: caps,
+		Mailer: e.inbox, PlanCaps: caps, Keys: e.keys,
 	}, service.GroupConsoleAuth, service.GroupConsoleOrgs, service.GroupEvents)
 	e.h = api.Handler()
 	return e
