@@ -19,7 +19,6 @@ import (
 	"github.com/roadevents/roadevents/shared/config"
 	"github.com/roadevents/roadevents/shared/event"
 	"github.com/roadevents/roadevents/shared/service"
-	"github.com/roadevents/roadevents/shared/store"
 	"github.com/roadevents/roadevents/shared/store/dynamodb"
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
 	"github.com/roadevents/roadevents/shared/stream"
@@ -51,11 +50,10 @@ func TestStreamerOnDynamoDBLocal(t *testing.T) {
 	} {
 		t.Setenv(k, v)
 	}
+	// No write before the streamer follows the new table: its first writes are the ones on which
+	// DynamoDB Local answers TrimmedDataAccessException (aws/aws-sdk-java#2923), and the
+	// streamer must deliver them all the same.
 	table := dynamodb.New(l.DB, l.Name, dynamodb.Options{})
-	// DynamoDB Local fails a LATEST iterator on a table never written to (aws/aws-sdk-java#2923).
-	if err := table.Put(context.Background(), store.Item{store.AttrPK: "test#primer", store.AttrSK: "primer"}, store.Condition{}); err != nil {
-		t.Fatal(err)
-	}
 	logger := slog.New(slog.NewJSONHandler(io.Discard, nil))
 
 	// The events group, as its Lambda would serve it, on the same table.

@@ -60,7 +60,7 @@ func TestMintTicket(t *testing.T) {
 }
 
 // Spec 5 ticket rules and spec 7 (GET /v1/stream, POST /v1/stream/tickets): which credential
-// opens what. Every 401 carries WWW-Authenticate: Bearer and a {"detail"} body.
+// opens what; each case is named after its route. Every 401 carries WWW-Authenticate: Bearer and a {"detail"} body.
 func TestCredentials(t *testing.T) {
 	t.Parallel()
 	tables.Each(t, func(t *testing.T, tab tables.Table) {
@@ -103,13 +103,16 @@ func TestCredentials(t *testing.T) {
 			{"tickets: revoked key", http.MethodPost, "", "Bearer " + revoked, true, 401, apikey.DetailInvalid},
 			{"tickets: a ticket cannot mint a ticket (rule 1)", http.MethodPost, "", "Bearer " + fresh, true, 401, apikey.DetailInvalid},
 			{"tickets: a ticket in the query is no credential", http.MethodPost, "ticket=" + fresh, "", false, 401, apikey.DetailMissing},
+			// Rule 1: a ticket carries no scope beyond streaming (spec 5: it may not read
+			// /v1/events nor publish).
+			{"events: a ticket as a bearer cannot read (rule 1)", http.MethodGet, q, "Bearer " + fresh, true, 401, apikey.DetailInvalid},
+			{"events: a ticket in the query cannot read (rule 1)", http.MethodGet, q + "&ticket=" + fresh, "", false, 401, apikey.DetailMissing},
+			{"events: a ticket cannot publish (rule 1)", http.MethodPost, "ticket=" + fresh, "Bearer " + fresh, true, 401, apikey.DetailInvalid},
 		}
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
-				path := "/v1/stream"
-				if tc.method == http.MethodPost {
-					path += "/tickets"
-				}
+				route, _, _ := strings.Cut(tc.name, ":")
+				path := map[string]string{"stream": "/v1/stream", "tickets": "/v1/stream/tickets", "events": "/v1/events"}[route]
 				req, err := http.NewRequest(tc.method, r.srv.URL+path+"?"+tc.query, nil)
 				if err != nil {
 					t.Fatal(err)
