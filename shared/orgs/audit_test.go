@@ -1,0 +1,81 @@
+package orgs_test
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/roadevents/roadevents/shared/orgs"
+	"github.com/roadevents/roadevents/shared/schema"
+	"github.com/roadevents/roadevents/shared/store/storetest/tables"
+)
+
+// spec 2.9, 4.3 and contract 3: the audit log is readable by any member, newest first, with
+// limit honoured; actor_email is stored at write time and survives the actor's removal; the
+// TOTP changes of an account are written in every organisation the user belongs to.
+func TestAuditLog(t *testing.T) {
+	t.Parallel()
+	tables.Each(t, func(t *testing.T, tab tables.Table) {
+		t.Parallel()
+		e := newEnv(t, tab)
+		ada := e.signIn("ada@example.com")
+		a := e.createOrg(ada, "Ada Fleet")
+		bob := e.join(ada, a.OrgID, "bob@example.com", orgs.RoleOwner)
+		b := e.createOrg(bob, "Bob Fleet")
+		e.expect(e.call("PATCH", "/console/orgs/"+a.OrgID, bob.token, `{"name":"Renamed by Bob"}`), http.StatusOK, nil, "bob renames a")
+
+		secret := e.enableTOTP(bob)
+		r := e.call("POST", "/console/auth/totp/disable", bob.token, jsonBody(map[string]string{"code": e.totpCode(secret)}))
+		e.expect(r, http.StatusOK, nil, "bob disables TOTP")
+		for _, org := range []string{a.OrgID, b.OrgID} {
+			log := e.auditLogAs(t, bob, r, org)
+			if len(log) < 2 || log[0].Action != "auth.totp_disabled" || log[1].Action != "auth.totp_enabled" {
+				t.Errorf("audit of %s starts %+v; want auth.totp_disabled then auth.totp_enabled (contract 3)", org, log)
+				continue
+			}
+			if log[0].ActorEmail == nil || *log[0].ActorEmail != "bob@example.com" {
+				t.Errorf("TOTP entry actor_email = %v; want bob@example.com", log[0].ActorEmail)
+			}
+		}
+
+		e.expect(e.call("DELETE", "/console/orgs/"+a.OrgID+"/members/"+bob.id, ada.token, ""), http.StatusOK, nil, "remove bob")
+		log := e.auditLog(ada, a.OrgID)
+		var rename *auditEntry
+		for i := range log {
+			if log[i].Action == orgs.ActionOrgUpdated {
+				rename = &log[i]
+			}
+		}
+		if rename == nil || rename.ActorEmail == nil || *rename.ActorEmail != "bob@example.com" || rename.ActorUserID == nil || *rename.ActorUserID != bob.id {
+			t.Fatalf("org.updated after bob's removal = %+v; want bob's id and address kept (spec 2.9)", rename)
+		}
+		if log[0].Action != orgs.ActionMemberRemoved || log[0].Target == nil || *log[0].Target != bob.id {
+			t.Errorf("newest entry = %+v; want member.removed of %s", log[0], bob.id)
+		}
+
+		r = e.call("GET", "/console/orgs/"+a.OrgID+"/audit?limit=2", ada.token, "")
+		e.expect(r, http.StatusOK, nil, "audit with limit 2")
+		two := decode[[]auditEntry](t, r)
+		if len(two) != 2 || two[0].AuditID != log[0].AuditID || two[1].AuditID != log[1].AuditID {
+			t.Errorf("audit?limit=2 = %+v; want the two newest entries", two)
+		}
+		r = e.call("GET", "/console/orgs/"+a.OrgID+"/audit", ada.token, "")
+		if n := len(decode[[]auditEntry](t, r)); n != len(log) || n > 50 {
+			t.Errorf("audit without limit: %d entries; want all %d (default 50)", n, len(log))
+		}
+		member := e.join(ada, a.OrgID, "cat@example.com", orgs.RoleMember)
+		r = e.call("GET", "/console/orgs/"+a.OrgID+"/audit?limit=1", member.token, "")
+		e.expect(r, http.StatusOK, schema.Array(orgs.AuditEntryPublicSchema), "a member reads the audit log")
+		if got := decode[[]auditEntry](t, r); len(got) != 1 || got[0].Action != orgs.ActionInvitationAccepted {
+			t.Errorf("member's audit?limit=1 = %+v; want the newest entry, invitation.accepted", got)
+		}
+	})
+}
+
+// auditLogAs reads the audit log with the session of the response r (a re-minted session).
+func (e *env) auditLogAs(t *testing.T, u user, r response, org string) []auditEntry {
+	t.Helper()
+	u.token = decode[struct {
+		Token string `json:"token"`
+	}](t, r).Token
+	return e.auditLog(u, org)
+}
