@@ -1,0 +1,330 @@
+package billing
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/stripe/stripe-go/v76/webhook"
+
+	"github.com/roadevents/roadevents/shared/consoleauth"
+	"github.com/roadevents/roadevents/shared/httpapi"
+	"github.com/roadevents/roadevents/shared/metering"
+	"github.com/roadevents/roadevents/shared/plans"
+	"github.com/roadevents/roadevents/shared/schema"
+	"github.com/roadevents/roadevents/shared/usage"
+)
+
+// Public sentences of the handler errors (spec 7, shape 1).
+const (
+	DetailOrgNotFound     = "Organisation not found"
+	DetailOwnerOnly       = "Only an owner of the organisation can manage its billing"
+	DetailUnconfigured    = "Billing is not configured on this deployment"
+	DetailUnknownPlan     = "Unknown plan"
+	DetailNotSelfServe    = "This plan cannot be bought through checkout"
+	DetailSubscribed      = "The organisation already has a subscription; use the billing portal to change it"
+	DetailNoAccount       = "The organisation has no billing account yet; start a checkout first"
+	DetailBadSignature    = "Missing or invalid Stripe-Signature"
+	DetailBusy            = "The billing state changed while this request ran; retry"
+	DetailProviderFailure = "The payment provider did not answer; retry later"
+)
+
+// maxWebhookBytes bounds a webhook body; Stripe's events are a few KB.
+const maxWebhookBytes = 256 << 10
+
+// Schemas, named as spec 2.9 names them.
+var (
+	CheckoutPayloadSchema = schema.Object(
+		schema.Req("plan", schema.String().Len(1, 40).Describe("A plan id of GET /console/plans, never a payment-provider price id.")),
+	).Named("CheckoutPayload")
+	BillingSessionPublicSchema = schema.Object(
+		schema.Req("url", schema.String().Describe("Hosted page to redirect the browser to.")),
+	).Named("BillingSessionPublic")
+	BillingSummarySchema = schema.Object(
+		schema.Req("org_id", schema.String()),
+		schema.Req("plan", plans.PublicSchema),
+		schema.Req("period_start", schema.Date().Describe("First day of the current calendar month (UTC).")),
+		schema.Req("period_end", schema.Date().Describe("Last day of the current calendar month (UTC).")),
+		schema.Req("totals", usage.TotalsSchema.Describe("Live traffic of the month so far.")),
+		schema.Req("included_reads", schema.Integer().OrNull()),
+		schema.Req("billing_configured", schema.Boolean().WithDefault(false)),
+		schema.Req("subscription_active", schema.Boolean().WithDefault(false)),
+	).Named("BillingSummary")
+	webhookAckSchema = schema.Object(
+		schema.Req("received", schema.Const(true)),
+	).Named("WebhookReceived")
+)
+
+// Summary is the BillingSummary record (spec 2.9).
+type Summary struct {
+	OrgID              string       `json:"org_id"`
+	Plan               plans.Public `json:"plan"`
+	PeriodStart        string       `json:"period_start"`
+	PeriodEnd          string       `json:"period_end"`
+	Totals             usage.Totals `json:"totals"`
+	IncludedReads      *int64       `json:"included_reads"`
+	BillingConfigured  bool         `json:"billing_configured"`
+	SubscriptionActive bool         `json:"subscription_active"`
+}
+
+// SessionOut is the BillingSessionPublic record (spec 2.9).
+type SessionOut struct {
+	URL string `json:"url"`
+}
+
+type checkoutIn struct {
+	Plan string `json:"plan"`
+}
+
+// Routes returns the billing group (spec 4.4, 6): plans, billing summary, checkout, portal
+// and the webhook. The console routes declare httpapi.SecuritySession: mount
+// consoleauth.Middleware in the API.
+func Routes(s *Service) []httpapi.Route {
+	tags := []string{"console billing"}
+	session := []httpapi.Security{httpapi.SecuritySession}
+	orgID := schema.Path("org_id", schema.String())
+	notFound := httpapi.ErrorResponse("Not a member of the organisation, or no such organisation.")
+	ownerOnly := httpapi.ErrorResponse("The caller is a member, not an owner.")
+	unconfigured := httpapi.ErrorResponse("Billing is not configured (no Stripe key), or the payment provider failed.")
+	return []httpapi.Route{
+		{
+			Method: http.MethodGet, Path: "/console/plans", OperationID: "listPlans", Tags: tags,
+			Summary: "The plans of this deployment",
+			Responses: map[int]httpapi.Response{
+				http.StatusOK: httpapi.JSONResponse("Every plan, cheapest first.", schema.Array(plans.PublicSchema)),
+			},
+			Handler: httpapi.HandlerFunc(s.listPlans),
+		},
+		{
+			Method: http.MethodGet, Path: "/console/orgs/{org_id}/billing", OperationID: "getBilling", Tags: tags, Security: session,
+			Summary:     "Plan and usage of the current calendar month",
+			Description: "The current calendar month in UTC, live traffic only. Readable by any member.",
+			Params:      []schema.Param{orgID},
+			Responses: map[int]httpapi.Response{
+				http.StatusOK:       httpapi.JSONResponse("The billing summary.", BillingSummarySchema),
+				http.StatusNotFound: notFound,
+			},
+			Handler: httpapi.HandlerFunc(s.summary),
+		},
+		{
+			Method: http.MethodPost, Path: "/console/orgs/{org_id}/billing/checkout", OperationID: "startCheckout", Tags: tags, Security: session,
+			Summary: "Start buying a self-serve plan (owner only)",
+			Description: "A Stripe Checkout Session in subscription mode for the plan's price; redirect the browser " +
+				"to url. The organisation's billing account is created on its first checkout and reused.",
+			Params: []schema.Param{orgID},
+			Body:   CheckoutPayloadSchema,
+			Responses: map[int]httpapi.Response{
+				http.StatusOK:                 httpapi.JSONResponse("The hosted checkout page.", BillingSessionPublicSchema),
+				http.StatusBadRequest:         httpapi.ErrorResponse("The free and enterprise plans, an unknown plan, or a plan without a configured price."),
+				http.StatusForbidden:          ownerOnly,
+				http.StatusNotFound:           notFound,
+				http.StatusConflict:           httpapi.ErrorResponse("Already subscribed: use the portal."),
+				http.StatusServiceUnavailable: unconfigured,
+			},
+			Handler: httpapi.HandlerFunc(s.checkout),
+		},
+		{
+			Method: http.MethodPost, Path: "/console/orgs/{org_id}/billing/portal", OperationID: "openBillingPortal", Tags: tags, Security: session,
+			Summary: "Open the hosted billing portal (owner only)",
+			Params:  []schema.Param{orgID},
+			Responses: map[int]httpapi.Response{
+				http.StatusOK:                 httpapi.JSONResponse("The hosted portal page.", BillingSessionPublicSchema),
+				http.StatusForbidden:          ownerOnly,
+				http.StatusNotFound:           notFound,
+				http.StatusConflict:           httpapi.ErrorResponse("No billing account yet: start a checkout first."),
+				http.StatusServiceUnavailable: unconfigured,
+			},
+			Handler: httpapi.HandlerFunc(s.portal),
+		},
+		{
+			Method: http.MethodPost, Path: "/console/billing/webhook", OperationID: "stripeWebhook", Tags: tags,
+			Summary: "Stripe's billing webhooks (called by Stripe, not by clients)",
+			Description: "Verified with the Stripe-Signature header; handles checkout.session.completed and " +
+				"customer.subscription.created, updated and deleted, idempotently and in order. Other events are acknowledged and ignored.",
+			Responses: map[int]httpapi.Response{
+				http.StatusOK:                 httpapi.JSONResponse("Received.", webhookAckSchema),
+				http.StatusBadRequest:         httpapi.ErrorResponse("Unsigned or badly signed, or not an event; nothing changed."),
+				http.StatusServiceUnavailable: httpapi.ErrorResponse("Billing webhooks are not configured (no webhook secret)."),
+			},
+			Handler: httpapi.HandlerFunc(s.webhook),
+		},
+	}
+}
+
+func (s *Service) listPlans(w http.ResponseWriter, _ *http.Request) error {
+	all := s.plans.All()
+	out := make([]plans.Public, 0, len(all))
+	for _, p := range all {
+		out = append(out, p.Public())
+	}
+	return httpapi.WriteJSON(w, http.StatusOK, out)
+}
+
+// access is who the caller is in the path's organisation (spec 4.3: not a member is 404).
+type access struct {
+	org, role, plan string
+	caller          consoleauth.Caller
+}
+
+func (s *Service) access(r *http.Request) (access, error) {
+	c, ok := consoleauth.CallerFrom(r.Context())
+	if !ok {
+		return access{}, errors.New("billing: route served without consoleauth.Middleware")
+	}
+	org := r.PathValue("org_id")
+	role, plan, ok, err := s.orgs.Access(r.Context(), org, c.User.ID)
+	if err != nil {
+		return access{}, fmt.Errorf("billing: resolve membership of %s: %w", org, err)
+	}
+	if !ok {
+		return access{}, httpapi.NotFound(DetailOrgNotFound)
+	}
+	return access{org: org, role: role, plan: plan, caller: c}, nil
+}
+
+// ownerAct resolves the caller as an owner of a configured billing (contract 3: checkout and
+// portal are owner acts; contract 4: 503 while billing is off).
+func (s *Service) ownerAct(r *http.Request) (access, error) {
+	a, err := s.access(r)
+	if err != nil {
+		return a, err
+	}
+	if a.role != RoleOwner {
+		return a, httpapi.Forbidden(DetailOwnerOnly)
+	}
+	if !s.Configured() {
+		return a, httpapi.NewError(http.StatusServiceUnavailable, DetailUnconfigured, nil)
+	}
+	return a, nil
+}
+
+func (s *Service) summary(w http.ResponseWriter, r *http.Request) error {
+	a, err := s.access(r)
+	if err != nil {
+		return err
+	}
+	p, ok := s.plans.Get(a.plan)
+	if !ok {
+		// A plan this deployment does not list: show its id rather than fail the page.
+		p = plans.Plan{ID: a.plan, Name: a.plan}
+	}
+	now := s.clock.Now()
+	first, last := Period(now)
+	days, err := s.meter.Read(r.Context(), a.org, "live", first, now)
+	if err != nil {
+		return fmt.Errorf("billing: read usage of %s: %w", a.org, err)
+	}
+	st, err := s.State(r.Context(), a.org)
+	if err != nil {
+		return err
+	}
+	return httpapi.WriteJSON(w, http.StatusOK, Summary{
+		OrgID: a.org, Plan: p.Public(),
+		PeriodStart:        first.Format(metering.DateFormat),
+		PeriodEnd:          last.Format(metering.DateFormat),
+		Totals:             usage.TotalsOf(metering.Sum(days)),
+		IncludedReads:      p.IncludedReads,
+		BillingConfigured:  s.Configured(),
+		SubscriptionActive: st.Active(),
+	})
+}
+
+func (s *Service) checkout(w http.ResponseWriter, r *http.Request) error {
+	a, err := s.ownerAct(r)
+	if err != nil {
+		return err
+	}
+	in, err := httpapi.Body[checkoutIn](r)
+	if err != nil {
+		return err
+	}
+	p, ok := s.plans.Get(in.Plan)
+	switch {
+	case !ok:
+		return httpapi.BadRequest(DetailUnknownPlan)
+	case !p.SelfServe || p.PriceID == "":
+		// Free and enterprise are never sold through checkout (spec 4.4), nor a self-serve
+		// plan whose price this deployment did not configure.
+		return httpapi.BadRequest(DetailNotSelfServe)
+	}
+	if s.consoleURL == "" {
+		return httpapi.NewError(http.StatusServiceUnavailable, DetailUnconfigured, errors.New("billing: no console URL for checkout's return pages"))
+	}
+	ctx := r.Context()
+	st, err := s.State(ctx, a.org)
+	if err != nil {
+		return err
+	}
+	if st.Active() {
+		return httpapi.Conflict(DetailSubscribed)
+	}
+	customerID, err := s.ensureCustomer(ctx, a.org, a.caller.User.Email)
+	if err != nil {
+		return providerFailure(err)
+	}
+	url, err := s.provider.CreateCheckout(ctx, CheckoutRequest{
+		OrgID: a.org, PlanID: p.ID, PriceID: p.PriceID, CustomerID: customerID,
+		SuccessURL: s.consoleURL + "billing?checkout=success",
+		CancelURL:  s.consoleURL + "billing?checkout=cancelled",
+	})
+	if err != nil {
+		return providerFailure(err)
+	}
+	s.record(ctx, a.org, ActionCheckoutStarted, a.caller.User.ID, a.caller.User.Email, p.ID, map[string]any{"plan_id": p.ID})
+	return httpapi.WriteJSON(w, http.StatusOK, SessionOut{URL: url})
+}
+
+func (s *Service) portal(w http.ResponseWriter, r *http.Request) error {
+	a, err := s.ownerAct(r)
+	if err != nil {
+		return err
+	}
+	st, err := s.State(r.Context(), a.org)
+	if err != nil {
+		return err
+	}
+	if st.CustomerID == "" {
+		return httpapi.Conflict(DetailNoAccount)
+	}
+	if s.consoleURL == "" {
+		return httpapi.NewError(http.StatusServiceUnavailable, DetailUnconfigured, errors.New("billing: no console URL for the portal's return page"))
+	}
+	url, err := s.provider.CreatePortal(r.Context(), st.CustomerID, s.consoleURL+"billing")
+	if err != nil {
+		return providerFailure(err)
+	}
+	return httpapi.WriteJSON(w, http.StatusOK, SessionOut{URL: url})
+}
+
+// providerFailure answers a failed call to Stripe with 503 (retry later); ErrBusy too.
+func providerFailure(err error) error {
+	if errors.Is(err, ErrBusy) {
+		return httpapi.NewError(http.StatusServiceUnavailable, DetailBusy, err)
+	}
+	return httpapi.NewError(http.StatusServiceUnavailable, DetailProviderFailure, err)
+}
+
+func (s *Service) webhook(w http.ResponseWriter, r *http.Request) error {
+	if s.webhookSecret == "" {
+		return httpapi.NewError(http.StatusServiceUnavailable, DetailUnconfigured, errors.New("billing: no webhook secret"))
+	}
+	payload, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxWebhookBytes))
+	if err != nil {
+		return httpapi.NewError(http.StatusBadRequest, DetailBadSignature, fmt.Errorf("billing: read webhook: %w", err))
+	}
+	ev, err := webhook.ConstructEventWithOptions(payload, r.Header.Get("Stripe-Signature"), s.webhookSecret,
+		webhook.ConstructEventOptions{
+			Tolerance: s.tolerance,
+			// Events come in the API version of the webhook endpoint, which may differ from
+			// stripe-go's; only the few fields read below are relied on.
+			IgnoreAPIVersionMismatch: true,
+		})
+	if err != nil {
+		return httpapi.NewError(http.StatusBadRequest, DetailBadSignature, fmt.Errorf("billing: webhook refused: %w", err))
+	}
+	if err := s.HandleEvent(r.Context(), Event{ID: ev.ID, Type: string(ev.Type), Created: ev.Created, Object: ev.Data.Raw}); err != nil {
+		return err
+	}
+	return httpapi.WriteJSON(w, http.StatusOK, map[string]bool{"received": true})
+}

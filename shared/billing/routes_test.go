@@ -1,0 +1,153 @@
+package billing_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/roadevents/roadevents/shared/billing"
+	"github.com/roadevents/roadevents/shared/metering"
+	"github.com/roadevents/roadevents/shared/plans"
+	"github.com/roadevents/roadevents/shared/store/storetest/tables"
+)
+
+// Spec 4.4: GET /console/plans is open and lists the catalogue; contract 3: the Stripe price
+// id never appears in a body.
+func TestPlansRoute(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, tables.Embedded(t), rigOptions{})
+	status, body := r.do(t, http.MethodGet, "/console/plans", "", "")
+	if status != http.StatusOK {
+		t.Fatalf("GET /console/plans without a session = %d; want 200 (open)", status)
+	}
+	if strings.Contains(string(body), priceTeam) || strings.Contains(string(body), priceBusiness) {
+		t.Errorf("plans body %s holds a Stripe price id", body)
+	}
+	var got []plans.Public
+	if err := json.Unmarshal(body, &got); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, p := range got {
+		ids = append(ids, p.PlanID)
+	}
+	if strings.Join(ids, ",") != "free,team,business,enterprise" {
+		t.Errorf("plan ids = %v; want free, team, business, enterprise", ids)
+	}
+	if !got[1].SelfServe || got[3].SelfServe || got[0].SelfServe {
+		t.Errorf("self_serve = free %v, team %v, enterprise %v; want false, true, false", got[0].SelfServe, got[1].SelfServe, got[3].SelfServe)
+	}
+}
+
+// Spec 4.4: the billing summary covers the current calendar month (UTC), live traffic only,
+// and is readable by any member; contract 4: billing_configured false while billing is off.
+func TestSummaryMonthBoundary(t *testing.T) {
+	t.Parallel()
+	tables.Each(t, func(t *testing.T, tab tables.Table) {
+		t.Parallel()
+		r := newRig(t, tab, rigOptions{})
+		ctx := context.Background()
+		count := func(env string, n int) {
+			for range n {
+				r.meter.Count(ctx, orgA, env, metering.Reads)
+			}
+			r.meter.Count(ctx, orgA, env, metering.Publishes)
+			if err := r.meter.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		tab.Clock.Set(time.Date(2040, 1, 31, 23, 59, 30, 0, time.UTC))
+		count("live", 5)
+		count("sandbox", 7) // never billed
+
+		var s billing.Summary
+		r.getJSON(t, "/console/orgs/"+orgA+"/billing", tokenMember, &s)
+		if s.OrgID != orgA || s.PeriodStart != "2040-01-01" || s.PeriodEnd != "2040-01-31" || s.Totals.Reads != 5 || s.Totals.Publishes != 1 {
+			t.Errorf("January summary = %s %s..%s, %d reads, %d publishes; want %s 2040-01-01..2040-01-31, 5, 1",
+				s.OrgID, s.PeriodStart, s.PeriodEnd, s.Totals.Reads, s.Totals.Publishes, orgA)
+		}
+		if s.Plan.PlanID != plans.Free || s.IncludedReads == nil || *s.IncludedReads != plans.FreeIncludedReads || s.BillingConfigured || s.SubscriptionActive {
+			t.Errorf("January summary plan %s, included %v, configured %v, active %v; want free, 100000, false, false",
+				s.Plan.PlanID, s.IncludedReads, s.BillingConfigured, s.SubscriptionActive)
+		}
+
+		tab.Clock.Advance(time.Minute) // 2040-02-01 00:00:30: a new period
+		count("live", 2)
+		s = billing.Summary{}
+		r.getJSON(t, "/console/orgs/"+orgA+"/billing", tokenOwner, &s)
+		if s.PeriodStart != "2040-02-01" || s.PeriodEnd != "2040-02-29" || s.Totals.Reads != 2 || s.Totals.Publishes != 1 {
+			t.Errorf("February summary = %s..%s, %d reads, %d publishes; want 2040-02-01..2040-02-29 (leap year), 2, 1",
+				s.PeriodStart, s.PeriodEnd, s.Totals.Reads, s.Totals.Publishes)
+		}
+	})
+}
+
+// Spec 4.4 and 7, contract 3 and 4: every status of checkout and portal that is decided
+// before Stripe is called; none of these requests reaches the provider.
+func TestCheckoutAndPortalStatuses(t *testing.T) {
+	t.Parallel()
+	tables.Each(t, func(t *testing.T, tab tables.Table) {
+		t.Parallel()
+		off := newRig(t, tab, rigOptions{})
+		refuse := &refusingProvider{}
+		on := newRig(t, tab, rigOptions{provider: refuse})
+		// orgB is subscribed (its owner is the same user), by a completed checkout.
+		on.fake.plan["org_b"] = plans.Free
+		on.fake.roles["org_b"] = map[string]string{"usr_owner": "owner"}
+		on.deliver(t, event("evt_b", billing.EventCheckoutCompleted, time.Now(), map[string]any{
+			"id": "cs_b", "object": "checkout.session", "mode": "subscription", "customer": "cus_b",
+			"subscription": "sub_b", "client_reference_id": "org_b", "payment_status": "paid",
+			"metadata": map[string]string{"org_id": "org_b", "plan_id": plans.Team},
+		}))
+		checkout := func(org string) string { return "/console/orgs/" + org + "/billing/checkout" }
+		portal := func(org string) string { return "/console/orgs/" + org + "/billing/portal" }
+		for _, tc := range []struct {
+			name        string
+			r           *rig
+			path, token string
+			body        string
+			want        int
+		}{
+			{"checkout without a session", on, checkout(orgA), "", `{"plan":"team"}`, http.StatusUnauthorized},
+			{"checkout by an outsider", on, checkout(orgA), tokenOutsider, `{"plan":"team"}`, http.StatusNotFound},
+			{"checkout of no such organisation", on, checkout("org_none"), tokenOwner, `{"plan":"team"}`, http.StatusNotFound},
+			{"checkout by a member", on, checkout(orgA), tokenMember, `{"plan":"team"}`, http.StatusForbidden},
+			{"checkout while billing is off", off, checkout(orgA), tokenOwner, `{"plan":"team"}`, http.StatusServiceUnavailable},
+			{"checkout of free", on, checkout(orgA), tokenOwner, `{"plan":"free"}`, http.StatusBadRequest},
+			{"checkout of enterprise", on, checkout(orgA), tokenOwner, `{"plan":"enterprise"}`, http.StatusBadRequest},
+			{"checkout of an unknown plan", on, checkout(orgA), tokenOwner, `{"plan":"platinum"}`, http.StatusBadRequest},
+			{"checkout of a price id", on, checkout(orgA), tokenOwner, `{"plan":"` + priceTeam + `"}`, http.StatusBadRequest},
+			{"checkout of an empty plan", on, checkout(orgA), tokenOwner, `{"plan":""}`, http.StatusUnprocessableEntity},
+			{"checkout of a 41-character plan", on, checkout(orgA), tokenOwner, `{"plan":"` + strings.Repeat("t", 41) + `"}`, http.StatusUnprocessableEntity},
+			{"checkout when already subscribed", on, checkout("org_b"), tokenOwner, `{"plan":"business"}`, http.StatusConflict},
+			{"portal without a session", on, portal(orgA), "", "", http.StatusUnauthorized},
+			{"portal by an outsider", on, portal(orgA), tokenOutsider, "", http.StatusNotFound},
+			{"portal by a member", on, portal(orgA), tokenMember, "", http.StatusForbidden},
+			{"portal while billing is off", off, portal(orgA), tokenOwner, "", http.StatusServiceUnavailable},
+			{"portal without a billing account", on, portal(orgA), tokenOwner, "", http.StatusConflict},
+			{"summary by an outsider", on, "/console/orgs/" + orgA + "/billing", tokenOutsider, "", http.StatusNotFound},
+		} {
+			method := http.MethodPost
+			if strings.HasSuffix(tc.path, "/billing") {
+				method = http.MethodGet
+			}
+			if got, body := tc.r.do(t, method, tc.path, tc.token, tc.body); got != tc.want {
+				t.Errorf("%s: %s %s = %d %s; want %d", tc.name, method, tc.path, got, body, tc.want)
+			}
+		}
+		if refuse.calls != 0 {
+			t.Errorf("the provider was called %d times; want none", refuse.calls)
+		}
+		if n := len(on.audit.actions(billing.ActionCheckoutStarted)); n != 0 {
+			t.Errorf("%d billing.checkout_started entries after refused checkouts; want 0", n)
+		}
+		var s billing.Summary
+		on.getJSON(t, "/console/orgs/org_b/billing", tokenOwner, &s)
+		if !s.BillingConfigured || !s.SubscriptionActive || s.Plan.PlanID != plans.Team {
+			t.Errorf("subscribed summary = configured %v, active %v, plan %s; want true, true, team", s.BillingConfigured, s.SubscriptionActive, s.Plan.PlanID)
+		}
+	})
+}
