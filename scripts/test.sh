@@ -35,6 +35,10 @@ echo "DynamoDB Local at $ROADEVENTS_DYNAMODB_ENDPOINT"
 log "go vet"
 go vet ./...
 
+log "building the Lambda bootstraps (host architecture) for the packaging test"
+# test/lambda runs them as Lambda would; without them it would skip.
+"$root/scripts/build-lambdas.sh" --host >/dev/null
+
 log "go test -race (every package)"
 # The summary fails the run if a test skipped for want of a service this script provides.
 # shellcheck disable=SC2086

@@ -1,0 +1,409 @@
+// Package lambda_test is the packaging test of the Lambda functions (issue 8): it runs each
+// built bootstrap (host architecture, scripts/build-lambdas.sh --host) as Lambda runs a
+// provided.al2023 function, a process that polls the Runtime API, which a loopback server
+// plays here, and hands it API Gateway HTTP API (payload 2.0) events. It checks the answers,
+// that the usage counted by an invocation is in the table when the invocation has returned
+// even though the process is then killed (as a frozen instance may never run again), and
+// reports each function's init cost: the time from process start to the first response.
+//
+// The function's store is the embedded one in a temporary folder, and also a table on
+// DynamoDB Local when ROADEVENTS_DYNAMODB_ENDPOINT is set (scripts/test.sh sets it and builds
+// the bootstraps first).
+package lambda_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/roadevents/roadevents/shared/apikey"
+	"github.com/roadevents/roadevents/shared/metering"
+	"github.com/roadevents/roadevents/shared/service"
+	"github.com/roadevents/roadevents/shared/store"
+	"github.com/roadevents/roadevents/shared/store/dynamodb"
+	"github.com/roadevents/roadevents/shared/store/embedded"
+)
+
+// endpointEnv is DynamoDB Local's endpoint, set by scripts/test.sh.
+const endpointEnv = "ROADEVENTS_DYNAMODB_ENDPOINT"
+
+// answerTimeout bounds the wait for one answer; it is a hang guard, not a measurement.
+const answerTimeout = 60 * time.Second
+
+// bootstrapPath returns the host bootstrap of group, skipping the test when it is not built.
+func bootstrapPath(t testing.TB, group service.Group) string {
+	t.Helper()
+	p, err := filepath.Abs(filepath.Join("..", "..", "build", "lambda", "host", string(group), "bootstrap"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(p); err != nil {
+		t.Skipf("%s is not built: run scripts/build-lambdas.sh --host (scripts/test.sh does)", p)
+	}
+	return p
+}
+
+// backend is a store a function runs on, with the variables that select it.
+type backend struct {
+	name string
+	env  []string
+	// open opens the function's table from the test (seeding and reading); the embedded
+	// store's file is locked while it is open, so the test closes it before the function starts.
+	open func(t testing.TB) store.Table
+}
+
+func embeddedBackend(t testing.TB) backend {
+	dir := t.TempDir()
+	return backend{
+		name: "embedded",
+		env:  []string{"ROADEVENTS_STORE=embedded", "ROADEVENTS_DATA=" + dir},
+		open: func(t testing.TB) store.Table {
+			t.Helper()
+			s, err := embedded.Open(filepath.Join(dir, service.EmbeddedFile), embedded.Options{SweepInterval: -1})
+			if err != nil {
+				t.Fatalf("open embedded store: %v", err)
+			}
+			return s
+		},
+	}
+}
+
+func dynamoBackend(t testing.TB) backend {
+	endpoint := os.Getenv(endpointEnv)
+	if endpoint == "" {
+		t.Skipf("%s is not set: scripts/test.sh starts DynamoDB Local and sets it", endpointEnv)
+	}
+	client := ddb.New(ddb.Options{
+		Region:       "us-east-1",
+		BaseEndpoint: aws.String(endpoint),
+		Credentials:  credentials.NewStaticCredentialsProvider("local", "local", ""),
+	})
+	name := "lambda-" + strings.ToLower(rand.Text()[:12])
+	if err := dynamodb.CreateTable(context.Background(), client, name); err != nil {
+		t.Fatalf("create table %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		client.DeleteTable(context.Background(), &ddb.DeleteTableInput{TableName: aws.String(name)})
+	})
+	return backend{
+		name: "dynamodb",
+		env: []string{
+			"ROADEVENTS_STORE=dynamodb", "ROADEVENTS_TABLE=" + name, "ROADEVENTS_DATA=" + t.TempDir(),
+			"AWS_ENDPOINT_URL_DYNAMODB=" + endpoint,
+			"AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local",
+			// The shared keys a Lambda on DynamoDB must be given (service.ErrLambdaKeys).
+			"ROADEVENTS_EVENT_ID_KEY=" + randomHex(32), "ROADEVENTS_AUTH_HASH_KEY=" + randomHex(32),
+			"ROADEVENTS_SEAL_KEY=" + randomHex(32),
+		},
+		open: func(testing.TB) store.Table { return dynamodb.New(client, name, dynamodb.Options{}) },
+	}
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// function is a running bootstrap.
+type function struct {
+	rt      *runtimeAPI
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	started time.Time
+}
+
+// start runs the bootstrap of group with the environment Lambda gives a function plus env.
+func start(t testing.TB, group service.Group, env []string) *function {
+	t.Helper()
+	path := bootstrapPath(t, group)
+	rt := newRuntimeAPI(t)
+	cmd := exec.Command(path)
+	cmd.Dir = filepath.Dir(path)
+	cmd.Env = append([]string{
+		"AWS_LAMBDA_RUNTIME_API=" + rt.addr,
+		"AWS_LAMBDA_FUNCTION_NAME=roadevents-" + string(group),
+		"AWS_LAMBDA_FUNCTION_VERSION=$LATEST",
+		"AWS_LAMBDA_FUNCTION_MEMORY_SIZE=512",
+		"AWS_REGION=us-east-1",
+		"LAMBDA_TASK_ROOT=" + cmd.Dir,
+		"_HANDLER=bootstrap",
+		"TZ=:UTC",
+		"ROADEVENTS_LOG_LEVEL=warn",
+		"ROADEVENTS_MAIL_FROM=Road Events <no-reply@example.com>",
+	}, env...)
+	logs := &strings.Builder{}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	f := &function{rt: rt, cmd: cmd, exited: make(chan struct{})}
+	f.started = time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", path, err)
+	}
+	go func() {
+		cmd.Wait()
+		close(f.exited)
+	}()
+	t.Cleanup(func() {
+		f.kill()
+		if t.Failed() {
+			t.Logf("%s output:\n%s", group, logs)
+		}
+	})
+	return f
+}
+
+// kill ends the process at once, as Lambda may drop a frozen instance: nothing runs after
+// the last response.
+func (f *function) kill() {
+	select {
+	case <-f.exited:
+		return
+	default:
+	}
+	f.cmd.Process.Signal(syscall.SIGKILL)
+	<-f.exited
+}
+
+// call hands the function one API Gateway event and returns its response.
+func (f *function) call(t testing.TB, method, target string, headers map[string]string, body string) events.APIGatewayV2HTTPResponse {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), answerTimeout)
+	defer cancel()
+	res := f.rt.enqueue(t, apiEvent(method, target, headers, body))
+	return f.rt.wait(ctx, t, res, f.exited)
+}
+
+// apiEvent is the event API Gateway's HTTP API sends a Lambda integration (payload 2.0) for
+// a request to target (path and query).
+func apiEvent(method, target string, headers map[string]string, body string) events.APIGatewayV2HTTPRequest {
+	path, query, _ := strings.Cut(target, "?")
+	h := map[string]string{"host": "api.example.com", "user-agent": "packaging-test"}
+	for k, v := range headers {
+		h[strings.ToLower(k)] = v
+	}
+	if body != "" {
+		h["content-type"] = "application/json"
+	}
+	now := time.Now()
+	return events.APIGatewayV2HTTPRequest{
+		Version:        "2.0",
+		RouteKey:       "$default",
+		RawPath:        path,
+		RawQueryString: query,
+		Headers:        h,
+		Body:           body,
+		RequestContext: events.APIGatewayV2HTTPRequestContext{
+			AccountID:  "000000000000",
+			APIID:      "api",
+			DomainName: "api.example.com",
+			Stage:      "$default",
+			RequestID:  rand.Text(),
+			Time:       now.UTC().Format("02/Jan/2006:15:04:05 -0700"),
+			TimeEpoch:  now.UnixMilli(),
+			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{
+				Method: method, Path: path, Protocol: "HTTP/1.1", SourceIP: "192.0.2.1", UserAgent: "packaging-test",
+			},
+		},
+	}
+}
+
+// detail reads the {"detail": "..."} of an error answer.
+func detail(resp events.APIGatewayV2HTTPResponse) string {
+	var d struct {
+		Detail any `json:"detail"`
+	}
+	json.Unmarshal([]byte(resp.Body), &d)
+	s, _ := d.Detail.(string)
+	return s
+}
+
+// unmatched reports the router's own answer to a request no route of the group matched.
+func unmatched(resp events.APIGatewayV2HTTPResponse) bool {
+	return (resp.StatusCode == 404 && detail(resp) == "Not Found") || resp.StatusCode == 405
+}
+
+var wildcard = regexp.MustCompile(`\{[^}]*\}`)
+
+// concrete turns a route pattern into a path that matches it.
+func concrete(pattern string) string {
+	if pattern == "/{$}" {
+		return "/"
+	}
+	return wildcard.ReplaceAllString(pattern, "x")
+}
+
+// TestFunctions runs every function's bootstrap on each store.
+func TestFunctions(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the bootstraps are Linux programs")
+	}
+	for _, group := range service.LambdaGroups {
+		t.Run(string(group), func(t *testing.T) {
+			bootstrapPath(t, group)
+			for name, mk := range map[string]func(testing.TB) backend{"embedded": embeddedBackend, "dynamodb": dynamoBackend} {
+				t.Run(name, func(t *testing.T) {
+					t.Parallel()
+					testFunction(t, group, mk(t))
+				})
+			}
+		})
+	}
+}
+
+func testFunction(t *testing.T, group service.Group, b backend) {
+	// A sandbox key, written before the function starts (the embedded file is then free).
+	table := b.open(t)
+	raw, _, err := apikey.New(table, apikey.Options{}).Issue(context.Background(),
+		apikey.IssueRequest{OrgID: "org_pack", Environment: apikey.Sandbox, Label: "packaging"})
+	if err != nil {
+		t.Fatalf("issue key: %v", err)
+	}
+	if b.name == "embedded" {
+		table.Close()
+	}
+	auth := map[string]string{"Authorization": "Bearer " + raw}
+
+	f := start(t, group, b.env)
+	// The first invocation: what a cold start costs until the first answer.
+	resp := f.call(t, "GET", "/no/such/route", nil, "")
+	t.Logf("%s on %s: init cost (process start to first response) %v", group, b.name, time.Since(f.started).Round(time.Millisecond))
+	if resp.StatusCode != 404 || detail(resp) != "Not Found" {
+		t.Errorf("GET /no/such/route: %d %s; want 404 {\"detail\":\"Not Found\"}", resp.StatusCode, resp.Body)
+	}
+
+	// CORS preflight is answered by every function (the stack routes OPTIONS to meta).
+	resp = f.call(t, "OPTIONS", "/v1/events", map[string]string{"Origin": "https://fleet.example", "Access-Control-Request-Method": "POST"}, "")
+	if resp.StatusCode != 204 || resp.Headers["Access-Control-Allow-Origin"] == "" {
+		t.Errorf("preflight: %d, Access-Control-Allow-Origin %q; want 204 and an allowed origin", resp.StatusCode, resp.Headers["Access-Control-Allow-Origin"])
+	}
+
+	// Every route of the group reaches its handler (whatever the handler then answers to a
+	// request without credentials or body), and none fails.
+	routes := service.GroupRoutes(group)
+	for _, r := range routes {
+		target := concrete(r.Path)
+		resp := f.call(t, r.Method, target, nil, "")
+		if unmatched(resp) || resp.StatusCode >= 500 {
+			t.Errorf("%s %s (route %s): %d %s; want the route's handler to answer", r.Method, target, r.Path, resp.StatusCode, resp.Body)
+		}
+	}
+	t.Logf("%s on %s: %d routes answered", group, b.name, len(routes))
+
+	switch group {
+	case service.GroupMeta:
+		resp := f.call(t, "GET", "/health", nil, "")
+		if resp.StatusCode != 200 || !strings.Contains(resp.Body, `"status"`) {
+			t.Errorf("GET /health: %d %s; want 200 with a status", resp.StatusCode, resp.Body)
+		}
+		resp = f.call(t, "GET", "/v1/meta/limits", nil, "")
+		if resp.StatusCode != 200 || !strings.Contains(resp.Body, "max_query_radius_m") {
+			t.Errorf("GET /v1/meta/limits: %d %s; want 200 with max_query_radius_m", resp.StatusCode, resp.Body)
+		}
+	case service.GroupConsoleAuth:
+		resp := f.call(t, "POST", "/console/auth/request-code", nil, `{"email":"driver@example.com"}`)
+		if resp.StatusCode != 200 {
+			t.Errorf("POST /console/auth/request-code: %d %s; want 200", resp.StatusCode, resp.Body)
+		}
+	case service.GroupEvents:
+		testEvents(t, f, b, auth)
+	}
+}
+
+// testEvents publishes and reads an event, then kills the process and finds both counted.
+func testEvents(t *testing.T, f *function, b backend, auth map[string]string) {
+	resp := f.call(t, "POST", "/v1/events", auth, `{"type":"road_damage","lat":50.1,"lon":8.6,"client_event_id":"pack-1"}`)
+	if resp.StatusCode != 201 {
+		t.Fatalf("POST /v1/events: %d %s; want 201", resp.StatusCode, resp.Body)
+	}
+	var ev struct {
+		EventID string `json:"event_id"`
+	}
+	if err := json.Unmarshal([]byte(resp.Body), &ev); err != nil || ev.EventID == "" {
+		t.Fatalf("POST /v1/events: body %s has no event_id", resp.Body)
+	}
+	resp = f.call(t, "GET", "/v1/events?lat=50.1&lon=8.6&radius_m=500", auth, "")
+	if resp.StatusCode != 200 || !strings.Contains(resp.Body, ev.EventID) {
+		t.Errorf("GET /v1/events: %d %s; want 200 listing %s", resp.StatusCode, resp.Body, ev.EventID)
+	}
+	resp = f.call(t, "GET", "/v1/events?lat=50.1&lon=8.6&radius_m=500", nil, "")
+	if resp.StatusCode != 401 {
+		t.Errorf("GET /v1/events without a key: %d; want 401", resp.StatusCode)
+	}
+
+	// Nothing runs after the last response: the counts must already be in the table.
+	f.kill()
+	table := b.open(t)
+	defer table.Close()
+	now := time.Now()
+	days, err := metering.New(table, metering.Options{FlushInterval: -1}).Read(context.Background(), "org_pack", apikey.Sandbox, now.Add(-24*time.Hour), now.Add(24*time.Hour))
+	if err != nil {
+		t.Fatalf("read usage: %v", err)
+	}
+	var got metering.Totals
+	for _, d := range days {
+		got.Reads += d.Reads
+		got.Publishes += d.Publishes
+	}
+	if got.Publishes != 1 || got.Reads != 1 {
+		t.Errorf("usage after the process was killed: %d publishes, %d reads; want 1 and 1", got.Publishes, got.Reads)
+	}
+}
+
+// TestInitError: a function that cannot start says why through the Runtime API's init error,
+// and exits, instead of waiting for events it cannot serve.
+func TestInitError(t *testing.T) {
+	t.Parallel()
+	f := start(t, service.GroupMeta, []string{"ROADEVENTS_STORE=dynamodb", "ROADEVENTS_TABLE=t"})
+	select {
+	case body := <-f.rt.initCh:
+		if !strings.Contains(body, "ROADEVENTS_EVENT_ID_KEY") {
+			t.Errorf("init error %s; want it to name the missing key", body)
+		}
+	case <-time.After(answerTimeout):
+		t.Fatal("no init error reported")
+	}
+	select {
+	case <-f.exited:
+	case <-time.After(answerTimeout):
+		t.Fatal("the process did not exit after its init error")
+	}
+	if code := f.cmd.ProcessState.ExitCode(); code == 0 {
+		t.Errorf("exit code %d; want non-zero", code)
+	}
+}
+
+// BenchmarkInit starts each function b.N times and measures the time from process start to
+// the first response (a cold start's init cost on this machine), reporting the median.
+func BenchmarkInit(b *testing.B) {
+	for _, group := range service.LambdaGroups {
+		b.Run(string(group), func(b *testing.B) {
+			bootstrapPath(b, group)
+			var costs []time.Duration
+			for range b.N {
+				be := embeddedBackend(b)
+				f := start(b, group, be.env)
+				f.call(b, "GET", "/health", nil, "")
+				costs = append(costs, time.Since(f.started))
+				f.kill()
+			}
+			slices.Sort(costs)
+			b.ReportMetric(float64(costs[len(costs)/2].Microseconds())/1000, "ms-median/init")
+		})
+	}
+}

@@ -1,0 +1,154 @@
+package lambda_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+)
+
+// runtimeAPI is a loopback Lambda Runtime API (the documented 2018-06-01 interface a custom
+// runtime's bootstrap polls): it hands out the events given to invoke, one per
+// GET .../invocation/next, and collects what the function posts back.
+type runtimeAPI struct {
+	srv    *http.Server
+	addr   string
+	queue  chan invocation
+	mu     sync.Mutex
+	byID   map[string]invocation
+	initCh chan string // the body of POST /runtime/init/error
+	nextID int
+}
+
+// invocation is one event handed to the function and where its outcome goes.
+type invocation struct {
+	id      string
+	payload []byte
+	result  chan outcome
+}
+
+// outcome is what the function posted for an invocation.
+type outcome struct {
+	response []byte // .../response
+	errBody  []byte // .../error
+}
+
+func newRuntimeAPI(t testing.TB) *runtimeAPI {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("listen: %v", err)
+	}
+	r := &runtimeAPI{
+		addr:   ln.Addr().String(),
+		queue:  make(chan invocation, 64),
+		byID:   map[string]invocation{},
+		initCh: make(chan string, 1),
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /2018-06-01/runtime/invocation/next", r.next)
+	mux.HandleFunc("POST /2018-06-01/runtime/invocation/{id}/response", func(w http.ResponseWriter, req *http.Request) {
+		r.finish(w, req, false)
+	})
+	mux.HandleFunc("POST /2018-06-01/runtime/invocation/{id}/error", func(w http.ResponseWriter, req *http.Request) {
+		r.finish(w, req, true)
+	})
+	mux.HandleFunc("POST /2018-06-01/runtime/init/error", func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		select {
+		case r.initCh <- string(body):
+		default:
+		}
+		w.WriteHeader(http.StatusAccepted)
+		io.WriteString(w, `{"status":"OK"}`)
+	})
+	r.srv = &http.Server{Handler: mux}
+	go r.srv.Serve(ln)
+	t.Cleanup(func() { r.srv.Close() })
+	return r
+}
+
+// next blocks, as Lambda's does, until an event is queued (or the function goes away).
+func (r *runtimeAPI) next(w http.ResponseWriter, req *http.Request) {
+	var inv invocation
+	select {
+	case inv = <-r.queue:
+	case <-req.Context().Done():
+		return
+	}
+	h := w.Header()
+	h.Set("Lambda-Runtime-Aws-Request-Id", inv.id)
+	h.Set("Lambda-Runtime-Deadline-Ms", strconv.FormatInt(time.Now().Add(30*time.Second).UnixMilli(), 10))
+	h.Set("Lambda-Runtime-Invoked-Function-Arn", "arn:aws:lambda:eu-west-1:000000000000:function:roadevents-test")
+	h.Set("Lambda-Runtime-Trace-Id", "Root=1-00000000-000000000000000000000000;Sampled=0")
+	h.Set("Content-Type", "application/json")
+	w.Write(inv.payload)
+}
+
+func (r *runtimeAPI) finish(w http.ResponseWriter, req *http.Request, failed bool) {
+	body, _ := io.ReadAll(req.Body)
+	r.mu.Lock()
+	inv, ok := r.byID[req.PathValue("id")]
+	delete(r.byID, req.PathValue("id"))
+	r.mu.Unlock()
+	if !ok {
+		http.Error(w, `{"errorMessage":"unknown request id"}`, http.StatusBadRequest)
+		return
+	}
+	o := outcome{response: body}
+	if failed {
+		o = outcome{errBody: body}
+	}
+	inv.result <- o
+	w.WriteHeader(http.StatusAccepted)
+	io.WriteString(w, `{"status":"OK"}`)
+}
+
+// enqueue queues an API Gateway HTTP API (payload 2.0) event and returns where its outcome
+// will arrive.
+func (r *runtimeAPI) enqueue(t testing.TB, ev events.APIGatewayV2HTTPRequest) <-chan outcome {
+	t.Helper()
+	payload, err := json.Marshal(ev)
+	if err != nil {
+		t.Fatalf("encode event: %v", err)
+	}
+	r.mu.Lock()
+	r.nextID++
+	inv := invocation{id: fmt.Sprintf("req-%04d", r.nextID), payload: payload, result: make(chan outcome, 1)}
+	r.byID[inv.id] = inv
+	r.mu.Unlock()
+	r.queue <- inv
+	return inv.result
+}
+
+// wait returns the response to an invocation, failing the test on an error, an init error,
+// the process ending, or ctx ending.
+func (r *runtimeAPI) wait(ctx context.Context, t testing.TB, res <-chan outcome, exited <-chan struct{}) events.APIGatewayV2HTTPResponse {
+	t.Helper()
+	select {
+	case o := <-res:
+		if o.errBody != nil {
+			t.Fatalf("function reported an invocation error: %s", o.errBody)
+		}
+		var resp events.APIGatewayV2HTTPResponse
+		if err := json.Unmarshal(o.response, &resp); err != nil {
+			t.Fatalf("decode response %s: %v", o.response, err)
+		}
+		return resp
+	case body := <-r.initCh:
+		t.Fatalf("function reported an init error: %s", body)
+	case <-exited:
+		t.Fatalf("function exited before answering")
+	case <-ctx.Done():
+		t.Fatalf("no answer: %v", ctx.Err())
+	}
+	return events.APIGatewayV2HTTPResponse{}
+}
