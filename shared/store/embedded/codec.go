@@ -102,7 +102,7 @@ func encodeItem(it store.Item) ([]byte, error) {
 		case int64, float64:
 			b = appendString(append(b, tagNumber), store.FormatNumber(v))
 		case []byte:
-			b = appendString(append(b, tagBytes), string(v))
+			b = appendBytes(append(b, tagBytes), v)
 		case bool:
 			if v {
 				b = append(b, tagTrue)
@@ -125,6 +125,12 @@ func encodeItem(it store.Item) ([]byte, error) {
 func appendString(b []byte, s string) []byte {
 	b = binary.AppendUvarint(b, uint64(len(s)))
 	return append(b, s...)
+}
+
+// appendBytes is appendString of a byte slice, without converting it to a string first.
+func appendBytes(b, v []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(len(v)))
+	return append(b, v...)
 }
 
 // decoder reads an encoded record; every read checks bounds, so a damaged record gives an
@@ -283,9 +289,29 @@ const (
 // encodeChange writes a change record: its time first (8 bytes, Unix nanoseconds), so that the
 // sweeper can trim old records without decoding them, then the kind, key and images.
 func encodeChange(c store.Change) ([]byte, error) {
-	b := binary.BigEndian.AppendUint64(nil, uint64(c.At.UnixNano()))
+	var oldRaw, newRaw []byte
+	var err error
+	if c.Old != nil {
+		if oldRaw, err = encodeItem(c.Old); err != nil {
+			return nil, fmt.Errorf("encode change of %s: %w", c.Key, err)
+		}
+	}
+	if c.New != nil {
+		if newRaw, err = encodeItem(c.New); err != nil {
+			return nil, fmt.Errorf("encode change of %s: %w", c.Key, err)
+		}
+	}
+	return encodeChangeRaw(c.At, c.Kind, c.Expired, c.Key, oldRaw, newRaw)
+}
+
+// encodeChangeRaw is encodeChange with the images already encoded (encodeItem; nil for no
+// image), as the writer has them: the old image as stored, the new one as it is written. The
+// committer then encodes nothing twice (commit.go: its work is serial).
+func encodeChangeRaw(at time.Time, kind store.ChangeKind, expired bool, k store.Key, oldRaw, newRaw []byte) ([]byte, error) {
+	b := make([]byte, 0, 8+3+2*binary.MaxVarintLen64+len(k.PK)+len(k.SK)+2*binary.MaxVarintLen64+len(oldRaw)+len(newRaw))
+	b = binary.BigEndian.AppendUint64(b, uint64(at.UnixNano()))
 	b = append(b, changeVersion)
-	switch c.Kind {
+	switch kind {
 	case store.ChangeInsert:
 		b = append(b, kindInsert)
 	case store.ChangeModify:
@@ -293,30 +319,25 @@ func encodeChange(c store.Change) ([]byte, error) {
 	case store.ChangeRemove:
 		b = append(b, kindRemove)
 	default:
-		return nil, fmt.Errorf("encode change: unknown kind %q", c.Kind)
+		return nil, fmt.Errorf("encode change: unknown kind %q", kind)
 	}
 	var flags byte
-	if c.Expired {
+	if expired {
 		flags |= flagExpired
 	}
-	if c.Old != nil {
+	if oldRaw != nil {
 		flags |= flagOld
 	}
-	if c.New != nil {
+	if newRaw != nil {
 		flags |= flagNew
 	}
 	b = append(b, flags)
-	b = appendString(b, c.Key.PK)
-	b = appendString(b, c.Key.SK)
-	for _, img := range []store.Item{c.Old, c.New} {
-		if img == nil {
-			continue
+	b = appendString(b, k.PK)
+	b = appendString(b, k.SK)
+	for _, img := range [][]byte{oldRaw, newRaw} {
+		if img != nil {
+			b = appendBytes(b, img)
 		}
-		enc, err := encodeItem(img)
-		if err != nil {
-			return nil, fmt.Errorf("encode change of %s: %w", c.Key, err)
-		}
-		b = appendString(b, string(enc))
 	}
 	return b, nil
 }

@@ -57,6 +57,7 @@ func (s *Store) commitLoop() {
 // back and every write of the group runs again alone, so that only the failing one fails.
 func (s *Store) runGroup(group []*commitReq) {
 	err := s.db.Update(func(tx *bolt.Tx) error {
+		packFeed(tx)
 		for _, r := range group {
 			if err := safeCall(r.fn, tx); err != nil {
 				return err
@@ -71,8 +72,20 @@ func (s *Store) runGroup(group []*commitReq) {
 		return
 	}
 	for _, r := range group {
-		r.done <- s.db.Update(func(tx *bolt.Tx) error { return safeCall(r.fn, tx) })
+		r.done <- s.db.Update(func(tx *bolt.Tx) error {
+			packFeed(tx)
+			return safeCall(r.fn, tx)
+		})
 	}
+}
+
+// packFeed lets the feed's pages fill up before they split. bbolt splits a full page in
+// halves by default (FillPercent 0.5), right for keys inserted anywhere, but the feed's keys
+// only grow: a half left behind is never written again, so half of every feed page would stay
+// empty, and every commit would write twice the feed pages it needs (a change record holds
+// the item's images, often half a page). The setting lasts for the transaction.
+func packFeed(tx *bolt.Tx) {
+	tx.Bucket(bucketFeed).FillPercent = 1
 }
 
 // safeCall turns a panic in a write into an error of that write, so one bad write cannot

@@ -1,10 +1,10 @@
 package embedded
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math"
-	"reflect"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -19,6 +19,7 @@ type writeOp struct {
 	key    store.Key
 	ik     []byte
 	item   store.Item   // OpPut, normalized
+	raw    []byte       // OpPut: item encoded (encodeItem) by the caller, not the committer
 	update store.Update // OpUpdate, Set values normalized
 	cond   store.Condition
 }
@@ -86,8 +87,13 @@ func putOp(item store.Item, cond store.Condition) (writeOp, error) {
 	if err != nil {
 		return writeOp{}, err
 	}
+	// Encoded here, in the caller's goroutine: the committer's work is serial (commit.go).
+	raw, err := encodeItem(it)
+	if err != nil {
+		return writeOp{}, err
+	}
 	k := it.Key()
-	return writeOp{kind: store.OpPut, key: k, ik: itemKey(k), item: it, cond: cond}, nil
+	return writeOp{kind: store.OpPut, key: k, ik: itemKey(k), item: it, raw: raw, cond: cond}, nil
 }
 
 // updateOp checks an update as DynamoDB's UpdateItem would: no key attribute, no attribute in
@@ -194,9 +200,11 @@ func (s *Store) write(ctx context.Context, ops []writeOp, transact bool) (writeR
 
 // pending is one item write decided by apply's first pass.
 type pending struct {
-	op     *writeOp
-	stored store.Item // as stored before the write, even if expired (DynamoDB's old image)
-	next   store.Item // after the write; nil deletes
+	op        *writeOp
+	stored    store.Item // as stored before the write, even if expired (DynamoDB's old image)
+	storedRaw []byte     // stored, encoded: bbolt's memory, valid until the first write
+	next      store.Item // after the write; nil deletes
+	nextRaw   []byte     // next, encoded
 }
 
 // apply checks every condition first and writes only if all hold, so a refused call writes
@@ -208,9 +216,13 @@ func (s *Store) apply(tx *bolt.Tx, ops []writeOp, transact bool, res *writeResul
 	plan := make([]pending, 0, len(ops))
 	for i := range ops {
 		op := &ops[i]
-		stored, err := storedItem(items, op.ik)
-		if err != nil {
-			return fmt.Errorf("read %s: %w", op.key, err)
+		storedRaw := items.Get(op.ik)
+		var stored store.Item
+		if storedRaw != nil {
+			var err error
+			if stored, err = decodeItem(storedRaw); err != nil {
+				return fmt.Errorf("read %s: %w", op.key, err)
+			}
 		}
 		live := stored
 		if live.ExpiredAt(now) {
@@ -224,12 +236,12 @@ func (s *Store) apply(tx *bolt.Tx, ops []writeOp, transact bool, res *writeResul
 			res.err = &store.ConditionError{Op: idx}
 			return nil
 		}
-		p := pending{op: op, stored: stored}
+		p := pending{op: op, stored: stored, storedRaw: storedRaw}
 		switch op.kind {
 		case store.OpCheck:
 			continue
 		case store.OpPut:
-			p.next = op.item
+			p.next, p.nextRaw = op.item, op.raw
 		case store.OpUpdate:
 			next, err := applyUpdate(op.key, live, op.update)
 			if err != nil {
@@ -238,6 +250,9 @@ func (s *Store) apply(tx *bolt.Tx, ops []writeOp, transact bool, res *writeResul
 					res.err = fmt.Errorf("operation %d: %w", i, err)
 				}
 				return nil
+			}
+			if p.nextRaw, err = encodeItem(next); err != nil {
+				return fmt.Errorf("encode %s: %w", op.key, err)
 			}
 			p.next = next
 			if !transact {
@@ -290,37 +305,40 @@ func applyUpdate(k store.Key, live store.Item, u store.Update) (store.Item, erro
 
 // commitItem writes one item change, keeps the expiry index in step and appends the change
 // record. It reports whether a record was appended: a delete of an absent item and a write
-// that changes nothing append none, as DynamoDB Streams writes none for them.
+// that changes nothing append none, as DynamoDB Streams writes none for them. Items are
+// canonical (store.Normalize) and so is their encoding, so equal encodings are equal items.
 func (s *Store) commitItem(tx *bolt.Tx, p pending, at time.Time) (bool, error) {
 	items, ttls := tx.Bucket(bucketItems), tx.Bucket(bucketTTL)
-	c := store.Change{Key: p.op.key, Old: p.stored, New: p.next, At: at}
+	var kind store.ChangeKind
 	switch {
 	case p.next == nil && p.stored == nil:
 		return false, nil
 	case p.next == nil:
-		c.Kind = store.ChangeRemove
+		kind = store.ChangeRemove
+	case p.stored != nil && bytes.Equal(p.storedRaw, p.nextRaw):
+		return false, nil
+	case p.stored == nil:
+		kind = store.ChangeInsert
+	default:
+		kind = store.ChangeModify
+	}
+	// The record is encoded first: the old image is bbolt's memory, which the write below
+	// may release.
+	rec, err := encodeChangeRaw(at, kind, false, p.op.key, p.storedRaw, p.nextRaw)
+	if err != nil {
+		return false, err
+	}
+	if p.next == nil {
 		if err := items.Delete(p.op.ik); err != nil {
 			return false, fmt.Errorf("delete %s: %w", p.op.key, err)
 		}
-	case p.stored != nil && reflect.DeepEqual(p.stored, p.next):
-		return false, nil
-	default:
-		c.Kind = store.ChangeModify
-		if p.stored == nil {
-			c.Kind = store.ChangeInsert
-		}
-		raw, err := encodeItem(p.next)
-		if err != nil {
-			return false, err
-		}
-		if err := items.Put(p.op.ik, raw); err != nil {
-			return false, fmt.Errorf("write %s: %w", p.op.key, err)
-		}
+	} else if err := items.Put(p.op.ik, p.nextRaw); err != nil {
+		return false, fmt.Errorf("write %s: %w", p.op.key, err)
 	}
 	if err := reindexTTL(ttls, p.op.ik, p.stored, p.next); err != nil {
 		return false, fmt.Errorf("index %s: %w", p.op.key, err)
 	}
-	if err := appendChange(tx, c); err != nil {
+	if err := appendChangeRaw(tx, p.op.key, rec); err != nil {
 		return false, err
 	}
 	return true, nil
@@ -356,6 +374,19 @@ func appendChange(tx *bolt.Tx, c store.Change) error {
 	}
 	if err := feed.Put(seqKey(seq), raw); err != nil {
 		return fmt.Errorf("append change of %s: %w", c.Key, err)
+	}
+	return nil
+}
+
+// appendChangeRaw is appendChange of a record already encoded (encodeChangeRaw).
+func appendChangeRaw(tx *bolt.Tx, k store.Key, rec []byte) error {
+	feed := tx.Bucket(bucketFeed)
+	seq, err := feed.NextSequence()
+	if err != nil {
+		return fmt.Errorf("feed sequence: %w", err)
+	}
+	if err := feed.Put(seqKey(seq), rec); err != nil {
+		return fmt.Errorf("append change of %s: %w", k, err)
 	}
 	return nil
 }
