@@ -388,3 +388,11 @@ func (r *rig) state(t *testing.T, org string) billing.State {
 func signedHeader(payload []byte, secret string, ts time.Time) string {
 	return webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: payload, Secret: secret, Timestamp: ts}).Header
 }
+
+// decode unmarshals body into out or fails t.
+func decode(t *testing.T, body []byte, out any) {
+	t.Helper()
+	if err := json.Unmarshal(body, out); err != nil {
+		t.Fatalf("decode %s: %v", body, err)
+	}
+}

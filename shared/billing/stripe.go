@@ -15,9 +15,10 @@ import (
 // Provider is the payment provider the console sells plans through (ARCHITECTURE.md: the
 // payment provider is an adapter); *Stripe is the one the service uses.
 type Provider interface {
-	// CreateCustomer creates the billing account of an organisation. idempotencyKey makes a
-	// retried or concurrent call create one customer, not two.
-	CreateCustomer(ctx context.Context, orgID, name, idempotencyKey string) (customerID string, err error)
+	// CreateCustomer creates the billing account of an organisation, with the e-mail address
+	// receipts go to. idempotencyKey makes a retried or concurrent call create one customer,
+	// not two.
+	CreateCustomer(ctx context.Context, orgID, email, idempotencyKey string) (customerID string, err error)
 	// CreateCheckout starts a hosted checkout of a subscription and returns its page.
 	CreateCheckout(ctx context.Context, req CheckoutRequest) (url string, err error)
 	// CreatePortal opens the hosted billing portal of a customer and returns its page.
@@ -65,8 +66,8 @@ func NewStripe(key, apiBase string, httpClient *http.Client) *Stripe {
 
 // CreateCustomer creates a Stripe customer carrying the organisation id in its metadata, so
 // that the Stripe dashboard and webhooks lead back to the organisation.
-func (s *Stripe) CreateCustomer(ctx context.Context, orgID, name, idempotencyKey string) (string, error) {
-	p := &stripe.CustomerParams{Name: stripe.String(name)}
+func (s *Stripe) CreateCustomer(ctx context.Context, orgID, email, idempotencyKey string) (string, error) {
+	p := &stripe.CustomerParams{Email: stripe.String(email), Name: stripe.String(orgID)}
 	p.Context = ctx
 	p.AddMetadata(MetaOrgID, orgID)
 	p.SetIdempotencyKey(idempotencyKey)
