@@ -19,6 +19,7 @@ cleanup() {
 	status=$?
 	log "stopping test services"
 	"$root/scripts/dynamodb-local.sh" stop || true
+	"$root/scripts/stripe-mock.sh" stop || true
 	exit "$status"
 }
 trap cleanup EXIT INT TERM
@@ -31,6 +32,12 @@ log "starting DynamoDB Local"
 ROADEVENTS_DYNAMODB_ENDPOINT=$("$root/scripts/dynamodb-local.sh" start)
 export ROADEVENTS_DYNAMODB_ENDPOINT
 echo "DynamoDB Local at $ROADEVENTS_DYNAMODB_ENDPOINT"
+
+log "starting stripe-mock"
+# The billing tests run checkout and portal against it (shared/billing).
+ROADEVENTS_STRIPE_MOCK=$("$root/scripts/stripe-mock.sh" start)
+export ROADEVENTS_STRIPE_MOCK
+echo "stripe-mock at $ROADEVENTS_STRIPE_MOCK"
 
 log "go vet"
 go vet ./...
