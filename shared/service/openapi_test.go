@@ -58,7 +58,10 @@ func TestOpenAPIDocumentIsValid(t *testing.T) {
 		"RequestCodePayload", "VerifyCodePayload", "TotpCodePayload", "RecoveryCodePayload", "Session",
 		"TotpEnrolment", "RecoveryCodes", "RecoveryCodesStatus", "OkResponse", "ProfileUpdate", "AuthChallenge", "MePublic",
 		// the stream ticket (POST /v1/stream/tickets)
-		"StreamTicketOut"} {
+		"StreamTicketOut",
+		// spec 2.9 and contract 3: usage, vitality and billing
+		"UsageTotals", "UsageDay", "UsageSeries", "Vitality", "PlanPublic", "BillingSummary",
+		"CheckoutPayload", "BillingSessionPublic"} {
 		if d.Components.Schemas[name] == nil {
 			t.Errorf("components.schemas lacks %s (contract 1)", name)
 		}

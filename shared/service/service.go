@@ -12,6 +12,7 @@ import (
 	"net/http"
 
 	"github.com/roadevents/roadevents/shared/apikey"
+	"github.com/roadevents/roadevents/shared/billing"
 	"github.com/roadevents/roadevents/shared/clock"
 	"github.com/roadevents/roadevents/shared/config"
 	"github.com/roadevents/roadevents/shared/consoleauth"
@@ -21,10 +22,12 @@ import (
 	"github.com/roadevents/roadevents/shared/meta"
 	"github.com/roadevents/roadevents/shared/metering"
 	"github.com/roadevents/roadevents/shared/orgs"
+	"github.com/roadevents/roadevents/shared/plans"
 	"github.com/roadevents/roadevents/shared/ratelimit"
 	"github.com/roadevents/roadevents/shared/seal"
 	"github.com/roadevents/roadevents/shared/store"
 	"github.com/roadevents/roadevents/shared/stream"
+	"github.com/roadevents/roadevents/shared/usage"
 )
 
 // Group names a route group: one Lambda each on AWS.
@@ -103,6 +106,11 @@ func New(d Deps, groups ...Group) *API {
 	if d.Meter == nil {
 		d.Meter = metering.New(d.Table, metering.Options{Clock: d.Clock, Logger: d.Logger, FlushInterval: -1})
 	}
+	// The plans of the configuration decide the caps of the organisations (contract 3).
+	catalogue := plans.New(d.Config.Billing)
+	if d.PlanCaps == nil {
+		d.PlanCaps = catalogue.Caps
+	}
 	// The limits document serves the level the area index is read at (contract 2), whatever
 	// the configuration says.
 	d.Config.Limits.QueryLevel = events.QueryLevel
@@ -144,6 +152,7 @@ func New(d Deps, groups ...Group) *API {
 		events:  evs,
 		auth:    auth,
 		orgs:    og,
+		billing: newBilling(d, og, catalogue, servesGroup(groups, GroupBilling)),
 		tickets: stream.NewTickets(d.Table, stream.TicketOptions{Clock: d.Clock}),
 	}
 	a.doc = newHTTPAPI(d, b)
@@ -176,6 +185,8 @@ type built struct {
 	auth   *consoleauth.Service
 	// orgs is the console-orgs group: organisations, members, invitations, keys, audit.
 	orgs *orgs.Service
+	// billing is the billing group: plans, summary, checkout, portal, Stripe webhook.
+	billing *billing.Service
 	// tickets mints stream tickets (GroupEvents) and verifies them for apikey.Middleware on
 	// GET /v1/stream (spec 5 stream ticket rules).
 	tickets *stream.Tickets
@@ -240,6 +251,9 @@ func routes(d Deps, a *API, b built, groups ...Group) []httpapi.Route {
 			out = append(out, consoleauth.Routes(b.auth)...)
 		case GroupConsoleOrgs:
 			out = append(out, orgs.Routes(b.orgs)...)
+			out = append(out, usage.Routes(usage.Deps{Orgs: b.orgs, Meter: d.Meter, Keys: d.Keys, Clock: d.Clock})...)
+		case GroupBilling:
+			out = append(out, billing.Routes(b.billing)...)
 		case GroupEvents:
 			out = append(out, events.Routes(events.Deps{
 				Store:     b.events,
