@@ -114,6 +114,26 @@ func TestOtherOrganisationIsNotFound(t *testing.T) {
 	})
 }
 
+// spec 5 and 7: every console-orgs route needs a session: without one, or with an API key,
+// 401 with WWW-Authenticate: Bearer, before anything else is looked at.
+func TestRoutesNeedASession(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, tables.Embedded(t))
+	f := e.fixture("a")
+	r := e.issueKey(f.owner, f.org.OrgID, "sandbox", "not a session")
+	apiKey := decode[orgs.IssuedKey](t, r).Key
+	routes := append(orgRoutes(f.org.OrgID, f.member.id, f.invite.InviteID, f.keyID),
+		request{"POST", "/console/orgs", `{"name":"x"}`}, request{"POST", "/console/invitations/accept", `{"token":"x"}`})
+	for _, token := range []string{"", apiKey, "ses_" + strings.Repeat("A", 43)} {
+		for _, rq := range routes {
+			r := e.call(rq.method, rq.path, token, rq.body)
+			if r.status != http.StatusUnauthorized || r.header.Get("WWW-Authenticate") != "Bearer" {
+				t.Errorf("%s %s with credential %.8q = %s; want 401 with WWW-Authenticate: Bearer", rq.method, rq.path, token, r)
+			}
+		}
+	}
+}
+
 // contract 3 "Roles": a member asking for any owner act gets 403 and nothing changes; a
 // member may read everything (organisation, members, keys, audit) and leave.
 func TestMemberAskingOwnerActsIsForbidden(t *testing.T) {

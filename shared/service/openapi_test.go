@@ -61,7 +61,11 @@ func TestOpenAPIDocumentIsValid(t *testing.T) {
 		"StreamTicketOut",
 		// spec 2.9 and contract 3: usage, vitality and billing
 		"UsageTotals", "UsageDay", "UsageSeries", "Vitality", "PlanPublic", "BillingSummary",
-		"CheckoutPayload", "BillingSessionPublic"} {
+		"CheckoutPayload", "BillingSessionPublic",
+		// contract 3: organisations, members, invitations, keys and audit
+		"Organisation", "OrganisationUpdate", "CreateOrgPayload", "MemberPublic", "MembersList", "MemberUpdate",
+		"InvitePayload", "InvitePublic", "AcceptInvitePayload", "CreateKeyPayload", "ApiKeyPublic", "IssuedKey",
+		"AuditEntryPublic"} {
 		if d.Components.Schemas[name] == nil {
 			t.Errorf("components.schemas lacks %s (contract 1)", name)
 		}
