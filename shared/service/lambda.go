@@ -34,7 +34,7 @@ var LambdaGroups = []Group{GroupMeta, GroupEvents, GroupConsoleAuth, GroupConsol
 
 // SecretsEnv names the variable listing, comma-separated, the Secrets Manager secrets (ARNs or
 // names) a Lambda reads its secret variables from at start. Each secret's value is a JSON
-// object of ROADEVENTS_* variables and their values, for example
+// object of ROADEVENTS_* variables (and the two Stripe keys) and their values, for example
 // {"ROADEVENTS_EVENT_ID_KEY":"<hex>"}; a secret's variable takes precedence over the
 // environment. Secrets therefore never appear in the function's configuration, where anyone
 // allowed to read it would see them (README, "Deploying to AWS").
@@ -174,6 +174,10 @@ func openLambdaTable(ctx context.Context, cfg *config.Config, clk clock.Clock, l
 	return dynamodb.New(ddb.NewFromConfig(awsCfg), cfg.Table, dynamodb.Options{Clock: clk}), nil
 }
 
+// stripeSecrets are the variables outside ROADEVENTS_* a secret may set: the Stripe keys of
+// the billing group (config.Billing, contract 4), which keep Stripe's own names.
+var stripeSecrets = map[string]bool{"STRIPE_SECRET_KEY": true, "STRIPE_WEBHOOK_SECRET": true}
+
 // withSecrets returns getenv overlaid with the variables of the secrets SecretsEnv names.
 func withSecrets(ctx context.Context, getenv func(string) string, api SecretsAPI) (func(string) string, error) {
 	names := strings.FieldsFunc(getenv(SecretsEnv), func(r rune) bool { return r == ',' || r == ' ' })
@@ -199,8 +203,8 @@ func withSecrets(ctx context.Context, getenv func(string) string, api SecretsAPI
 			return nil, fmt.Errorf("%w %s: want a JSON object of string values", ErrLambdaSecret, name)
 		}
 		for k, v := range values {
-			if !strings.HasPrefix(k, "ROADEVENTS_") || k == SecretsEnv {
-				return nil, fmt.Errorf("%w %s: %q is not a ROADEVENTS_ variable", ErrLambdaSecret, name, k)
+			if (!strings.HasPrefix(k, "ROADEVENTS_") && !stripeSecrets[k]) || k == SecretsEnv {
+				return nil, fmt.Errorf("%w %s: %q is not a ROADEVENTS_ variable or a Stripe secret", ErrLambdaSecret, name, k)
 			}
 			vars[k] = v
 		}

@@ -110,6 +110,7 @@ func TestNewLambdaConfiguration(t *testing.T) {
 		"console": `{"ROADEVENTS_AUTH_HASH_KEY":"` + hex32 + `","ROADEVENTS_SEAL_KEY":"` + hex32 + `"}`,
 		"notjson": `hunter2`,
 		"foreign": `{"AWS_REGION":"eu-west-1"}`,
+		"stripe":  `{"STRIPE_SECRET_KEY":"sk_test_x","STRIPE_WEBHOOK_SECRET":"whsec_x"}`,
 	}
 	tests := []struct {
 		name    string
@@ -119,6 +120,8 @@ func TestNewLambdaConfiguration(t *testing.T) {
 	}{
 		{name: "keys from secrets", group: service.GroupMeta,
 			vars: map[string]string{service.SecretsEnv: "ids, console"}},
+		{name: "Stripe keys from secrets", group: service.GroupMeta,
+			vars: map[string]string{service.SecretsEnv: "ids, console, stripe"}},
 		{name: "keys from the environment", group: service.GroupMeta,
 			vars: map[string]string{"ROADEVENTS_EVENT_ID_KEY": hex32, "ROADEVENTS_AUTH_HASH_KEY": hex32, "ROADEVENTS_KMS_KEY_ID": "alias/x"}},
 		{name: "no event id key", group: service.GroupMeta,
