@@ -42,6 +42,7 @@ import (
 
 	"github.com/roadevents/roadevents/shared/clock"
 	"github.com/roadevents/roadevents/shared/metering"
+	"github.com/roadevents/roadevents/shared/orgs"
 	"github.com/roadevents/roadevents/shared/plans"
 	"github.com/roadevents/roadevents/shared/store"
 )
@@ -51,7 +52,8 @@ type Orgs interface {
 	// Access returns the user's role in the organisation and its plan; ok is false when the
 	// user is not a member or there is no such organisation.
 	Access(ctx context.Context, orgID, userID string) (role, plan string, ok bool, err error)
-	// SetPlan moves the organisation to plan id, and its caps with it.
+	// SetPlan moves the organisation to plan id, and its caps with it; an error wrapping
+	// orgs.ErrNotFound means there is no such organisation.
 	SetPlan(ctx context.Context, orgID, planID string) error
 }
 
@@ -176,7 +178,14 @@ func (s *Service) syncPlan(ctx context.Context, org string) error {
 		if !st.hasSubscription() {
 			return nil
 		}
-		if err := s.orgs.SetPlan(ctx, org, effectivePlan(st)); err != nil {
+		err := s.orgs.SetPlan(ctx, org, effectivePlan(st))
+		if errors.Is(err, orgs.ErrNotFound) {
+			// Stripe names an organisation this table does not hold (another deployment on
+			// the same Stripe account): acknowledged, so that Stripe stops retrying.
+			s.log.LogAttrs(ctx, slog.LevelWarn, "billing: subscription of an unknown organisation", slog.String("org_id", org))
+			return nil
+		}
+		if err != nil {
 			return fmt.Errorf("billing: set plan of %s: %w", org, err)
 		}
 		again, err := s.State(ctx, org)

@@ -23,6 +23,7 @@ import (
 	"github.com/roadevents/roadevents/shared/consoleauth"
 	"github.com/roadevents/roadevents/shared/httpapi"
 	"github.com/roadevents/roadevents/shared/metering"
+	"github.com/roadevents/roadevents/shared/orgs"
 	"github.com/roadevents/roadevents/shared/plans"
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
 )
@@ -94,7 +95,7 @@ func (f *fakeOrgs) SetPlan(_ context.Context, orgID, planID string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if _, ok := f.plan[orgID]; !ok {
-		return fmt.Errorf("set plan of %s: no such organisation", orgID)
+		return fmt.Errorf("set plan of %s: %w", orgID, orgs.ErrNotFound)
 	}
 	f.plan[orgID] = planID
 	f.sets = append(f.sets, orgID+"="+planID)
@@ -243,6 +244,7 @@ type rig struct {
 type rigOptions struct {
 	provider billing.Provider // nil: billing unconfigured
 	orgs     billing.Orgs     // nil: a fakeOrgs
+	audit    billing.Auditor  // nil: the rig's auditLog
 	secret   string           // webhook secret; webhookSecret when empty, "-" for none
 }
 
@@ -261,8 +263,12 @@ func newRig(t *testing.T, tab tables.Table, o rigOptions) *rig {
 		secret = ""
 	}
 	r.meter = metering.New(tab, metering.Options{Clock: tab.Clock, FlushInterval: -1})
+	var auditor billing.Auditor = r.audit
+	if o.audit != nil {
+		auditor = o.audit
+	}
 	svc, err := billing.New(tab, billing.Options{
-		Orgs: r.orgs, Audit: r.audit, Meter: r.meter, Plans: testPlans(),
+		Orgs: r.orgs, Audit: auditor, Meter: r.meter, Plans: testPlans(),
 		Provider: o.provider, WebhookSecret: secret, ConsoleURL: consoleURL,
 		Clock: tab.Clock, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
 	})
