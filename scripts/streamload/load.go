@@ -77,6 +77,7 @@ type result struct {
 	PublishP95Ms float64 `json:"publish_p95_ms"`
 	// Connections and memory.
 	OpenErrors      int64   `json:"open_errors"`
+	OpenRetries     int64   `json:"open_retries"` // opens answered bye snapshot_unavailable, then retried
 	StreamErrors    int64   `json:"stream_errors"`
 	OpenSeconds     float64 `json:"open_seconds"`
 	RSSBeforeKiB    int64   `json:"rss_before_kib"`
@@ -95,6 +96,7 @@ type subscriber struct {
 	fromHub   []float32 // milliseconds from the delta's "at", when the hub dispatched it
 	dropped   atomic.Int64
 	received  atomic.Int64
+	retries   int // opens answered bye snapshot_unavailable before one began
 }
 
 // marker starts the description of every event this tool publishes; the number after it
@@ -171,9 +173,11 @@ func run(ctx context.Context, o options, logf func(string, ...any)) (result, err
 		if s.received.Load() < 0 {
 			openErrors.Add(1)
 		}
+		res.OpenRetries += int64(s.retries)
 	}
 	res.OpenErrors = openErrors.Load()
-	logf("%d streams open in %.1f s (%d refused)", o.subscribers, res.OpenSeconds, res.OpenErrors)
+	logf("%d streams open in %.1f s (%d refused, %d opens retried after bye snapshot_unavailable)",
+		o.subscribers, res.OpenSeconds, res.OpenErrors, res.OpenRetries)
 	if res.OpenErrors > 0 {
 		return res, fmt.Errorf("streamload: %d streams could not be opened (last error: %v)", res.OpenErrors, lastErr.Load())
 	}
@@ -328,32 +332,25 @@ func run(ctx context.Context, o options, logf func(string, ...any)) (result, err
 func (s *subscriber) read(ctx context.Context, client *http.Client, o options, sendTimes []atomic.Int64, ready func()) error {
 	readyOnce := sync.OnceFunc(ready)
 	defer readyOnce()
-	q := url.Values{}
-	q.Set("lat", strconv.FormatFloat(s.center.Lat, 'f', -1, 64))
-	q.Set("lon", strconv.FormatFloat(s.center.Lon, 'f', -1, 64))
-	q.Set("radius", strconv.FormatFloat(o.radius, 'f', -1, 64))
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, o.base+"/v1/stream?"+q.Encode(), nil)
-	if err != nil {
-		s.received.Store(-1)
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+o.key)
-	resp, err := client.Do(req)
-	if err != nil {
-		s.received.Store(-1)
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		s.received.Store(-1)
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return fmt.Errorf("GET /v1/stream: %d %s", resp.StatusCode, b)
-	}
-	fr := stream.NewFrameReader(bufio.NewReaderSize(resp.Body, 4096))
-	first, err := fr.Next()
-	if err != nil || first.Event != stream.FrameSnapshot {
-		s.received.Store(-1)
-		return fmt.Errorf("first frame %q: %v", first.Event, err)
+	// A stream that says bye snapshot_unavailable first is opened again after a pause, as
+	// spec 6 tells a client to (DynamoDB Local refuses connections when thousands of streams
+	// read their snapshots at once); the retries are counted.
+	var fr *stream.FrameReader
+	for attempt := 1; ; attempt++ {
+		var body io.Closer
+		var retry bool
+		var err error
+		fr, body, retry, err = s.open(ctx, client, o)
+		if err == nil {
+			defer body.Close()
+			break
+		}
+		if !retry || attempt == maxOpenAttempts || ctx.Err() != nil {
+			s.received.Store(-1)
+			return err
+		}
+		s.retries++
+		sleep(ctx, time.Duration(attempt)*time.Second)
 	}
 	readyOnce()
 	for {
@@ -386,6 +383,41 @@ func (s *subscriber) read(ctx context.Context, client *http.Client, o options, s
 			return errors.New("bye: " + string(f.Data))
 		}
 	}
+}
+
+// maxOpenAttempts bounds how many times a subscriber tries to open its stream.
+const maxOpenAttempts = 5
+
+// open opens the stream of s and reads its snapshot. retry is true when the server said bye
+// snapshot_unavailable instead, which a client answers by reconnecting.
+func (s *subscriber) open(ctx context.Context, client *http.Client, o options) (fr *stream.FrameReader, body io.Closer, retry bool, err error) {
+	q := url.Values{}
+	q.Set("lat", strconv.FormatFloat(s.center.Lat, 'f', -1, 64))
+	q.Set("lon", strconv.FormatFloat(s.center.Lon, 'f', -1, 64))
+	q.Set("radius", strconv.FormatFloat(o.radius, 'f', -1, 64))
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, o.base+"/v1/stream?"+q.Encode(), nil)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	req.Header.Set("Authorization", "Bearer "+o.key)
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		resp.Body.Close()
+		return nil, nil, false, fmt.Errorf("GET /v1/stream: %d %s", resp.StatusCode, b)
+	}
+	fr = stream.NewFrameReader(bufio.NewReaderSize(resp.Body, 4096))
+	first, err := fr.Next()
+	if err != nil || first.Event != stream.FrameSnapshot {
+		resp.Body.Close()
+		var bye stream.ByeData
+		retry = first.Event == stream.FrameBye && json.Unmarshal(first.Data, &bye) == nil && bye.Reason == stream.ReasonSnapshotUnavailable
+		return nil, nil, retry, fmt.Errorf("first frame %q %s: %v", first.Event, first.Data, err)
+	}
+	return fr, resp.Body, false, nil
 }
 
 // timeAfter finds the timestamp that follows tag in a delta (the first occurrence, or the

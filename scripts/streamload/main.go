@@ -240,6 +240,7 @@ func medians(rs []result) []result {
 		for _, r := range g {
 			m.PublishErr += r.PublishErr
 			m.OpenErrors += r.OpenErrors
+			m.OpenRetries += r.OpenRetries
 			m.StreamErrors += r.StreamErrors
 		}
 		out = append(out, m)
