@@ -1,9 +1,11 @@
 package events
 
 import (
+	"cmp"
 	"errors"
 	"hash/maphash"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -43,13 +45,19 @@ type cacheShard struct {
 
 // part is one partition: loaded, its records; not loaded, a place to count writes (gen).
 type part struct {
-	mu      sync.RWMutex
-	gen     uint64 // writes applied or refused since the part was made
-	loaded  bool
-	recs    []cachedRec
-	idx     map[string]int // event id -> index in recs
-	bytes   int64
-	pruneAt int64 // Unix nanoseconds after which expired records are dropped (prune)
+	mu     sync.RWMutex
+	gen    uint64 // writes applied or refused since the part was made
+	loaded bool
+	recs   []cachedRec
+	idx    map[string]int // event id -> index in recs
+	// pts holds the indices in recs of the point records, by latitude, and lines those of
+	// the others: a query scans the points outward from its centre's latitude and stops where
+	// the latitude alone puts them out of its answer (matcher.scan), so a wide query, which
+	// wants the 500 nearest of the thousands of events a coarse cell holds, reads a band of
+	// the cell instead of all of it. Kept in step by every change of recs (place, displace).
+	pts, lines []int32
+	bytes      int64
+	pruneAt    int64 // Unix nanoseconds after which expired records are dropped (prune)
 }
 
 // pruneEvery is how often a loaded partition drops its expired records. The table's TTL
@@ -60,10 +68,14 @@ const pruneEvery = int64(time.Minute)
 // cachedRec is one index item, decoded; its record points into the item's bytes, which
 // nothing modifies.
 type cachedRec struct {
+	// p0 is ext[0], kept inline: it is what a query reads of most records (points), and
+	// following ext to another cache line for each of thousands of records cost more than
+	// the distances.
+	p0  geo.Point
+	cos float64 // cosine of p0's latitude (pointDistance)
 	id  string
 	rec record
 	ext []geo.Point // the record's extent, decoded once
-	cos float64     // cosine of a point's latitude (pointDistance)
 	// A LineString lies between these latitudes (degrees): its vertices' range widened by
 	// half its longest segment, as every point of a segment is within half its length of an
 	// end. matcher.add uses it to skip the exact distance.
@@ -79,7 +91,7 @@ type cachedRec struct {
 // partOverhead what a partition costs, loaded or not: counted so that the limit bounds the
 // cache however many empty cells queries and writes touch.
 const (
-	recOverhead  = 160
+	recOverhead  = 180
 	partOverhead = 256
 )
 
@@ -123,6 +135,11 @@ type ticket struct {
 // view calls fn with the records of pk while they cannot change, when the partition is
 // loaded; otherwise it returns a ticket for fill. now (Unix nanoseconds) decides pruning.
 func (c *partCache) view(pk string, now int64, fn func([]cachedRec)) (hit bool, t ticket) {
+	return c.viewPart(pk, now, func(p *part) { fn(p.recs) })
+}
+
+// viewPart is view giving fn the whole partition: its records and their order (pts, lines).
+func (c *partCache) viewPart(pk string, now int64, fn func(*part)) (hit bool, t ticket) {
 	t.epoch = c.epoch.Load()
 	p := c.get(pk)
 	p.mu.RLock()
@@ -131,7 +148,7 @@ func (c *partCache) view(pk string, now int64, fn func([]cachedRec)) (hit bool, 
 		p.mu.RUnlock()
 		return false, t
 	}
-	fn(p.recs)
+	fn(p)
 	stale := p.pruneAt <= now
 	p.mu.RUnlock()
 	if stale {
@@ -166,12 +183,86 @@ func (p *part) prune(now int64) (freed int64) {
 func (p *part) remove(i int) {
 	delete(p.idx, p.recs[i].id)
 	last := len(p.recs) - 1
+	p.displace(i)
 	if i != last {
+		p.displace(last)
 		p.recs[i] = p.recs[last]
 		p.idx[p.recs[i].id] = i
+		p.place(i)
 	}
 	p.recs[last] = cachedRec{}
 	p.recs = p.recs[:last]
+}
+
+// append adds a record. The caller holds p.mu and adjusts p.bytes.
+func (p *part) append(r cachedRec) {
+	p.idx[r.id] = len(p.recs)
+	p.recs = append(p.recs, r)
+	p.place(len(p.recs) - 1)
+}
+
+// replace puts r in place of record i. The caller holds p.mu and adjusts p.bytes.
+func (p *part) replace(i int, r cachedRec) {
+	p.displace(i)
+	p.recs[i] = r
+	p.place(i)
+}
+
+// place files record i in pts or lines.
+func (p *part) place(i int) {
+	if p.recs[i].rec.n != 1 {
+		p.lines = append(p.lines, int32(i))
+		return
+	}
+	lat := p.recs[i].p0.Lat
+	at, _ := slices.BinarySearchFunc(p.pts, lat, func(j int32, lat float64) int {
+		if p.recs[j].p0.Lat <= lat {
+			return -1 // after every record of the same latitude
+		}
+		return 1
+	})
+	p.pts = slices.Insert(p.pts, at, int32(i))
+}
+
+// displace takes record i out of pts or lines, before it changes or goes.
+func (p *part) displace(i int) {
+	if p.recs[i].rec.n != 1 {
+		if k := slices.Index(p.lines, int32(i)); k >= 0 {
+			last := len(p.lines) - 1
+			p.lines[k] = p.lines[last]
+			p.lines = p.lines[:last]
+		}
+		return
+	}
+	lat := p.recs[i].p0.Lat
+	k, _ := slices.BinarySearchFunc(p.pts, lat, func(j int32, lat float64) int {
+		return cmp.Compare(p.recs[j].p0.Lat, lat)
+	})
+	for ; k < len(p.pts); k++ {
+		if p.pts[k] == int32(i) {
+			p.pts = slices.Delete(p.pts, k, k+1)
+			return
+		}
+	}
+}
+
+// order files every record in pts and lines (a partition just read from the table).
+func (p *part) order() {
+	p.pts, p.lines = make([]int32, 0, len(p.recs)), p.lines[:0]
+	for i := range p.recs {
+		if p.recs[i].rec.n == 1 {
+			p.pts = append(p.pts, int32(i))
+		} else {
+			p.lines = append(p.lines, int32(i))
+		}
+	}
+	slices.SortStableFunc(p.pts, func(a, b int32) int { return cmp.Compare(p.recs[a].p0.Lat, p.recs[b].p0.Lat) })
+}
+
+// reset empties the partition (not loaded). The caller holds p.mu and adjusts the cache's
+// size.
+func (p *part) reset() {
+	p.loaded, p.recs, p.idx, p.bytes, p.pts, p.lines = false, nil, nil, 0, nil, nil
 }
 
 // fill stores the records read from the table for a ticket's partition, unless a write or an
@@ -189,6 +280,7 @@ func (c *partCache) fill(t ticket, recs []cachedRec) {
 		for i, r := range recs {
 			t.p.idx[r.id] = i
 		}
+		t.p.order()
 	}
 	t.p.mu.Unlock()
 	if ok && c.size.Add(bytes) > c.limit {
@@ -219,12 +311,12 @@ func (c *partCache) apply(ops []store.Op, err error, now int64) {
 		case !p.loaded:
 		case err != nil:
 			delta -= p.bytes
-			p.loaded, p.recs, p.idx, p.bytes = false, nil, nil, 0
+			p.reset()
 		case op.Kind == store.OpPut:
 			r, perr := cacheRecord(op.Item)
 			if perr != nil {
 				delta -= p.bytes
-				p.loaded, p.recs, p.idx, p.bytes = false, nil, nil, 0
+				p.reset()
 				break
 			}
 			delta += r.size
@@ -232,10 +324,9 @@ func (c *partCache) apply(ops []store.Op, err error, now int64) {
 			if i, ok := p.idx[k.SK]; ok {
 				delta -= p.recs[i].size
 				p.bytes -= p.recs[i].size
-				p.recs[i] = r
+				p.replace(i, r)
 			} else {
-				p.idx[k.SK] = len(p.recs)
-				p.recs = append(p.recs, r)
+				p.append(r)
 			}
 		case op.Kind == store.OpDelete:
 			if i, ok := p.idx[k.SK]; ok {
@@ -268,7 +359,7 @@ func (c *partCache) evict() {
 			}
 			p.mu.Lock()
 			c.size.Add(-p.bytes - partOverhead)
-			p.loaded, p.recs, p.idx, p.bytes = false, nil, nil, 0
+			p.reset()
 			p.mu.Unlock()
 			delete(sh.parts, pk)
 		}
@@ -285,7 +376,7 @@ func cacheRecord(it store.Item) (cachedRec, error) {
 	}
 	id := it.String(store.AttrSK)
 	ext := r.extent()
-	c := cachedRec{id: id, rec: r, ext: ext, cos: math.Cos(ext[0].Lat * degToRad),
+	c := cachedRec{id: id, rec: r, ext: ext, p0: ext[0], cos: math.Cos(ext[0].Lat * degToRad),
 		latLo: ext[0].Lat, latHi: ext[0].Lat, size: int64(len(d)+len(id)+16*r.n) + recOverhead}
 	if len(ext) == 1 {
 		return c, nil

@@ -188,11 +188,9 @@ func (s *Store) readWave(ctx context.Context, pks []string, m *matcher, res *Are
 			missed = append(missed, pk)
 			continue
 		}
-		hit, t := s.cache.view(pk, m.now, func(recs []cachedRec) {
-			res.ItemsRead += len(recs)
-			for i := range recs {
-				m.add(&recs[i])
-			}
+		hit, t := s.cache.viewPart(pk, m.now, func(p *part) {
+			res.ItemsRead += len(p.recs)
+			m.scan(p)
 		})
 		if hit {
 			res.Cached++
@@ -361,6 +359,51 @@ func (m *matcher) pointDistance(p geo.Point, cosLat float64) float64 {
 	return 2 * geo.EarthRadius * math.Asin(math.Sqrt(min(h, 1)))
 }
 
+// scan considers the records of a cached partition: its LineStrings, then its points outward
+// from the centre's latitude (part.pts), nearest latitude first, stopping on each side at the
+// first point that add would refuse for its latitude alone, outside the circle's band or,
+// once limit events are found, farther along the meridian than the limit-th: every point
+// beyond it on that side is farther still, and the bound only shrinks. So scan adds what add
+// would keep of every record, in another order, which the answer does not depend on (result
+// sorts and keeps the newest copy); a wide query reads a band of each cell.
+func (m *matcher) scan(p *part) {
+	recs, pts := p.recs, p.pts
+	for _, i := range p.lines {
+		m.add(&recs[i])
+	}
+	lat := m.center.Lat
+	hi, _ := slices.BinarySearchFunc(pts, lat, func(j int32, lat float64) int {
+		return cmp.Compare(recs[j].p0.Lat, lat)
+	})
+	lo := hi - 1
+	// beyond tells whether a point, and every point farther from the centre's latitude on
+	// its side, is refused by add for its latitude.
+	beyond := func(p geo.Point) bool {
+		return p.Lat < m.latLo || p.Lat > m.latHi ||
+			len(m.top) == m.limit && math.Abs(p.Lat-lat)*degToRad*geo.EarthRadius > m.top[0]
+	}
+	for lo >= 0 || hi < len(pts) {
+		// Take the side whose next point is nearer the centre's latitude.
+		if hi >= len(pts) || lo >= 0 && lat-recs[pts[lo]].p0.Lat < recs[pts[hi]].p0.Lat-lat {
+			c := &recs[pts[lo]]
+			if beyond(c.p0) {
+				lo = -1
+				continue
+			}
+			m.add(c)
+			lo--
+			continue
+		}
+		c := &recs[pts[hi]]
+		if beyond(c.p0) {
+			hi = len(pts)
+			continue
+		}
+		m.add(c)
+		hi++
+	}
+}
+
 // add considers one index record.
 func (m *matcher) add(c *cachedRec) {
 	r := &c.rec
@@ -377,7 +420,7 @@ func (m *matcher) add(c *cachedRec) {
 	if r.n == 1 {
 		// A point is under one cell of a level: it is measured once, and the rare copy read
 		// across a concurrent change is dropped by result.
-		p := c.ext[0]
+		p := c.p0
 		if m.outside(p) {
 			return
 		}
