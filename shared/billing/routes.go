@@ -46,7 +46,7 @@ var (
 		schema.Req("plan", plans.PublicSchema),
 		schema.Req("period_start", schema.Date().Describe("First day of the current calendar month (UTC).")),
 		schema.Req("period_end", schema.Date().Describe("Last day of the current calendar month (UTC).")),
-		schema.Req("totals", usage.TotalsSchema.Describe("Live traffic of the month so far.")),
+		schema.Req("totals", usage.TotalsSchema), // live traffic of the month so far
 		schema.Req("included_reads", schema.Integer().OrNull()),
 		schema.Req("billing_configured", schema.Boolean().WithDefault(false)),
 		schema.Req("subscription_active", schema.Boolean().WithDefault(false)),

@@ -1,0 +1,77 @@
+package usage_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/roadevents/roadevents/shared/apikey"
+	"github.com/roadevents/roadevents/shared/consoleauth"
+	"github.com/roadevents/roadevents/shared/httpapi"
+	"github.com/roadevents/roadevents/shared/mail"
+	"github.com/roadevents/roadevents/shared/metering"
+	"github.com/roadevents/roadevents/shared/orgs"
+	"github.com/roadevents/roadevents/shared/store/storetest/tables"
+	"github.com/roadevents/roadevents/shared/usage"
+)
+
+type discard struct{}
+
+func (discard) Send(context.Context, mail.Message) error { return nil }
+
+type users struct{}
+
+func (users) User(_ context.Context, id string) (consoleauth.User, error) {
+	return consoleauth.User{ID: id}, nil
+}
+
+type noTOTP struct{}
+
+func (noTOTP) VerifyTOTP(context.Context, string, string) error { return consoleauth.ErrTOTPNotEnabled }
+
+// With the real organisations: the creator of an organisation reads its usage and vitality,
+// a signed-in stranger gets 404 for both (spec 4.3), as does anyone for an unknown id.
+func TestUsageWithRealOrganisations(t *testing.T) {
+	t.Parallel()
+	tab := tables.Embedded(t)
+	keys := apikey.New(tab, apikey.Options{Clock: tab.Clock})
+	og, err := orgs.New(tab, orgs.Options{Clock: tab.Clock, Mailer: discard{}, Keys: keys, Users: users{}, TOTP: noTOTP{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	org, err := og.CreateOrg(context.Background(), orgs.Actor{UserID: "usr_owner"}, "Fleet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := httpapi.New(httpapi.Config{
+		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
+		Middleware: []httpapi.RouteMiddleware{consoleauth.Middleware(sessions{
+			tokenOwner:    {User: consoleauth.User{ID: "usr_owner"}},
+			tokenOutsider: {User: consoleauth.User{ID: "usr_outsider"}},
+		})},
+	})
+	api.Handle(usage.Routes(usage.Deps{
+		Orgs: og, Keys: keys, Clock: tab.Clock,
+		Meter: metering.New(tab, metering.Options{Clock: tab.Clock, FlushInterval: -1}),
+	})...)
+	srv := httptest.NewServer(api.Handler())
+	defer srv.Close()
+	r := &rig{srv: srv}
+	for _, tc := range []struct {
+		name, token, path string
+		want              int
+	}{
+		{"owner reads usage", tokenOwner, "/console/orgs/" + org.OrgID + "/usage", http.StatusOK},
+		{"owner reads vitality", tokenOwner, "/console/orgs/" + org.OrgID + "/vitality", http.StatusOK},
+		{"stranger reads usage", tokenOutsider, "/console/orgs/" + org.OrgID + "/usage", http.StatusNotFound},
+		{"stranger reads vitality", tokenOutsider, "/console/orgs/" + org.OrgID + "/vitality", http.StatusNotFound},
+		{"unknown organisation", tokenOwner, "/console/orgs/org_unknown/usage", http.StatusNotFound},
+	} {
+		if got := r.get(t, tc.token, tc.path, nil); got != tc.want {
+			t.Errorf("%s: GET %s = %d; want %d", tc.name, tc.path, got, tc.want)
+		}
+	}
+}
