@@ -18,6 +18,19 @@ import { Members } from './pages/members';
 import { Billing } from './pages/billing';
 import { Audit } from './pages/audit';
 
+/**
+ * captureInvite moves an invitation token from the URL fragment (#token=..., the e-mailed link)
+ * to sessionStorage, where it waits across sign-in, and takes it out of the address bar at once.
+ * It runs before the first render so the sign-in page can say an invitation is waiting.
+ */
+export function captureInvite() {
+  const m = /(?:^#|&)token=([^&]+)/.exec(location.hash);
+  if (m) {
+    pendingInvite.set(decodeURIComponent(m[1]));
+    history.replaceState(null, '', location.pathname);
+  }
+}
+
 type Phase = { kind: 'checking' } | { kind: 'signed-out'; message?: string } | { kind: 'signed-in'; me: Me };
 
 /** App is the whole console. */
@@ -37,16 +50,6 @@ export function App({ apiBase }: { apiBase: string }) {
     token.set(null);
     setPhase({ kind: 'signed-out', message });
   };
-
-  // The invitation token arrives in the fragment (#token=...): keep it in sessionStorage
-  // across sign-in and take it out of the address bar at once.
-  useEffect(() => {
-    const m = /(?:^#|&)token=([^&]+)/.exec(location.hash);
-    if (m) {
-      pendingInvite.set(decodeURIComponent(m[1]));
-      history.replaceState(null, '', location.pathname);
-    }
-  }, []);
 
   useEffect(() => {
     if (phase.kind !== 'checking') return;

@@ -1,7 +1,7 @@
 // Entry point: read the deployment's config.json (the API address), then render. The app
 // checks the session before it renders anything signed-in (no flash of unauthenticated content).
 import { render } from 'preact';
-import { App } from './app';
+import { App, captureInvite } from './app';
 import './style.css';
 
 interface Config {
@@ -18,6 +18,7 @@ async function loadConfig(): Promise<Config> {
   return {};
 }
 
+captureInvite();
 loadConfig().then((cfg) => {
   const base = cfg.api_base ?? import.meta.env.VITE_API_BASE ?? '';
   render(<App apiBase={base} />, document.getElementById('app')!);

@@ -1,0 +1,304 @@
+// The console in a real browser (issue 9, "Must show"): a new user signs up through the outbox,
+// creates an organisation, turns on TOTP with a code computed from the displayed secret, signs
+// in again with a recovery code, issues a sandbox key, sees usage rise after calls with it,
+// invites a colleague who accepts in a second browser context (a phone-sized one), and
+// revokes the key. Every main page is saved to test/browser/screenshots/.
+//
+// Run: cd web && npm ci && npm run browser-test (scripts/test.sh does, after go test).
+import assert from 'node:assert/strict';
+import { mkdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { launch, Outbox, screenshots, startServer, TotpDevice, totp } from './harness.mjs';
+
+const OWNER = 'owner@example.test';
+const COLLEAGUE = 'colleague@example.test';
+const ORG = 'Northwind Fleet';
+
+let server;
+let browser;
+let outbox;
+
+before(async () => {
+  rmSync(screenshots, { recursive: true, force: true });
+  mkdirSync(screenshots, { recursive: true });
+  server = await startServer();
+  outbox = new Outbox(server.data);
+  browser = await launch();
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.stop();
+});
+
+/** shot saves a full-page screenshot of a main page. */
+async function shot(page, name) {
+  await page.screenshot({ path: join(screenshots, name + '.png'), fullPage: true });
+}
+
+/** signIn goes through the e-mailed code; it stops where the code is accepted. */
+async function signIn(page, email) {
+  await page.getByLabel('E-mail address').fill(email);
+  await page.getByRole('button', { name: 'Send me a code' }).click();
+  await page.getByRole('heading', { name: 'Check your e-mail' }).waitFor();
+  await page.getByLabel('Code', { exact: true }).fill(await outbox.code(email));
+  await page.getByRole('button', { name: 'Sign in' }).click();
+}
+
+/** v1 calls the public interface with an API key. */
+async function v1(method, path, key, body) {
+  const res = await fetch(server.base + path, {
+    method,
+    headers: { Authorization: 'Bearer ' + key, 'Content-Type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return res.status;
+}
+
+test('RFC 6238 test vector', () => {
+  // Secret "12345678901234567890", T = 59 s: 94287082, whose last six digits are the code.
+  assert.equal(totp('GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ', 1), '287082');
+});
+
+test('the console, from sign-up to a revoked key', async (t) => {
+  const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  await ctx.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server.base });
+  ctx.setDefaultTimeout(10000);
+  const page = await ctx.newPage();
+  const pageErrors = [];
+  page.on('pageerror', (e) => pageErrors.push(e.message));
+  let device;
+  let recovery;
+  let rawKey;
+  let orgUrl;
+  // The steps build on each other: after a failure the rest are skipped, not failed again.
+  let broken = false;
+  const step = (name, fn) =>
+    t.test(name, { skip: broken && 'an earlier step failed' }, async () => {
+      try {
+        await fn();
+      } catch (e) {
+        broken = true;
+        await shot(page, 'failed-' + name.replace(/\W+/g, '-').slice(0, 40)).catch(() => {});
+        throw e;
+      }
+    });
+
+  await step('a new user signs up with the code from the outbox', async () => {
+    await page.goto(server.base + '/app/');
+    await page.getByRole('heading', { name: 'Sign in to the road events console' }).waitFor();
+    await shot(page, '01-sign-in');
+    await page.getByLabel('E-mail address').fill(OWNER);
+    await page.getByRole('button', { name: 'Send me a code' }).click();
+    await page.getByRole('heading', { name: 'Check your e-mail' }).waitFor();
+    // Locally the page says where the code is.
+    await page.getByText('./data/outbox').waitFor();
+    await shot(page, '02-enter-code');
+    // A wrong code is refused next to the form, and the right one then works.
+    await page.getByLabel('Code', { exact: true }).fill('000000');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.locator('.alert.error').waitFor();
+    await page.getByLabel('Code', { exact: true }).fill(await outbox.code(OWNER));
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { name: 'Create an organisation' }).waitFor();
+    await shot(page, '03-create-organisation');
+  });
+
+  await step('creates an organisation', async () => {
+    // An empty name is refused by the form before any request.
+    await page.getByRole('button', { name: 'Create organisation' }).click();
+    await page.getByText('A name has 1 to 80 characters.').waitFor();
+    await page.getByLabel('Organisation name').fill(ORG);
+    await page.getByRole('button', { name: 'Create organisation' }).click();
+    await page.getByRole('heading', { name: ORG, level: 1 }).waitFor();
+    await page.getByRole('heading', { name: 'Is our integration alive?' }).waitFor();
+    await page.getByText('No live traffic yet').waitFor();
+    orgUrl = page.url().replace(/\/overview$/, '');
+    assert.match(orgUrl, /\/app\/orgs\/[^/]+$/);
+    await shot(page, '04-overview-no-traffic');
+  });
+
+  await step('enables TOTP with a code computed from the displayed secret', async () => {
+    await page.getByRole('link', { name: OWNER }).click();
+    await page.getByRole('heading', { name: 'Your account' }).waitFor();
+    await page.getByRole('button', { name: 'Set up two-factor authentication' }).click();
+    const secret = (await page.getByTestId('totp-secret').textContent()).trim();
+    assert.match(secret, /^[A-Z2-7]+=*$/);
+    await page.locator('.qr svg').waitFor();
+    await shot(page, '05-totp-setup');
+    device = new TotpDevice(secret);
+    await page.getByLabel('Code from the app').fill(await device.code());
+    await page.getByRole('button', { name: 'Turn on two-factor authentication' }).click();
+    const codes = page.getByTestId('recovery-codes').locator('li');
+    await codes.first().waitFor();
+    assert.equal(await codes.count(), 10);
+    recovery = (await codes.first().textContent()).trim();
+    await page.getByRole('button', { name: 'Copy codes' }).click();
+    await page.getByText('Copied').waitFor();
+    await shot(page, '06-recovery-codes');
+    await page.getByRole('button', { name: 'I have saved them' }).click();
+    await page.getByText('Recovery codes left:').waitFor();
+    assert.equal(await page.getByTestId('recovery-codes').count(), 0, 'the recovery codes are shown once');
+  });
+
+  await step('signs in again through the TOTP challenge with a recovery code', async () => {
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByRole('heading', { name: 'Sign in to the road events console' }).waitFor();
+    await signIn(page, OWNER);
+    await page.getByRole('heading', { name: 'Two-factor authentication' }).waitFor();
+    await page.getByRole('button', { name: 'Use a recovery code instead' }).click();
+    await shot(page, '07-totp-challenge');
+    await page.getByLabel('Recovery code').fill(recovery);
+    await page.getByRole('button', { name: 'Verify' }).click();
+    // Back on the page the user was on, then to the organisation last opened.
+    await page.getByRole('heading', { name: 'Your account' }).waitFor();
+    await page.getByText('Recovery codes left: 9 of 10.').waitFor();
+    await page.getByRole('link', { name: 'Road events console' }).click();
+    await page.getByRole('heading', { name: ORG, level: 1 }).waitFor();
+  });
+
+  await step('issues a sandbox key with a TOTP step-up, shown once', async () => {
+    await page.getByRole('link', { name: 'API keys' }).click();
+    await page.getByRole('heading', { name: 'API keys' }).waitFor();
+    await page.getByText('No keys yet.').waitFor();
+    const details = page.locator('details', { hasText: 'Issue a new key' });
+    if (!(await details.evaluate((d) => d.open))) await page.getByText('Issue a new key').click();
+    // Without the label the field says so, next to it.
+    await page.getByRole('button', { name: 'Issue key' }).click();
+    await page.getByText('Give the key a label').waitFor();
+    await page.getByLabel('Label').fill('Fleet app (test)');
+    await page.getByRole('radio', { name: /Sandbox/ }).check();
+    await page.getByLabel('Authenticator code').fill(await device.code());
+    await page.getByRole('button', { name: 'Issue key' }).click();
+    rawKey = (await page.getByTestId('raw-key').textContent()).trim();
+    assert.match(rawKey, /^svc_[A-Za-z0-9]{43}$/);
+    await page.getByText('It is shown only once').waitFor();
+    const row = page.locator('tbody tr', { hasText: 'Fleet app (test)' });
+    await row.waitFor();
+    assert.match(await row.textContent(), /sandbox/);
+    assert.ok((await row.textContent()).includes(rawKey.slice(0, 8)), 'the list shows the prefix');
+    assert.ok(!(await row.textContent()).includes(rawKey), 'the list never shows the raw key');
+    await shot(page, '08-key-issued');
+    await page.getByRole('button', { name: 'I have copied it' }).click();
+    assert.equal(await page.getByTestId('raw-key').count(), 0);
+  });
+
+  await step('sees usage rise after calls made with the key', async () => {
+    const ev = { type: 'object_on_road', lat: 48.85661, lon: 2.35222, description: 'Browser test' };
+    assert.equal(await v1('POST', '/v1/events', rawKey, ev), 201);
+    for (let i = 0; i < 3; i++) assert.equal(await v1('GET', '/v1/events?lat=48.8566&lon=2.3522&radius=500', rawKey), 200);
+
+    await page.getByRole('link', { name: 'Usage' }).click();
+    await page.getByRole('heading', { name: 'Usage', level: 2 }).waitFor();
+    await page.getByRole('button', { name: 'Sandbox' }).click();
+    await page.getByRole('button', { name: '7 days' }).click();
+    // The meter writes its counts every few seconds (shared/metering): refresh until they show.
+    const reads = page.getByTestId('total-reads');
+    const deadline = Date.now() + 30000;
+    for (;;) {
+      await page.getByRole('heading', { name: /^Totals, .* \(sandbox\)$/ }).waitFor();
+      if (Number((await reads.textContent()).replace(/\D/g, '')) >= 3) break;
+      assert.ok(Date.now() < deadline, `sandbox reads still ${await reads.textContent()} after 30 s`);
+      await new Promise((r) => setTimeout(r, 1000));
+      await page.getByRole('button', { name: 'Refresh' }).click();
+    }
+    assert.ok(Number((await page.getByTestId('total-publishes').textContent()).replace(/\D/g, '')) >= 1);
+    await page.locator('.chart canvas').first().waitFor();
+    await shot(page, '09-usage');
+
+    await page.getByRole('link', { name: 'Overview' }).click();
+    await page.getByRole('button', { name: 'Sandbox' }).click();
+    await page.getByText(/Last call .* with key Fleet app \(test\)/).waitFor();
+    await shot(page, '10-vitality');
+  });
+
+  await step('invites a colleague who accepts in a second browser context', async () => {
+    await page.getByRole('link', { name: 'Members' }).click();
+    await page.getByRole('heading', { name: 'Members', level: 2 }).waitFor();
+    await page.getByText('Invite someone').click();
+    await page.getByLabel('E-mail address').fill(COLLEAGUE);
+    await page.getByLabel('Role', { exact: true }).selectOption('member');
+    await page.getByRole('button', { name: 'Send invitation' }).click();
+    await page.getByText(`Invitation sent to ${COLLEAGUE}.`).waitFor();
+    await page.locator('tbody tr', { hasText: COLLEAGUE }).waitFor();
+    await shot(page, '11-members-invited');
+
+    const mail = await outbox.next(COLLEAGUE);
+    const m = /(http:\/\/\S+\/app\/accept-invite#token=[^\s<>"]+)/.exec(mail);
+    assert.ok(m, `no invitation link in the e-mail:\n${mail}`);
+
+    // The colleague reads mail on a phone.
+    const ctxB = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
+    ctxB.setDefaultTimeout(10000);
+    const pageB = await ctxB.newPage();
+    pageB.on('pageerror', (e) => pageErrors.push('colleague: ' + e.message));
+    await pageB.goto(m[1]);
+    await pageB.getByText('You have an invitation to an organisation.').waitFor();
+    assert.ok(!pageB.url().includes('token'), `the token stays out of the address bar: ${pageB.url()}`);
+    await shot(pageB, '12-invitation-sign-in-phone');
+    await signIn(pageB, COLLEAGUE);
+    await pageB.getByRole('heading', { name: 'Join an organisation' }).waitFor();
+    await shot(pageB, '13-accept-invitation-phone');
+    await pageB.getByRole('button', { name: 'Accept the invitation' }).click();
+    await pageB.getByRole('heading', { name: ORG, level: 1 }).waitFor();
+    await pageB.getByText('your role member').waitFor();
+    // A member sees keys but cannot issue or revoke them.
+    await pageB.getByRole('link', { name: 'API keys' }).click();
+    await pageB.getByText('Only owners can issue and revoke keys.').waitFor();
+    await pageB.locator('tbody tr', { hasText: 'Fleet app (test)' }).waitFor();
+    await shot(pageB, '14-member-keys-phone');
+    await pageB.getByRole('link', { name: 'Billing' }).click();
+    await pageB.getByText('You are a member: only owners can change the plan').waitFor();
+    await ctxB.close();
+
+    await page.reload();
+    await page.locator('tbody tr', { hasText: COLLEAGUE }).getByText('(you)').waitFor({ state: 'detached' });
+    const row = page.locator('tbody tr', { hasText: COLLEAGUE }).first();
+    await row.waitFor();
+    assert.equal(await row.getByRole('combobox').inputValue(), 'member');
+    assert.match(await page.getByText('Pending invitations').locator('xpath=following-sibling::*[1]').textContent(), /None/);
+  });
+
+  await step('billing and audit pages', async () => {
+    await page.getByRole('link', { name: 'Billing' }).click();
+    await page.getByRole('heading', { name: 'Plan and billing' }).waitFor();
+    await page.getByText(/Current plan:/).waitFor();
+    await shot(page, '15-billing');
+    await page.getByRole('link', { name: 'Audit log' }).click();
+    await page.getByRole('heading', { name: 'Audit log' }).waitFor();
+    for (const action of ['org.created', 'auth.totp_enabled', 'key.issued', 'member.invited', 'invitation.accepted']) {
+      await page.getByRole('cell', { name: action, exact: true }).first().waitFor();
+    }
+    await shot(page, '16-audit');
+  });
+
+  await step('revokes the key after a confirmation, and the key stops working', async () => {
+    await page.getByRole('link', { name: 'API keys' }).click();
+    const row = page.locator('tbody tr', { hasText: 'Fleet app (test)' });
+    await row.getByRole('button', { name: 'Revoke' }).click();
+    // Nothing happens before the confirmation.
+    assert.equal(await v1('GET', '/v1/events?lat=48.8566&lon=2.3522', rawKey), 200);
+    await row.getByRole('button', { name: 'Yes, revoke' }).click();
+    await page.getByText('is revoked: requests with it are refused from now on.').waitFor();
+    await row.getByText(/^Revoked/).waitFor();
+    assert.equal(await v1('GET', '/v1/events?lat=48.8566&lon=2.3522', rawKey), 401);
+    await shot(page, '17-key-revoked');
+  });
+
+  await step('an ended session goes back to sign-in', async () => {
+    // Logout elsewhere ends every token of the user (spec 5): the page's next call is a 401,
+    // which brings the sign-in page back with a reason.
+    const tok = await page.evaluate(() => sessionStorage.getItem('roadevents.session'));
+    assert.match(tok, /^ses_/);
+    const res = await fetch(server.base + '/console/auth/logout', { method: 'POST', headers: { Authorization: 'Bearer ' + tok } });
+    assert.equal(res.status, 200);
+    await page.getByRole('link', { name: 'Usage' }).click();
+    await page.getByRole('heading', { name: 'Sign in to the road events console' }).waitFor();
+    await page.getByText('Your session has ended. Please sign in again.').waitFor();
+    await shot(page, '18-session-ended');
+  });
+
+  assert.deepEqual(pageErrors, [], 'no script errors in the pages');
+  await ctx.close();
+});
