@@ -16,6 +16,9 @@
 # Environment (defaults in brackets):
 #   STORES ["embedded dynamodb"]   SUBSCRIBERS ["1000 10000"]   RUNS [3]
 #   RATE [200]  DURATION [20s]  RADIUS [1000]  SEED [1]  KEEP_LOG (set: keep the server logs)
+#   POLL_INTERVAL [250ms]: ROADEVENTS_STREAM_POLL_INTERVAL of the DynamoDB runs. One server reads
+#   the stream here, so it may use the whole per-shard read budget: 250 ms is the README's
+#   setting for a deployment with one streamer task; the default, 400 ms, is for two.
 # Everything listens on loopback; each run is bounded (streamload -duration and -settle, and a
 # timeout around it). DynamoDB Local is fetched on first use (scripts/dynamodb-local.sh install)
 # and each run gets a fresh instance of its own, apart from any instance the tests share; the
@@ -32,6 +35,7 @@ rate=${RATE:-200}
 duration=${DURATION:-20s}
 radius=${RADIUS:-1000}
 seed=${SEED:-1}
+poll=${POLL_INTERVAL:-250ms}
 
 log() { printf '\n== %s\n' "$*"; }
 
@@ -75,7 +79,7 @@ echo "memory: $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo 2
 echo "open files: $(ulimit -n)"
 go version
 echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' (with local changes)')"
-echo "STORES='$stores' SUBSCRIBERS='$sizes' RUNS=$runs RATE=$rate DURATION=$duration RADIUS=$radius SEED=$seed"
+echo "STORES='$stores' SUBSCRIBERS='$sizes' RUNS=$runs RATE=$rate DURATION=$duration RADIUS=$radius SEED=$seed POLL_INTERVAL=$poll"
 
 max_subscribers=0
 for n in $sizes; do ((n > max_subscribers)) && max_subscribers=$n; done
@@ -143,6 +147,7 @@ for store in $stores; do
 	if [[ $store == dynamodb ]]; then
 		settle=15s
 		export AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local
+		export ROADEVENTS_STREAM_POLL_INTERVAL=$poll
 	fi
 	for n in $sizes; do
 		for run in $(seq 1 "$runs"); do
@@ -158,7 +163,7 @@ for store in $stores; do
 				export AWS_ENDPOINT_URL_DYNAMODB=$endpoint AWS_ENDPOINT_URL_DYNAMODB_STREAMS=$endpoint
 			fi
 			start_server "$store" "$n-$run"
-			echo "server on $base (pid $server_pid)"
+			echo "server on $base (pid $server_pid); load average before the run: $(cut -d' ' -f1-3 /proc/loadavg)"
 			# In the background and waited for, so that Ctrl-C stops the run at once.
 			timeout 900 "$tmp/streamload" run -base "$base" -subscribers "$n" -rate "$rate" \
 				-duration "$duration" -radius "$radius" -settle "$settle" -seed "$((seed + run))" \
@@ -166,6 +171,7 @@ for store in $stores; do
 			load_pid=$!
 			wait "$load_pid" || echo "streamload failed" >&2
 			load_pid=
+			echo "load average after the run: $(cut -d' ' -f1-3 /proc/loadavg)"
 			grep -v '^{"phase"' "$tmp/out" || true
 			grep '^{"phase"' "$tmp/out" >>"$results" || true
 			stop_server
