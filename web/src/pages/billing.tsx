@@ -92,18 +92,22 @@ export function Billing({ org }: { org: Organisation }) {
                         <p>
                           <strong>Your plan</strong>
                         </p>
-                      ) : p.self_serve && p.monthly_price_cents ? (
-                        owner && b.billing_configured && !b.subscription_active ? (
-                          <button type="button" class="primary" onClick={() => go(() => client.checkout(org.org_id, p.plan_id))} disabled={busy}>
-                            Choose {p.name}
-                          </button>
-                        ) : owner && b.subscription_active ? (
+                      ) : p.self_serve && b.billing_configured ? (
+                        owner && b.subscription_active ? (
                           <button type="button" onClick={() => go(() => client.portal(org.org_id))} disabled={busy}>
                             Change in the billing portal
                           </button>
-                        ) : null
-                      ) : !p.self_serve ? (
+                        ) : owner ? (
+                          <button type="button" class="primary" onClick={() => go(() => client.checkout(org.org_id, p.plan_id))} disabled={busy}>
+                            Choose {p.name}
+                          </button>
+                        ) : (
+                          <p class="muted small">An owner can choose this plan.</p>
+                        )
+                      ) : p.monthly_price_cents === null ? (
                         <p class="muted small">Sales-led: contact us.</p>
+                      ) : !b.billing_configured ? (
+                        <p class="muted small">Not available here while billing is off.</p>
                       ) : null}
                     </li>
                   ))}
