@@ -27,6 +27,7 @@ trap cleanup EXIT INT TERM
 log "checking tools"
 go version
 java -version 2>&1 | head -n 1
+echo "node $(node --version), npm $(npm --version)"
 
 log "starting DynamoDB Local"
 ROADEVENTS_DYNAMODB_ENDPOINT=$("$root/scripts/dynamodb-local.sh" start)
@@ -38,6 +39,18 @@ log "starting stripe-mock"
 ROADEVENTS_STRIPE_MOCK=$("$root/scripts/stripe-mock.sh" start)
 export ROADEVENTS_STRIPE_MOCK
 echo "stripe-mock at $ROADEVENTS_STRIPE_MOCK"
+
+log "console: npm ci && npm run build in web/, which must equal the committed web/dist"
+# go build embeds web/dist (package web), so the committed files are what ships.
+(cd web && npm ci --no-audit --no-fund && npm run build)
+if [ -n "$(git status --porcelain -- web/dist)" ]; then
+	git status --short -- web/dist
+	echo "web/dist differs from a fresh build: run npm ci && npm run build in web/ and commit web/dist" >&2
+	exit 1
+fi
+
+log "console unit tests (Vitest)"
+(cd web && npm test)
 
 log "go vet"
 go vet ./...
@@ -54,3 +67,13 @@ go test -race -count=1 -timeout 30m -json ${TEST_ARGS:-} ./... 2>&1 |
 
 log "fuzzing the JSON decoder for $fuzztime"
 go test -run '^$' -fuzz '^FuzzDecodeJSON$' -fuzztime "$fuzztime" ./shared/httpapi
+
+log "console browser tests (Debian's Chromium, playwright-core)"
+# Never a downloaded browser: Debian's package, installed here when missing.
+if [ ! -x /usr/bin/chromium ]; then
+	sudo_cmd=""
+	[ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+	$sudo_cmd apt-get update
+	$sudo_cmd apt-get install -y --no-install-recommends chromium
+fi
+(cd web && npm run browser-test)
