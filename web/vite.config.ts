@@ -6,6 +6,12 @@ import { defineConfig } from 'vite';
 // committed dist/ must equal a fresh `npm ci && npm run build` (scripts/test.sh checks).
 export default defineConfig({
   base: '/app/',
+  // `npm run dev` proxies the API to a running service, so the console stays same-origin.
+  server: {
+    proxy: Object.fromEntries(
+      ['/console', '/v1', '/health'].map((p) => [p, process.env.ROADEVENTS_API ?? 'http://127.0.0.1:8080']),
+    ),
+  },
   build: {
     outDir: 'dist',
     emptyOutDir: true,

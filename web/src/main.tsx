@@ -20,6 +20,6 @@ async function loadConfig(): Promise<Config> {
 
 captureInvite();
 loadConfig().then((cfg) => {
-  const base = cfg.api_base ?? import.meta.env.VITE_API_BASE ?? '';
+  const base = cfg.api_base || import.meta.env.VITE_API_BASE || '';
   render(<App apiBase={base} />, document.getElementById('app')!);
 });
