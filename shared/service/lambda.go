@@ -258,6 +258,14 @@ func GroupRoutes(group Group) []httpapi.Route {
 	return New(Deps{Table: routesOnlyTable{}, Logger: logger, Mailer: noMailer{}}, group).Routes()
 }
 
+// Document returns the API document of every group (what GET /openapi.json serves), built
+// without a store like GroupRoutes: the CDK app's tests check that every documented route
+// is wired.
+func Document() []byte {
+	logger := slog.New(slog.DiscardHandler)
+	return New(Deps{Table: routesOnlyTable{}, Logger: logger, Mailer: noMailer{}}, GroupMeta).OpenAPI()
+}
+
 // errRoutesOnly is what the table of GroupRoutes answers: it stores nothing.
 var errRoutesOnly = errors.New("service: GroupRoutes builds routes without a table")
 
