@@ -20,11 +20,12 @@ export function SignIn(props: { client: Client; message?: string; onSession: (s:
   const [code, setCode] = useState('');
   const [info, setInfo] = useState<string | null>(null);
   const form = useForm(['email', 'code']);
-  const heading = useRef<HTMLHeadingElement>(null);
+  const card = useRef<HTMLDivElement>(null);
 
+  // Each step puts the keyboard in its one input, so the flow needs no mouse.
   useEffect(() => {
-    heading.current?.focus();
-  }, [step.kind]);
+    card.current?.querySelector<HTMLInputElement>('form input')?.focus();
+  }, [step.kind, step.kind === 'totp' && step.recovery]);
 
   const requestCode = async (e: Event) => {
     e.preventDefault();
@@ -63,8 +64,8 @@ export function SignIn(props: { client: Client; message?: string; onSession: (s:
 
   return (
     <main class="center signin">
-      <div class="card">
-        <h1 tabIndex={-1} ref={heading}>
+      <div class="card" ref={card}>
+        <h1>
           {step.kind === 'email' ? 'Sign in to the road events console' : step.kind === 'code' ? 'Check your e-mail' : 'Two-factor authentication'}
         </h1>
         {props.message && step.kind === 'email' && <Notice>{props.message}</Notice>}
