@@ -50,6 +50,13 @@ async function signIn(page, email) {
   await page.keyboard.press('Enter');
 }
 
+/** signInStart asks for a code and waits for the code step. */
+async function signInStart(page, email) {
+  await page.getByLabel('E-mail address').fill(email);
+  await page.getByRole('button', { name: 'Send me a code' }).click();
+  await page.getByRole('heading', { name: 'Check your e-mail' }).waitFor();
+}
+
 /** v1 calls the public interface with an API key. */
 async function v1(method, path, key, body) {
   const res = await fetch(server.base + path, {
@@ -107,6 +114,21 @@ test('the console, from sign-up to a revoked key', async (t) => {
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('heading', { name: 'Create an organisation' }).waitFor();
     await shot(page, '03-create-organisation');
+  });
+
+  await step('a capped code request shows the wait (429 Retry-After)', async () => {
+    // Contract 3: 5 code requests per address per 15 minutes; the sixth is 429.
+    const other = await ctx.newPage();
+    await other.goto(server.base + '/app/');
+    await signInStart(other, 'capped@example.test');
+    for (let i = 0; i < 4; i++) {
+      await other.getByRole('button', { name: 'Send a new code' }).click();
+      await other.getByText('A new code is on its way.').waitFor();
+    }
+    await other.getByRole('button', { name: 'Send a new code' }).click();
+    await other.getByRole('alert').getByText(/^Too many attempts\. Try again in \d+ (minutes?|seconds?)\.$/).waitFor();
+    await shot(other, '03b-code-request-capped');
+    await other.close();
   });
 
   await step('creates an organisation', async () => {
@@ -221,6 +243,14 @@ test('the console, from sign-up to a revoked key', async (t) => {
     await page.getByRole('link', { name: 'Members' }).click();
     await page.getByRole('heading', { name: 'Members', level: 2 }).waitFor();
     await page.getByText('Invite someone').click();
+    // The service's 422 shows next to the field its loc names (["body","email"]).
+    await page.getByLabel('E-mail address').fill('not-an-address');
+    await page.getByRole('button', { name: 'Send invitation' }).click();
+    const email = page.getByLabel('E-mail address');
+    await page.locator('input[name="email"][aria-invalid="true"]').waitFor();
+    const errId = await email.getAttribute('aria-describedby');
+    assert.ok((await page.locator('#' + errId).textContent()).length > 0, 'the field error is linked to its input');
+    await shot(page, '11a-invite-field-error');
     await page.getByLabel('E-mail address').fill(COLLEAGUE);
     await page.getByLabel('Role', { exact: true }).selectOption('member');
     await page.getByRole('button', { name: 'Send invitation' }).click();
@@ -301,6 +331,15 @@ test('the console, from sign-up to a revoked key', async (t) => {
     await page.getByRole('heading', { name: 'Sign in to the road events console' }).waitFor();
     await page.getByText('Your session has ended. Please sign in again.').waitFor();
     await shot(page, '18-session-ended');
+  });
+
+  await step('signs in through the TOTP challenge with an authenticator code', async () => {
+    await signIn(page, OWNER);
+    await page.getByRole('heading', { name: 'Two-factor authentication' }).waitFor();
+    await page.keyboard.type(await device.code());
+    await page.keyboard.press('Enter');
+    // Back on the page the session ended on.
+    await page.getByRole('heading', { name: 'Usage', level: 2 }).waitFor();
   });
 
   assert.deepEqual(pageErrors, [], 'no script errors in the pages');
