@@ -26,6 +26,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatchactions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsec2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsecrassets"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsecs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsecspatterns"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awselasticloadbalancingv2"
@@ -172,14 +173,13 @@ func New(scope constructs.Construct, id string, p Props) *Stack {
 	// configuration.
 	eventIDKey := hexKeySecret(st, "EventIdKey", "ROADEVENTS_EVENT_ID_KEY", removal)
 	authHashKey := hexKeySecret(st, "AuthHashKey", "ROADEVENTS_AUTH_HASH_KEY", removal)
+	// The Stripe secret starts with empty values (billing off: checkout and portal answer
+	// 503) and is filled by the operator; the template holds only the variable names.
 	stripe := awssecretsmanager.NewSecret(st, jsii.String("StripeKeys"), &awssecretsmanager.SecretProps{
-		Description: jsii.String("Stripe keys of the billing function: a JSON object of ROADEVENTS_* variables " +
-			"(set the values with aws secretsmanager put-secret-value; README, Deploying to AWS)"),
-		GenerateSecretString: &awssecretsmanager.SecretStringGenerator{
-			SecretStringTemplate: jsii.String(`{}`),
-			GenerateStringKey:    jsii.String("ROADEVENTS_STRIPE_PLACEHOLDER"),
-		},
-		RemovalPolicy: removal,
+		Description: jsii.String("Stripe keys of the billing function (contract 4 variables); set them with " +
+			"aws secretsmanager put-secret-value (README, Deploying to AWS)"),
+		SecretStringValue: awscdk.SecretValue_UnsafePlainText(jsii.String(`{"STRIPE_SECRET_KEY":"","STRIPE_WEBHOOK_SECRET":""}`)),
+		RemovalPolicy:     removal,
 	})
 	// TOTP secrets are sealed with KMS (ROADEVENTS_KMS_KEY_ID), so no sealing key exists
 	// outside KMS.
@@ -350,6 +350,9 @@ func (s *Stack) addStreamer(st awscdk.Stack, p Props, removal awscdk.RemovalPoli
 		TaskImageOptions: &awsecspatterns.ApplicationLoadBalancedTaskImageOptions{
 			Image: awsecs.ContainerImage_FromAsset(jsii.String(p.RepoRoot), &awsecs.AssetImageProps{
 				File: jsii.String("streamer/Dockerfile"),
+				// The tasks are Graviton; the Dockerfile cross-compiles, so an amd64
+				// machine builds this without emulation.
+				Platform: awsecrassets.Platform_LINUX_ARM64(),
 			}),
 			ContainerName: jsii.String("streamer"),
 			ContainerPort: jsii.Number(StreamerPort),

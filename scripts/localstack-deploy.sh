@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Deploys the AWS stack (infra/, run by cdk.json) to a running LocalStack with cdklocal (npm
+# aws-cdk-local, a wrapper of the CDK CLI that points it at LocalStack). Both are pinned.
+#
+#   LOCALSTACK_ENDPOINT=http://localhost:4566 scripts/localstack-deploy.sh [extra cdk args]
+#
+# It builds the Lambda bundles first (scripts/build-lambdas.sh). LocalStack needs Docker,
+# which this project's CI machine does not have, so this script is not run by
+# scripts/test.sh; README "Deploying to AWS" says what is and is not tested. Some resources
+# of the stack (CloudFront, ECS on Fargate, the load balancer) are LocalStack Pro features:
+# the community edition stops at them.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+
+cdk_version=2.1108.0
+cdklocal_version=3.0.4
+endpoint=${LOCALSTACK_ENDPOINT:-http://localhost:4566}
+
+if ! curl -fsS "$endpoint/_localstack/health" >/dev/null 2>&1; then
+	echo "LocalStack does not answer at $endpoint (start it with: docker run -p 4566:4566 localstack/localstack)" >&2
+	exit 1
+fi
+
+scripts/build-lambdas.sh
+
+export AWS_ENDPOINT_URL=$endpoint
+export AWS_ACCESS_KEY_ID=${AWS_ACCESS_KEY_ID:-test}
+export AWS_SECRET_ACCESS_KEY=${AWS_SECRET_ACCESS_KEY:-test}
+export AWS_REGION=${AWS_REGION:-us-east-1}
+export CDK_DEFAULT_ACCOUNT=${CDK_DEFAULT_ACCOUNT:-000000000000}
+export CDK_DEFAULT_REGION=$AWS_REGION
+
+cdklocal() {
+	npx -y -p "aws-cdk@$cdk_version" -p "aws-cdk-local@$cdklocal_version" cdklocal "$@"
+}
+cdklocal bootstrap "aws://$CDK_DEFAULT_ACCOUNT/$AWS_REGION"
+cdklocal deploy --require-approval never -c stage=dev "$@"
