@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 )
@@ -11,7 +12,9 @@ var errNotArray = errors.New("answer is not a JSON array of objects")
 // countArray returns the number of elements of the JSON array b, checking that each is an
 // object. It tracks only nesting and strings instead of decoding: the generator shares the
 // machine with the server, and decoding 500 events per answer would take CPU from the
-// server it measures. It is a shape check, not a validation of the events.
+// server it measures. It is a shape check, not a validation of the events. Strings, most of
+// an answer's bytes, are crossed with bytes.IndexByte (vectorised) rather than byte by byte:
+// a 9780 m answer is about 325 KB.
 func countArray(b []byte) (int, error) {
 	i := skipSpace(b, 0)
 	if i == len(b) || b[i] != '[' {
@@ -19,20 +22,8 @@ func countArray(b []byte) (int, error) {
 	}
 	depth, n := 0, 0
 	expect := true // at depth 1, the next value starts an element
-	inString, escaped := false, false
 	for ; i < len(b); i++ {
 		c := b[i]
-		if inString {
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-			continue
-		}
 		switch c {
 		case ' ', '\t', '\n', '\r':
 			continue
@@ -46,7 +37,11 @@ func countArray(b []byte) (int, error) {
 		}
 		switch c {
 		case '"':
-			inString = true
+			end, ok := stringEnd(b, i+1)
+			if !ok {
+				return 0, fmt.Errorf("%w: truncated", errNotArray)
+			}
+			i = end
 		case '[', '{':
 			depth++
 		case ']', '}':
@@ -70,6 +65,27 @@ func countArray(b []byte) (int, error) {
 		}
 	}
 	return 0, fmt.Errorf("%w: truncated", errNotArray)
+}
+
+// stringEnd returns the index of the quote that ends the string whose contents start at
+// from: the first quote preceded by an even number of backslashes (each pair is an escaped
+// backslash; an odd one escapes the quote).
+func stringEnd(b []byte, from int) (int, bool) {
+	for i := from; ; {
+		q := bytes.IndexByte(b[i:], '"')
+		if q < 0 {
+			return 0, false
+		}
+		q += i
+		k := q
+		for k > from && b[k-1] == '\\' {
+			k--
+		}
+		if (q-k)%2 == 0 {
+			return q, true
+		}
+		i = q + 1
+	}
 }
 
 func skipSpace(b []byte, i int) int {

@@ -136,6 +136,8 @@ func TestCountArray(t *testing.T) {
 		{"one", `[{"a":1}]`, 1, false},
 		{"three nested", `[{"g":{"c":[[1,2],[3,4]]}},{"b":[{}]},{}]`, 3, false},
 		{"brackets and commas in strings", `[{"d":"a],[{\"x\"}, ["},{"d":"\\"}]`, 2, false},
+		{"escaped backslashes before quotes", `[{"d":"a\\\"],[{"},{"e":"\\\\"},{"f":"\\"}]`, 3, false},
+		{"unterminated string", `[{"d":"a\"}]`, 0, true},
 		{"object, not array", `{"detail":"x"}`, 0, true},
 		{"element not an object", `[1,2]`, 0, true},
 		{"truncated", `[{"a":1},{"b":`, 0, true},
