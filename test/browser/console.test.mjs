@@ -294,6 +294,66 @@ test('the console, from sign-up to a revoked key', async (t) => {
     assert.match(await page.getByText('Pending invitations').locator('xpath=following-sibling::*[1]').textContent(), /None/);
   });
 
+  await step('manages members: resend, withdraw, role change, the last owner, remove', async () => {
+    const THIRD = 'third@example.test';
+    await page.getByText('Invite someone').click();
+    await page.getByLabel('E-mail address').fill(THIRD);
+    await page.getByRole('button', { name: 'Send invitation' }).click();
+    const inviteRow = page.locator('tbody tr', { hasText: THIRD });
+    await inviteRow.waitFor();
+    await outbox.next(THIRD);
+    // Resend replaces the invitation (a new e-mail, still one row).
+    await inviteRow.getByRole('button', { name: 'Resend' }).click();
+    await page.getByText(`A new invitation is on its way to ${THIRD}.`).waitFor();
+    await outbox.next(THIRD);
+    assert.equal(await page.locator('tbody tr', { hasText: THIRD }).count(), 1);
+    await page.locator('tbody tr', { hasText: THIRD }).getByRole('button', { name: 'Withdraw' }).click();
+    await page.locator('tbody tr', { hasText: THIRD }).getByRole('button', { name: 'Yes, withdraw' }).click();
+    await page.getByText(`The invitation to ${THIRD} is withdrawn.`).waitFor();
+    await page.locator('tbody tr', { hasText: THIRD }).waitFor({ state: 'detached' });
+
+    // Role change both ways.
+    await page.getByLabel(`Role of ${COLLEAGUE}`).selectOption('owner');
+    await page.getByText(`${COLLEAGUE} is now an owner.`).waitFor();
+    await page.getByLabel(`Role of ${COLLEAGUE}`).selectOption('member');
+    await page.getByText(`${COLLEAGUE} is now a member.`).waitFor();
+    // The last owner cannot leave: the service's 409 is shown, nothing changes.
+    const me = page.locator('tbody tr', { hasText: '(you)' });
+    await me.getByRole('button', { name: 'Leave' }).click();
+    await me.getByRole('button', { name: 'Yes, leave' }).click();
+    await page.locator('.alert.error').waitFor();
+    await shot(page, '11b-last-owner-cannot-leave');
+    await page.getByRole('heading', { name: 'Members', level: 2 }).waitFor();
+    // Remove the colleague.
+    const row = page.locator('tbody tr', { hasText: COLLEAGUE });
+    await row.getByRole('button', { name: 'Remove' }).click();
+    await row.getByRole('button', { name: 'Yes, remove' }).click();
+    await page.getByText(`${COLLEAGUE} is removed.`).waitFor();
+    await page.locator('tbody tr', { hasText: COLLEAGUE }).waitFor({ state: 'detached' });
+  });
+
+  await step('profile, organisation rename, a second organisation and switching', async () => {
+    await page.getByRole('link', { name: OWNER }).click();
+    await page.getByLabel('Display name').fill('Olivia Owner');
+    await page.getByRole('button', { name: 'Save profile' }).click();
+    await page.getByText('Your profile is saved.').waitFor();
+    await page.getByRole('link', { name: 'Olivia Owner' }).waitFor();
+
+    await page.getByRole('combobox', { name: 'Organisation' }).selectOption({ label: '+ New organisation' });
+    await page.getByRole('heading', { name: 'Create an organisation' }).waitFor();
+    await page.getByLabel('Organisation name').fill('Second Fleet');
+    await page.getByRole('button', { name: 'Create organisation' }).click();
+    await page.getByRole('heading', { name: 'Second Fleet', level: 1 }).waitFor();
+    await page.getByRole('link', { name: 'Settings' }).click();
+    await page.getByLabel('Organisation name').fill('Second Fleet (renamed)');
+    await page.getByRole('button', { name: 'Rename' }).click();
+    await page.getByText('The organisation is renamed.').waitFor();
+    await page.getByRole('heading', { name: 'Second Fleet (renamed)', level: 1 }).waitFor();
+    await page.getByRole('combobox', { name: 'Organisation' }).selectOption({ label: ORG });
+    await page.getByRole('heading', { name: ORG, level: 1 }).waitFor();
+    await page.getByRole('heading', { name: 'Is our integration alive?' }).waitFor();
+  });
+
   await step('billing and audit pages', async () => {
     await page.getByRole('link', { name: 'Billing' }).click();
     await page.getByRole('heading', { name: 'Plan and billing' }).waitFor();
@@ -301,7 +361,7 @@ test('the console, from sign-up to a revoked key', async (t) => {
     await shot(page, '15-billing');
     await page.getByRole('link', { name: 'Audit log' }).click();
     await page.getByRole('heading', { name: 'Audit log' }).waitFor();
-    for (const action of ['org.created', 'auth.totp_enabled', 'key.issued', 'member.invited', 'invitation.accepted']) {
+    for (const action of ['org.created', 'auth.totp_enabled', 'key.issued', 'member.invited', 'invitation.accepted', 'invitation.resent', 'invitation.withdrawn', 'member.role_changed', 'member.removed']) {
       await page.getByRole('cell', { name: action, exact: true }).first().waitFor();
     }
     await shot(page, '16-audit');

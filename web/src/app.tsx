@@ -204,7 +204,6 @@ function Header({ orgId }: { orgId: string | null }) {
       <label class="org-switch">
         <span class="visually-hidden">Organisation</span>
         <select
-          aria-label="Organisation"
           value={orgId ?? ''}
           onChange={(e) => {
             const v = (e.currentTarget as HTMLSelectElement).value;
@@ -311,7 +310,7 @@ function OrgPage({ orgId, tab }: { orgId: string; tab: string }) {
           Plan <strong>{org.plan}</strong> · your role <strong>{org.role}</strong>
         </p>
       </div>
-      <nav class="tabs" aria-label="Organisation">
+      <nav class="tabs" aria-label="Organisation pages">
         {tabs.map(([t, label]) => (
           <a key={t} href={href(`orgs/${org.org_id}/${t}`)} aria-current={t === tab || (tab === '' && t === 'overview') ? 'page' : undefined}>
             {label}
