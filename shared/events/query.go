@@ -199,6 +199,7 @@ func (s *Store) readWave(ctx context.Context, pks []string, m *matcher, res *Are
 		missed = append(missed, pk)
 		tickets = append(tickets, t)
 	}
+	defer m.addLines() // before the caller asks whether the wave completed the answer
 	if len(missed) == 0 {
 		return nil
 	}
@@ -294,8 +295,9 @@ type matcher struct {
 	ver   []int64        // version of found[i]
 	seen  map[string]int // event id -> index in found
 	far   map[string]int64
-	top   []float64 // max-heap of the limit smallest distances found
-	bad   int       // unreadable records skipped
+	top   []float64   // max-heap of the limit smallest distances found
+	bad   int         // unreadable records skipped
+	lines []cachedRec // LineStrings of the wave's cached partitions, for addLines
 }
 
 func newMatcher(q AreaQuery, now int64, limit int) *matcher {
@@ -359,17 +361,21 @@ func (m *matcher) pointDistance(p geo.Point, cosLat float64) float64 {
 	return 2 * geo.EarthRadius * math.Asin(math.Sqrt(min(h, 1)))
 }
 
-// scan considers the records of a cached partition: its LineStrings, then its points outward
-// from the centre's latitude (part.pts), nearest latitude first, stopping on each side at the
-// first point that add would refuse for its latitude alone, outside the circle's band or,
-// once limit events are found, farther along the meridian than the limit-th: every point
-// beyond it on that side is farther still, and the bound only shrinks. So scan adds what add
-// would keep of every record, in another order, which the answer does not depend on (result
-// sorts and keeps the newest copy); a wide query reads a band of each cell.
+// scan considers the points of a cached partition outward from the centre's latitude
+// (part.pts), nearest latitude first, stopping on each side at the first point that add
+// would refuse for its latitude alone, outside the circle's band or, once limit events are
+// found, farther along the meridian than the limit-th: every point beyond it on that side is
+// farther still, and the bound only shrinks. Its LineStrings are copied to m.lines, for
+// addLines once the points of every partition of the wave are in: with the answer filled by
+// points, most LineStrings are then refused without an exact distance, the dearest measure
+// of all. So a wave adds what add would keep of every record, in another order, which the
+// answer does not depend on (result sorts and keeps the newest copy); a wide query reads a
+// band of each cell.
 func (m *matcher) scan(p *part) {
 	recs, pts := p.recs, p.pts
 	for _, i := range p.lines {
-		m.add(&recs[i])
+		// A copy: a write may replace the record in place once the partition is unlocked.
+		m.lines = append(m.lines, recs[i])
 	}
 	lat := m.center.Lat
 	hi, _ := slices.BinarySearchFunc(pts, lat, func(j int32, lat float64) int {
@@ -402,6 +408,15 @@ func (m *matcher) scan(p *part) {
 		m.add(c)
 		hi++
 	}
+}
+
+// addLines considers the LineStrings scan set aside.
+func (m *matcher) addLines() {
+	for i := range m.lines {
+		m.add(&m.lines[i])
+	}
+	clear(m.lines)
+	m.lines = m.lines[:0]
 }
 
 // add considers one index record.
@@ -451,7 +466,13 @@ func (m *matcher) add(c *cachedRec) {
 	if gap > m.radius || len(m.top) == m.limit && gap > m.top[0] {
 		return
 	}
-	if m.pointDistance(c.ext[0], c.cos)-r.reach > m.radius+1 {
+	// Once limit events are found, one farther than the limit-th cannot enter the answer,
+	// now or later (the limit-th only comes nearer).
+	bound := m.radius
+	if len(m.top) == m.limit {
+		bound = min(bound, m.top[0])
+	}
+	if m.pointDistance(c.p0, c.cos)-r.reach > bound+1 {
 		return
 	}
 	// Every point of the extent is within halfSeg of a vertex: when every vertex is farther
