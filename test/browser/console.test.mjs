@@ -232,6 +232,13 @@ test('the console, from sign-up to a revoked key', async (t) => {
     assert.ok(Number((await page.getByTestId('total-publishes').textContent()).replace(/\D/g, '')) >= 1);
     await page.locator('.chart canvas').first().waitFor();
     await shot(page, '09-usage');
+    // The other windows hold today's counts too.
+    for (const w of ['30 days', '90 days']) {
+      await page.getByRole('button', { name: w }).click();
+      await page.getByRole('button', { name: w, pressed: true }).waitFor();
+      await page.getByRole('heading', { name: /^Totals, .* \(sandbox\)$/ }).waitFor();
+      await page.waitForFunction(() => Number(document.querySelector('[data-testid="total-reads"]')?.textContent?.replace(/\D/g, '')) >= 3);
+    }
 
     await page.getByRole('link', { name: 'Overview' }).click();
     await page.getByRole('button', { name: 'Sandbox' }).click();
