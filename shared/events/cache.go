@@ -50,20 +50,31 @@ type part struct {
 	loaded bool
 	recs   []cachedRec
 	idx    map[string]int // event id -> index in recs
-	// pts holds the indices in recs of the point records, by latitude, and lines those of
-	// the others: a query scans the points outward from its centre's latitude and stops where
-	// the latitude alone puts them out of its answer (matcher.scan), so a wide query, which
-	// wants the 500 nearest of the thousands of events a coarse cell holds, reads a band of
-	// the cell instead of all of it. Kept in step by every change of recs (place, displace).
-	pts, lines []int32
-	bytes      int64
-	pruneAt    int64 // Unix nanoseconds after which expired records are dropped (prune)
+	// pts holds the point records, by latitude, as compact entries (position, cosine, index
+	// in recs), and lines the indices of the others: a query scans the points outward from
+	// its centre's latitude and stops where the latitude alone puts them out of its answer
+	// (matcher.scan), so a wide query, which wants the 500 nearest of the thousands of events
+	// a coarse cell holds, reads a band of the cell instead of all of it, and measures a
+	// point from its entry, reading the record itself only for a point in range. Kept in step
+	// by every change of recs (place, displace).
+	pts     []ptEntry
+	lines   []int32
+	bytes   int64
+	pruneAt int64 // Unix nanoseconds after which expired records are dropped (prune)
 }
 
 // pruneEvery is how often a loaded partition drops its expired records. The table's TTL
 // deletions do not pass through this process's writes, so without it a partition would keep
 // every record it ever held; queries filter expired records out either way.
 const pruneEvery = int64(time.Minute)
+
+// ptEntry is a point record of a partition as part.pts files it: 32 bytes, so that a scan
+// walks consecutive memory and reaches the record (i) only for points in range.
+type ptEntry struct {
+	p   geo.Point
+	cos float64
+	i   int32
+}
 
 // cachedRec is one index item, decoded; its record points into the item's bytes, which
 // nothing modifies.
@@ -91,7 +102,7 @@ type cachedRec struct {
 // partOverhead what a partition costs, loaded or not: counted so that the limit bounds the
 // cache however many empty cells queries and writes touch.
 const (
-	recOverhead  = 180
+	recOverhead  = 210
 	partOverhead = 256
 )
 
@@ -214,14 +225,14 @@ func (p *part) place(i int) {
 		p.lines = append(p.lines, int32(i))
 		return
 	}
-	lat := p.recs[i].p0.Lat
-	at, _ := slices.BinarySearchFunc(p.pts, lat, func(j int32, lat float64) int {
-		if p.recs[j].p0.Lat <= lat {
+	r := &p.recs[i]
+	at, _ := slices.BinarySearchFunc(p.pts, r.p0.Lat, func(e ptEntry, lat float64) int {
+		if e.p.Lat <= lat {
 			return -1 // after every record of the same latitude
 		}
 		return 1
 	})
-	p.pts = slices.Insert(p.pts, at, int32(i))
+	p.pts = slices.Insert(p.pts, at, ptEntry{p: r.p0, cos: r.cos, i: int32(i)})
 }
 
 // displace takes record i out of pts or lines, before it changes or goes.
@@ -235,11 +246,11 @@ func (p *part) displace(i int) {
 		return
 	}
 	lat := p.recs[i].p0.Lat
-	k, _ := slices.BinarySearchFunc(p.pts, lat, func(j int32, lat float64) int {
-		return cmp.Compare(p.recs[j].p0.Lat, lat)
+	k, _ := slices.BinarySearchFunc(p.pts, lat, func(e ptEntry, lat float64) int {
+		return cmp.Compare(e.p.Lat, lat)
 	})
 	for ; k < len(p.pts); k++ {
-		if p.pts[k] == int32(i) {
+		if p.pts[k].i == int32(i) {
 			p.pts = slices.Delete(p.pts, k, k+1)
 			return
 		}
@@ -248,15 +259,15 @@ func (p *part) displace(i int) {
 
 // order files every record in pts and lines (a partition just read from the table).
 func (p *part) order() {
-	p.pts, p.lines = make([]int32, 0, len(p.recs)), p.lines[:0]
+	p.pts, p.lines = make([]ptEntry, 0, len(p.recs)), p.lines[:0]
 	for i := range p.recs {
-		if p.recs[i].rec.n == 1 {
-			p.pts = append(p.pts, int32(i))
+		if r := &p.recs[i]; r.rec.n == 1 {
+			p.pts = append(p.pts, ptEntry{p: r.p0, cos: r.cos, i: int32(i)})
 		} else {
 			p.lines = append(p.lines, int32(i))
 		}
 	}
-	slices.SortStableFunc(p.pts, func(a, b int32) int { return cmp.Compare(p.recs[a].p0.Lat, p.recs[b].p0.Lat) })
+	slices.SortStableFunc(p.pts, func(a, b ptEntry) int { return cmp.Compare(a.p.Lat, b.p.Lat) })
 }
 
 // reset empties the partition (not loaded). The caller holds p.mu and adjusts the cache's

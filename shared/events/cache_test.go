@@ -218,12 +218,12 @@ func TestPartScanAgreesWithEveryRecord(t *testing.T) {
 		t.Helper()
 		c.viewPart(pk, 2000, func(p *part) {
 			seen := make([]int, len(p.recs))
-			for k, i := range p.pts {
-				seen[i]++
-				if p.recs[i].rec.n != 1 {
-					t.Fatalf("%s: record %d in pts is a LineString", step, i)
+			for k, e := range p.pts {
+				seen[e.i]++
+				if r := p.recs[e.i]; r.rec.n != 1 || r.p0 != e.p || r.cos != e.cos {
+					t.Fatalf("%s: entry %d of pts (%v) disagrees with record %d", step, k, e, e.i)
 				}
-				if k > 0 && p.recs[p.pts[k-1]].p0.Lat > p.recs[i].p0.Lat {
+				if k > 0 && p.pts[k-1].p.Lat > e.p.Lat {
 					t.Fatalf("%s: pts out of latitude order at %d", step, k)
 				}
 			}

@@ -378,8 +378,8 @@ func (m *matcher) scan(p *part) {
 		m.lines = append(m.lines, recs[i])
 	}
 	lat := m.center.Lat
-	hi, _ := slices.BinarySearchFunc(pts, lat, func(j int32, lat float64) int {
-		return cmp.Compare(recs[j].p0.Lat, lat)
+	hi, _ := slices.BinarySearchFunc(pts, lat, func(e ptEntry, lat float64) int {
+		return cmp.Compare(e.p.Lat, lat)
 	})
 	lo := hi - 1
 	// beyond tells whether a point, and every point farther from the centre's latitude on
@@ -390,24 +390,46 @@ func (m *matcher) scan(p *part) {
 	}
 	for lo >= 0 || hi < len(pts) {
 		// Take the side whose next point is nearer the centre's latitude.
-		if hi >= len(pts) || lo >= 0 && lat-recs[pts[lo]].p0.Lat < recs[pts[hi]].p0.Lat-lat {
-			c := &recs[pts[lo]]
-			if beyond(c.p0) {
+		if hi >= len(pts) || lo >= 0 && lat-pts[lo].p.Lat < pts[hi].p.Lat-lat {
+			e := &pts[lo]
+			if beyond(e.p) {
 				lo = -1
 				continue
 			}
-			m.add(c)
+			m.addPoint(e, recs)
 			lo--
 			continue
 		}
-		c := &recs[pts[hi]]
-		if beyond(c.p0) {
+		e := &pts[hi]
+		if beyond(e.p) {
 			hi = len(pts)
 			continue
 		}
-		m.add(c)
+		m.addPoint(e, recs)
 		hi++
 	}
+}
+
+// addPoint is add for a point record that scan found within the latitude bounds: the same
+// tests, those on the position first, from the entry, so that the record is read only for a
+// point in range (a record is added when every test passes, whatever their order).
+func (m *matcher) addPoint(e *ptEntry, recs []cachedRec) {
+	if m.outside(e.p) {
+		return
+	}
+	d := m.pointDistance(e.p, e.cos)
+	if d > m.radius || len(m.top) == m.limit && d > m.top[0] {
+		return
+	}
+	c := &recs[e.i]
+	r := &c.rec
+	if r.expires <= m.now || r.confidence < m.minConf ||
+		len(m.types) > 0 && !slices.ContainsFunc(m.types, func(t string) bool { return t == string(r.typ) }) {
+		return
+	}
+	m.found = append(m.found, AreaEvent{ID: c.id, Distance: d, JSON: r.body})
+	m.ver = append(m.ver, r.version)
+	m.push(d)
 }
 
 // addLines considers the LineStrings scan set aside.
