@@ -372,6 +372,11 @@ test('the console, from sign-up to a revoked key', async (t) => {
       await page.getByRole('cell', { name: action, exact: true }).first().waitFor();
     }
     await shot(page, '16-audit');
+    // The skip link takes the keyboard past the header.
+    await page.getByRole('link', { name: 'Skip to content' }).focus();
+    await page.keyboard.press('Enter');
+    assert.equal(await page.evaluate(() => document.activeElement?.id), 'main');
+    assert.match(page.url(), /\/audit#main$/);
   });
 
   await step('revokes the key after a confirmation, and the key stops working', async () => {

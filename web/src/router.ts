@@ -39,7 +39,8 @@ export function useRoute(): string {
 export function onLinkClick(e: MouseEvent) {
   if (e.defaultPrevented || e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return;
   const a = (e.target as Element | null)?.closest?.('a');
-  if (!a || a.target || !a.href) return;
+  // In-page anchors (the skip link) and other targets keep the browser's behaviour.
+  if (!a || a.target || !a.href || a.getAttribute('href')?.startsWith('#')) return;
   const url = new URL(a.href);
   if (url.origin !== location.origin || !url.pathname.startsWith(BASE)) return;
   e.preventDefault();
