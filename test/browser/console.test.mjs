@@ -6,7 +6,7 @@
 //
 // Run: cd web && npm ci && npm run browser-test (scripts/test.sh does, after go test).
 import assert from 'node:assert/strict';
-import { mkdirSync, rmSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { launch, Outbox, screenshots, startServer, TotpDevice, totp } from './harness.mjs';
@@ -162,6 +162,10 @@ test('the console, from sign-up to a revoked key', async (t) => {
     recovery = (await codes.first().textContent()).trim();
     await page.getByRole('button', { name: 'Copy codes' }).click();
     await page.getByText('Copied').waitFor();
+    const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Download codes' }).click()]);
+    const saved = await download.path();
+    const text = readFileSync(saved, 'utf8');
+    assert.ok(text.includes(recovery), 'the downloaded file holds the codes');
     await shot(page, '06-recovery-codes');
     await page.getByRole('button', { name: 'I have saved them' }).click();
     await page.getByText('Recovery codes left:').waitFor();

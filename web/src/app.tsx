@@ -210,7 +210,7 @@ function Header({ orgId }: { orgId: string | null }) {
             navigate(v === '__new' ? 'orgs/new' : `orgs/${v}/overview`);
           }}
         >
-          {orgId === null && <option value="">Choose an organisation</option>}
+          {orgId === null && <option value="">Switch organisation…</option>}
           {orgs.map((o) => (
             <option value={o.org_id} key={o.org_id}>
               {o.name}
