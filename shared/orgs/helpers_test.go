@@ -20,6 +20,7 @@ import (
 	"github.com/roadevents/roadevents/shared/clock"
 	"github.com/roadevents/roadevents/shared/config"
 	"github.com/roadevents/roadevents/shared/consoleauth"
+	"github.com/roadevents/roadevents/shared/httpapi"
 	"github.com/roadevents/roadevents/shared/mail"
 	"github.com/roadevents/roadevents/shared/orgs"
 	"github.com/roadevents/roadevents/shared/schema"
@@ -111,6 +112,8 @@ type env struct {
 	keys *apikey.Keys
 	// seen holds every response body, to show that no token ever appears in one.
 	seen *bodies
+	// routes are the routes the service serves.
+	routes []httpapi.Route
 }
 
 type bodies struct {
@@ -138,6 +141,12 @@ func newEnv(t *testing.T, tab tables.Table) *env {
 
 func newEnvCaps(t *testing.T, tab tables.Table, caps func(string) (int, int)) *env {
 	t.Helper()
+	return newEnvGroups(t, tab, caps, service.GroupConsoleAuth, service.GroupConsoleOrgs, service.GroupEvents)
+}
+
+// newEnvGroups serves groups (every group when none are named).
+func newEnvGroups(t *testing.T, tab tables.Table, caps func(string) (int, int), groups ...service.Group) *env {
+	t.Helper()
 	cfg := config.Default()
 	cfg.Console.HashKey = bytes.Repeat([]byte{0x5a}, 32)
 	cfg.Console.SealKey = bytes.Repeat([]byte{0xa5}, 32)
@@ -148,8 +157,9 @@ func newEnvCaps(t *testing.T, tab tables.Table, caps func(string) (int, int)) *e
 		Config: cfg, Build: "test", Table: tab.Table, Clock: tab.Clock,
 		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
 		Mailer: e.inbox, PlanCaps: caps, Keys: e.keys,
-	}, service.GroupConsoleAuth, service.GroupConsoleOrgs, service.GroupEvents)
+	}, groups...)
 	e.h = api.Handler()
+	e.routes = api.Routes()
 	return e
 }
 

@@ -412,11 +412,15 @@ func caller(r *http.Request) (consoleauth.Caller, error) {
 }
 
 // resolve is the first step of every /console/orgs/{org_id}/... route: the caller and their
-// membership, 404 without one (spec 4.3).
+// membership, 404 without one (spec 4.3). MembershipMiddleware has resolved it before the
+// router validated the input; the handler resolves it itself only when served without it.
 func (h *handlers) resolve(r *http.Request) (consoleauth.Caller, Membership, error) {
 	c, err := caller(r)
 	if err != nil {
 		return c, Membership{}, err
+	}
+	if m, ok := MembershipFrom(r.Context()); ok {
+		return c, m, nil
 	}
 	m, err := h.s.Resolve(r.Context(), httpapi.Params(r).String("org_id"), c.User.ID)
 	if err != nil {

@@ -220,6 +220,9 @@ func newHTTPAPI(d Deps, b built) *httpapi.API {
 		Middleware: []httpapi.RouteMiddleware{
 			apikey.Middleware(d.Keys, apikey.MiddlewareOptions{Tickets: b.tickets}),
 			consoleauth.Middleware(b.auth),
+			// Membership of /console/orgs/{org_id}/... routes of every group, after the
+			// session and before validation: a non-member gets 404, never 422 (spec 4.3).
+			orgs.MembershipMiddleware(b.orgs),
 		},
 		Description: "Real-time, short-lived road hazard events shared between organisations, " +
 			"and the console where organisations manage themselves.",
