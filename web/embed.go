@@ -31,9 +31,9 @@ func Files() fs.FS {
 	return sub
 }
 
-// Handler serves the console under Prefix: files as they are, index.html for any other path
-// under Prefix (the SPA routes itself), and 404 for a missing file under assets/, so that a
-// stale hashed URL fails plainly instead of answering HTML for a script.
+// Handler serves the console under Prefix: files as they are, 404 for a missing file (a path
+// whose last segment has an extension), and index.html for any other path under Prefix (the
+// SPA routes itself).
 //
 // Hashed assets are immutable and cached for a year; index.html and config.json are
 // revalidated on every load, so a new build is picked up at once.
@@ -79,7 +79,10 @@ func NewHandler(files fs.FS) http.Handler {
 				http.Error(w, "internal error", http.StatusInternalServerError)
 				return
 			}
-			if strings.HasPrefix(name, "assets/") {
+			// A missing file (its last segment has an extension) is 404, as the CloudFront
+			// function of the AWS stack answers it: a stale hashed URL fails plainly instead
+			// of answering HTML for a script.
+			if strings.Contains(path.Base(name), ".") {
 				h.Set("Cache-Control", "no-cache")
 				http.NotFound(w, r)
 				return

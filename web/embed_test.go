@@ -35,6 +35,8 @@ func TestHandler(t *testing.T) {
 		{name: "hashed asset cached for a year", method: "GET", path: "/app/assets/index-abc.js", wantStatus: 200, wantBody: "console.log(1)", wantCache: "public, max-age=31536000, immutable", wantType: "javascript"},
 		{name: "stylesheet type", method: "GET", path: "/app/assets/index-abc.css", wantStatus: 200, wantType: "text/css"},
 		{name: "missing asset is 404, not HTML", method: "GET", path: "/app/assets/index-old.js", wantStatus: 404},
+		{name: "missing file with an extension is 404", method: "GET", path: "/app/favicon.ico", wantStatus: 404},
+		{name: "assets folder is a page", method: "GET", path: "/app/assets/", wantStatus: 200, wantBody: "<title>console</title>"},
 		{name: "config revalidated", method: "GET", path: "/app/config.json", wantStatus: 200, wantBody: `"api_base"`, wantCache: "no-cache", wantType: "application/json"},
 		{name: "no trailing slash redirects", method: "GET", path: "/app", wantStatus: 301, wantLocation: "/app/"},
 		{name: "dot segments stay inside", method: "GET", path: "/app/../../etc/passwd", wantStatus: 200, wantBody: "<title>console</title>"},
