@@ -246,7 +246,7 @@ func (c *streamCursor) readShard(id, iterator string, typ streamtypes.ShardItera
 				}
 				if errors.As(err, &trimmed) {
 					// The last record delivered is itself older than the trim point.
-					iterator, err = c.reopenTrimmed(id, err, trims)
+					iterator, err = c.reopenTrimmed(id, err, trims, "")
 					typ = streamtypes.ShardIteratorTypeTrimHorizon
 					trims++
 				}
@@ -260,17 +260,20 @@ func (c *streamCursor) readShard(id, iterator string, typ streamtypes.ShardItera
 				// are removed), or, on DynamoDB Local, it was taken on the stream of a table
 				// never written to. Either way every record still in the shard comes after the
 				// reader's position, so TRIM_HORIZON resumes with all of them and repeats none;
-				// LATEST would skip the ones still there. What was trimmed is gone whatever the
-				// reader does: subscribers learn nothing of it, as after a dropped delta, and
-				// their next snapshot (at most max_seconds away, spec 6 rule 2) is the truth.
-				// A reader that fell 24 h behind cannot happen here: the hub never blocks it.
+				// LATEST would skip the ones still there. A reader that has delivered a record
+				// first tries right after it, which is exact when that record is still there
+				// (and keeps an emulator's spurious trim from replaying the shard). What was
+				// trimmed is gone whatever the reader does: subscribers learn nothing of it, as
+				// after a dropped delta, and their next snapshot (at most max_seconds away, spec
+				// 6 rule 2) is the truth. A reader 24 h behind cannot happen here anyway: the hub
+				// never blocks it.
 				if trims > 0 && sleep(c.ctx, backoff) != nil {
 					return
 				}
 				if trims > 0 {
 					backoff = min(2*backoff, 5*time.Second)
 				}
-				iterator, err = c.reopenTrimmed(id, err, trims)
+				iterator, err = c.reopenTrimmed(id, err, trims, last)
 				if err != nil {
 					if c.ctx.Err() == nil {
 						c.fail(err)
@@ -316,13 +319,21 @@ func (c *streamCursor) readShard(id, iterator string, typ streamtypes.ShardItera
 	}
 }
 
-// reopenTrimmed returns an iterator at the trim horizon of shard id, whose position was
-// trimmed (cause). It logs the first of a run of trims only, so that a horizon that keeps
-// moving past the reader (or an emulator that keeps saying so) does not flood the log.
-func (c *streamCursor) reopenTrimmed(id string, cause error, trims int) (string, error) {
+// reopenTrimmed returns an iterator of shard id, whose position was trimmed (cause): right
+// after last, the last record delivered, when that is still in the shard, else at the trim
+// horizon. It logs the first of a run of trims only, so that a horizon that keeps moving past
+// the reader (or an emulator that keeps saying so) does not flood the log.
+func (c *streamCursor) reopenTrimmed(id string, cause error, trims int, last string) (string, error) {
 	if trims == 0 {
 		c.feed.opts.Logger.Warn("dynamodb stream: shard position trimmed; reading on from the oldest record left",
 			"stream", c.feed.arn, "shard", id, "cause", cause.Error())
+	}
+	if last != "" {
+		it, err := c.feed.iterator(c.ctx, id, streamtypes.ShardIteratorTypeAfterSequenceNumber, last)
+		var trimmed *streamtypes.TrimmedDataAccessException
+		if err == nil || !errors.As(err, &trimmed) {
+			return it, err
+		}
 	}
 	it, err := c.feed.iterator(c.ctx, id, streamtypes.ShardIteratorTypeTrimHorizon, "")
 	if err != nil {

@@ -385,10 +385,11 @@ func TestStreamFeedRecordConversion(t *testing.T) {
 }
 
 // TestStreamFeedResumesAfterTrim: an iterator whose position was trimmed (records older than
-// 24 h are removed; DynamoDB Local also says so at the first write to a new table) does not end
-// the feed: the shard is read on from its trim horizon, which holds only records after the
-// reader's position, so none is repeated, none still there is skipped, and nothing written
-// before Follow comes back. The trim is logged once however many times it repeats.
+// 24 h are removed; DynamoDB Local also says so, spuriously, on a new table) does not end the
+// feed: the shard is read on right after the last record delivered when that is still there,
+// else from its trim horizon, which holds only records after the reader's position; so none
+// is repeated, none still there is skipped, and nothing written before Follow comes back. The
+// trim is logged once however many times it repeats.
 func TestStreamFeedResumesAfterTrim(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -405,6 +406,9 @@ func TestStreamFeedResumesAfterTrim(t *testing.T) {
 			f.shard("s").horizon = 3
 			f.trim["s"] = 3
 		}, []string{"MODIFY a 3", "MODIFY a 4"}},
+		{"trimmed with the last record delivered still there", func(f *fakeStreams) {
+			f.trim["s"] = 1 // as DynamoDB Local may say: nothing is replayed from the start
+		}, []string{"MODIFY a 2", "MODIFY a 3", "MODIFY a 4"}},
 		{"iterator expired and the last record delivered trimmed", func(f *fakeStreams) {
 			f.expire["s"] = true
 			f.shard("s").horizon = 3
