@@ -87,7 +87,7 @@ type rigOptions struct {
 	http2 bool
 }
 
-func newRig(t *testing.T, tab tables.Table, opts ...rigOptions) *rig {
+func newRig(t testing.TB, tab tables.Table, opts ...rigOptions) *rig {
 	t.Helper()
 	var o rigOptions
 	if len(opts) > 0 {

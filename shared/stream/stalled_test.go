@@ -3,6 +3,7 @@ package stream_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"net"
 	"net/http"
@@ -176,3 +177,90 @@ func spread(i int) geo.Point {
 }
 
 func decode(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+// BenchmarkStalledSubscriber measures what TestStalledSubscriberDoesNotDelayOthers asserts
+// without timing: the latency of 100 healthy subscribers, from just before a publish is sent
+// to each one's reception of its delta, with no stalled subscriber and with one that reads
+// nothing, on the embedded store over loopback HTTP. Publishes go one at a time, each once the
+// previous one reached every healthy subscriber, so the figures are delivery latency, not
+// queueing. Run it with at least 300 publishes so that the stalled one's queue overflows:
+//
+//	go test -run '^$' -bench StalledSubscriber -benchtime 600x ./shared/stream
+//
+// It reports p50-ms and p95-ms over every healthy reception, and the stalled subscriber's
+// dropped count as its keepalive reports it.
+func BenchmarkStalledSubscriber(b *testing.B) {
+	for _, stalledN := range []int{0, 1} {
+		b.Run(fmt.Sprintf("stalled=%d", stalledN), func(b *testing.B) {
+			r := newRig(b, tables.Embedded(b), rigOptions{
+				listener:     func(l net.Listener) net.Listener { return smallBuffers{l} },
+				writeTimeout: 10 * time.Minute,
+			})
+			var stalled *streamtest.Stream
+			if stalledN > 0 {
+				stalledClient := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+					c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+					if tc, ok := c.(*net.TCPConn); ok {
+						tc.SetReadBuffer(4 << 10)
+					}
+					return c, err
+				}}}
+				req, _ := http.NewRequest(http.MethodGet, r.srv.URL+"/v1/stream?"+query(center, 1000), nil)
+				req.Header.Set("Authorization", "Bearer "+r.liveKey)
+				var resp *http.Response
+				var body []byte
+				if stalled, resp, body = streamtest.Open(b, stalledClient, req); stalled == nil {
+					b.Fatalf("stalled subscriber: %d %s", resp.StatusCode, body)
+				}
+				stalled.Snapshot(b)
+			}
+			const healthyN = 100
+			received := make(chan time.Time, healthyN)
+			for range healthyN {
+				s, _ := r.mustOpen(b, query(center, 1000), r.liveKey)
+				go func() {
+					for {
+						f, err := s.NextErr()
+						if err != nil {
+							return
+						}
+						if f.Event == stream.FrameEvent {
+							received <- time.Now()
+						}
+					}
+				}()
+			}
+			var lat []time.Duration
+			i := 0
+			for b.Loop() {
+				start := time.Now()
+				r.publish(b, r.otherKey, "accident", spread(i))
+				i++
+				for range healthyN {
+					lat = append(lat, (<-received).Sub(start))
+				}
+			}
+			slices.Sort(lat)
+			pct := func(p float64) float64 { return float64(lat[int(p*float64(len(lat)-1))].Microseconds()) / 1000 }
+			b.ReportMetric(pct(0.50), "p50-ms")
+			b.ReportMetric(pct(0.95), "p95-ms")
+			if stalled != nil {
+				r.timers.Fire(stream.KeepaliveInterval)
+				for {
+					f := stalled.Next(b)
+					if f.Event == stream.FrameKeepalive {
+						var ka stream.KeepaliveData
+						if err := decode(f.Data, &ka); err != nil {
+							b.Fatal(err)
+						}
+						b.ReportMetric(float64(ka.Dropped), "stalled-dropped")
+						if want := max(0, i-stream.QueueSize); ka.Dropped > int64(want) || (i > 2*stream.QueueSize && ka.Dropped == 0) {
+							b.Errorf("stalled subscriber dropped %d of %d; want at most %d, and some past %d", ka.Dropped, i, want, 2*stream.QueueSize)
+						}
+						break
+					}
+				}
+			}
+		})
+	}
+}
