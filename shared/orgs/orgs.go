@@ -9,6 +9,9 @@
 // such organisation) is 404, and a member asking for an owner act is 403 (contract 3 "Roles").
 // Resources named in the path (user_id, invite_id, key_id) are then read inside the caller's
 // organisation's partition only, so an id of another organisation is not found (spec 4.3).
+// MembershipMiddleware does the resolving for the organisation-scoped routes of every group
+// (usage and billing included), before the router validates query and body, so a non-member
+// gets 404 whatever they send, never 422.
 //
 // # Storage layout
 //
@@ -16,7 +19,8 @@
 //	pk "org#<org_id>"           sk "member#<user_id>"    user_id, email, role, joined_at
 //	pk "org#<org_id>"           sk "invite#<invite_id>"  invite_id, email, role, invited_by(_email),
 //	                                                     created_at, expires_at, token_hash; TTL expires_at
-//	pk "userorg#<user_id>"      sk "org#<org_id>"        role: the organisations of a user (TOTP audit)
+//	pk "userorg#<user_id>"      sk "org#<org_id>"        role: the organisations of a user (TOTP
+//	                                                     audit, GET /console/orgs)
 //	pk "invitetoken#<sha256>"   sk "invite"              org_id, invite_id; TTL expires_at
 //
 // The organisation item carries two guards, changed in the same transaction as the members:
@@ -33,11 +37,13 @@
 package orgs
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -380,6 +386,59 @@ func (s *Service) Access(ctx context.Context, orgID, userID string) (role, plan 
 		return "", "", false, err
 	}
 	return m.Org.Role, m.Org.Plan, true, nil
+}
+
+// ListOrgs returns the organisations userID is a member of, each with the user's role, ordered
+// by name (code point order) then org_id; empty when none. GET /console/orgs serves it: an
+// addition to spec 4.3, which lists no route for a returning user to find their organisations
+// (README, "Console organisations"). One Query of the user's partition, then one BatchGet of
+// each organisation item and the user's member item: the member item, not the partition's
+// copy of the role, decides, so an organisation the user has left never appears.
+func (s *Service) ListOrgs(ctx context.Context, userID string) ([]Organisation, error) {
+	out := []Organisation{}
+	if userID == "" {
+		return out, nil
+	}
+	items, err := s.table.Query(ctx, store.Query{PK: userOrgPartition(userID), Prefix: pkOrgPrefix})
+	if err != nil {
+		return nil, fmt.Errorf("orgs: list organisations of user %s: %w", userID, err)
+	}
+	if len(items) == 0 {
+		return out, nil
+	}
+	keys := make([]store.Key, 0, 2*len(items))
+	for _, it := range items {
+		org := strings.TrimPrefix(it.Key().SK, pkOrgPrefix)
+		keys = append(keys, orgKey(org), memberKey(org, userID))
+	}
+	got, err := s.table.BatchGet(ctx, keys)
+	if err != nil {
+		return nil, fmt.Errorf("orgs: read organisations of user %s: %w", userID, err)
+	}
+	found := map[string]Organisation{}
+	roles := map[string]string{}
+	for _, it := range got {
+		k := it.Key()
+		org := strings.TrimPrefix(k.PK, pkOrgPrefix)
+		switch k.SK {
+		case skOrg:
+			found[org] = orgFrom(it)
+		case skMemberPrefix + userID:
+			roles[org] = it.String(attrRole)
+		}
+	}
+	for org, o := range found {
+		role, ok := roles[org]
+		if !ok {
+			continue
+		}
+		o.Role = role
+		out = append(out, o)
+	}
+	slices.SortFunc(out, func(a, b Organisation) int {
+		return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.OrgID, b.OrgID))
+	})
+	return out, nil
 }
 
 // SetPlan moves an organisation to planID (billing calls it when a subscription changes);

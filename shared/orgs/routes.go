@@ -217,6 +217,17 @@ func Routes(s *Service) []httpapi.Route {
 			Handler: httpapi.HandlerFunc(h.createOrg),
 		},
 		{
+			Method: http.MethodGet, Path: "/console/orgs", OperationID: "listOrgs", Tags: orgTags, Security: session,
+			Summary: "The caller's organisations, with the caller's role in each",
+			Description: "An addition to spec 4.3, which has no route for a returning user (a new browser) to find " +
+				"their organisations and switch between them. Ordered by name, then org_id; an empty array when " +
+				"the caller belongs to none.",
+			Responses: map[int]httpapi.Response{
+				http.StatusOK: httpapi.JSONResponse("Every organisation the caller is a member of.", schema.Array(OrganisationSchema)),
+			},
+			Handler: httpapi.HandlerFunc(h.listOrgs),
+		},
+		{
 			Method: http.MethodGet, Path: "/console/orgs/{org_id}", OperationID: "getOrg", Tags: orgTags, Security: session,
 			Summary: "An organisation, with the caller's role",
 			Params:  []schema.Param{orgID},
@@ -493,6 +504,18 @@ func (h *handlers) createOrg(w http.ResponseWriter, r *http.Request) error {
 		return fail(err, DetailOrgNotFound)
 	}
 	return httpapi.WriteJSON(w, http.StatusCreated, o)
+}
+
+func (h *handlers) listOrgs(w http.ResponseWriter, r *http.Request) error {
+	c, err := caller(r)
+	if err != nil {
+		return err
+	}
+	list, err := h.s.ListOrgs(r.Context(), c.User.ID)
+	if err != nil {
+		return err
+	}
+	return httpapi.WriteJSON(w, http.StatusOK, list)
 }
 
 func (h *handlers) getOrg(w http.ResponseWriter, r *http.Request) error {
