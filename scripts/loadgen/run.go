@@ -66,8 +66,12 @@ func newTarget(base *url.URL, key string, clients int, timeout time.Duration) *t
 			t.dials.Add(1)
 			return dialer.DialContext(ctx, network, addr)
 		},
-		MaxIdleConns:          2 * clients,
-		MaxIdleConnsPerHost:   2 * clients,
+		MaxIdleConns:        2 * clients,
+		MaxIdleConnsPerHost: 2 * clients,
+		// One connection per client at most: without it, a request issued while its
+		// client's connection is still on its way back to the idle pool (a busy machine)
+		// dials another, and the run holds more connections than it has clients.
+		MaxConnsPerHost:       clients,
 		IdleConnTimeout:       90 * time.Second,
 		ResponseHeaderTimeout: timeout,
 		// The server's own bytes are measured, not a decompression on our side.
