@@ -239,6 +239,7 @@ func TestPartScanAgreesWithEveryRecord(t *testing.T) {
 				for _, limit := range []int{500, 20} {
 					q := AreaQuery{Center: near(0.05), Radius: radius}
 					banded, every := newMatcher(q, 2000, limit), newMatcher(q, 2000, limit)
+					banded.deferLines = limit == 20 // both ways of taking the LineStrings
 					banded.scan(p)
 					banded.addLines()
 					for i := range p.recs {

@@ -87,6 +87,9 @@ func (s *Store) Area(ctx context.Context, c Caller, q AreaQuery) (*AreaResult, e
 	}
 	res := &AreaResult{Level: cov.level}
 	m := newMatcher(q, s.clock.Now().UnixNano(), s.maxPerQuery)
+	if cov.level != levels[0] {
+		m.deferLines, m.lines = true, make([]cachedRec, 0, 256)
+	}
 
 	waves := [][]h3.Cell{cov.cells}
 	var bounds []float64 // lower bound of the distance to the first cell of each wave
@@ -295,9 +298,14 @@ type matcher struct {
 	ver   []int64        // version of found[i]
 	seen  map[string]int // event id -> index in found
 	far   map[string]int64
-	top   []float64   // max-heap of the limit smallest distances found
-	bad   int         // unreadable records skipped
-	lines []cachedRec // LineStrings of the wave's cached partitions, for addLines
+	top   []float64 // max-heap of the limit smallest distances found
+	bad   int       // unreadable records skipped
+	// lines holds the LineStrings of the wave's cached partitions, for addLines, when
+	// deferLines: at the coarse level, where the answer fills up (a fine-level query of the
+	// default radius rarely reaches the cap, and copying its LineStrings cost more than it
+	// spared).
+	lines      []cachedRec
+	deferLines bool
 }
 
 func newMatcher(q AreaQuery, now int64, limit int) *matcher {
@@ -373,9 +381,17 @@ func (m *matcher) pointDistance(p geo.Point, cosLat float64) float64 {
 // band of each cell.
 func (m *matcher) scan(p *part) {
 	recs, pts := p.recs, p.pts
-	for _, i := range p.lines {
-		// A copy: a write may replace the record in place once the partition is unlocked.
-		m.lines = append(m.lines, recs[i])
+	if m.deferLines {
+		for _, i := range p.lines {
+			// A copy: a write may replace the record in place once the partition is unlocked.
+			m.lines = append(m.lines, recs[i])
+		}
+	} else {
+		defer func() {
+			for _, i := range p.lines {
+				m.add(&recs[i])
+			}
+		}()
 	}
 	lat := m.center.Lat
 	hi, _ := slices.BinarySearchFunc(pts, lat, func(e ptEntry, lat float64) int {
