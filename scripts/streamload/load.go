@@ -77,7 +77,7 @@ type result struct {
 	PublishP95Ms float64 `json:"publish_p95_ms"`
 	// Connections and memory.
 	OpenErrors      int64   `json:"open_errors"`
-	OpenRetries     int64   `json:"open_retries"` // opens answered bye snapshot_unavailable, then retried
+	OpenRetries     int64   `json:"open_retries"` // opens answered 5xx or bye snapshot_unavailable, then retried
 	StreamErrors    int64   `json:"stream_errors"`
 	OpenSeconds     float64 `json:"open_seconds"`
 	RSSBeforeKiB    int64   `json:"rss_before_kib"`
@@ -176,7 +176,7 @@ func run(ctx context.Context, o options, logf func(string, ...any)) (result, err
 		res.OpenRetries += int64(s.retries)
 	}
 	res.OpenErrors = openErrors.Load()
-	logf("%d streams open in %.1f s (%d refused, %d opens retried after bye snapshot_unavailable)",
+	logf("%d streams open in %.1f s (%d refused, %d opens retried after a 5xx or bye snapshot_unavailable)",
 		o.subscribers, res.OpenSeconds, res.OpenErrors, res.OpenRetries)
 	if res.OpenErrors > 0 {
 		return res, fmt.Errorf("streamload: %d streams could not be opened (last error: %v)", res.OpenErrors, lastErr.Load())
@@ -332,9 +332,9 @@ func run(ctx context.Context, o options, logf func(string, ...any)) (result, err
 func (s *subscriber) read(ctx context.Context, client *http.Client, o options, sendTimes []atomic.Int64, ready func()) error {
 	readyOnce := sync.OnceFunc(ready)
 	defer readyOnce()
-	// A stream that says bye snapshot_unavailable first is opened again after a pause, as
-	// spec 6 tells a client to (DynamoDB Local refuses connections when thousands of streams
-	// read their snapshots at once); the retries are counted.
+	// A stream refused with a 5xx or that says bye snapshot_unavailable first is opened again
+	// after a pause, as spec 6 and 7 tell a client to (DynamoDB Local resets connections when
+	// thousands of streams read their snapshots at once); the retries are counted.
 	var fr *stream.FrameReader
 	for attempt := 1; ; attempt++ {
 		var body io.Closer
@@ -388,8 +388,8 @@ func (s *subscriber) read(ctx context.Context, client *http.Client, o options, s
 // maxOpenAttempts bounds how many times a subscriber tries to open its stream.
 const maxOpenAttempts = 5
 
-// open opens the stream of s and reads its snapshot. retry is true when the server said bye
-// snapshot_unavailable instead, which a client answers by reconnecting.
+// open opens the stream of s and reads its snapshot. retry is true when the server answered
+// a 5xx or said bye snapshot_unavailable instead, which a client answers by reconnecting.
 func (s *subscriber) open(ctx context.Context, client *http.Client, o options) (fr *stream.FrameReader, body io.Closer, retry bool, err error) {
 	q := url.Values{}
 	q.Set("lat", strconv.FormatFloat(s.center.Lat, 'f', -1, 64))
@@ -407,7 +407,8 @@ func (s *subscriber) open(ctx context.Context, client *http.Client, o options) (
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		resp.Body.Close()
-		return nil, nil, false, fmt.Errorf("GET /v1/stream: %d %s", resp.StatusCode, b)
+		// Spec 7, client retry rules: a 5xx is retried with backoff, a 4xx is not.
+		return nil, nil, resp.StatusCode >= 500, fmt.Errorf("GET /v1/stream: %d %s", resp.StatusCode, b)
 	}
 	fr = stream.NewFrameReader(bufio.NewReaderSize(resp.Body, 4096))
 	first, err := fr.Next()
