@@ -35,6 +35,11 @@ type PlanSettings struct {
 	// PriceID is the plan's Stripe price (STRIPE_PRICE_<PLAN>); without one the plan cannot
 	// be bought through checkout. Never sent in an API body (contract 3).
 	PriceID string
+	// MeteredPriceID is the plan's metered Stripe price for reads beyond IncludedReads, per
+	// 1 000 (STRIPE_METERED_PRICE_<PLAN>; README "Reads beyond included_reads"): checkout adds
+	// it as a second line item and the overage job reports usage on it. Without one the
+	// plan has no overage charge.
+	MeteredPriceID string
 	// MonthlyPriceCents is shown in GET /console/plans (ROADEVENTS_PLAN_<PLAN>_PRICE_CENTS);
 	// Stripe's price decides what is charged, so keep them equal.
 	MonthlyPriceCents int64
@@ -66,6 +71,8 @@ func (b Billing) LogValue() slog.Value {
 		slog.String("currency", b.Currency),
 		slog.Bool("team_price_set", b.Team.PriceID != ""),
 		slog.Bool("business_price_set", b.Business.PriceID != ""),
+		slog.Bool("team_metered_price_set", b.Team.MeteredPriceID != ""),
+		slog.Bool("business_metered_price_set", b.Business.MeteredPriceID != ""),
 	)
 }
 
@@ -98,6 +105,7 @@ func (c *Config) readBilling(getenv func(string) string) error {
 		dst  *PlanSettings
 	}{{"TEAM", &b.Team}, {"BUSINESS", &b.Business}} {
 		setString(&p.dst.PriceID, strings.TrimSpace(getenv("STRIPE_PRICE_"+p.name)))
+		setString(&p.dst.MeteredPriceID, strings.TrimSpace(getenv("STRIPE_METERED_PRICE_"+p.name)))
 		prefix := "ROADEVENTS_PLAN_" + p.name + "_"
 		if err := setInt64(&p.dst.MonthlyPriceCents, prefix+"PRICE_CENTS", getenv); err != nil {
 			return err

@@ -28,6 +28,7 @@ func TestBillingFromEnv(t *testing.T) {
 		"STRIPE_WEBHOOK_SECRET":                   "whsec_secret",
 		"STRIPE_PRICE_TEAM":                       "price_team",
 		"STRIPE_PRICE_BUSINESS":                   "price_business",
+		"STRIPE_METERED_PRICE_TEAM":               "price_team_reads",
 		"ROADEVENTS_STRIPE_API_BASE":              "http://127.0.0.1:12111/",
 		"ROADEVENTS_BILLING_CURRENCY":             "EUR",
 		"ROADEVENTS_PLAN_TEAM_LIVE_KEYS":          "7",
@@ -42,11 +43,11 @@ func TestBillingFromEnv(t *testing.T) {
 	if !b.Configured() || b.StripeAPIBase != "http://127.0.0.1:12111" || b.Currency != "eur" {
 		t.Errorf("Billing = configured %v, base %q, currency %q; want true, no trailing slash, eur", b.Configured(), b.StripeAPIBase, b.Currency)
 	}
-	if b.Team != (config.PlanSettings{PriceID: "price_team", MonthlyPriceCents: 5900, IncludedReads: 1_000_000, LiveKeyCap: 7, SeatCap: 12}) {
+	if b.Team != (config.PlanSettings{PriceID: "price_team", MeteredPriceID: "price_team_reads", MonthlyPriceCents: 5900, IncludedReads: 1_000_000, LiveKeyCap: 7, SeatCap: 12}) {
 		t.Errorf("Team = %+v; want the variables' values over the defaults", b.Team)
 	}
-	if b.Business.PriceID != "price_business" || b.Business.IncludedReads != 20_000_000 {
-		t.Errorf("Business = %+v; want price_business, 20 000 000 included reads", b.Business)
+	if b.Business.PriceID != "price_business" || b.Business.IncludedReads != 20_000_000 || b.Business.MeteredPriceID != "" {
+		t.Errorf("Business = %+v; want price_business, 20 000 000 included reads, no metered price", b.Business)
 	}
 	for name, v := range map[string]string{
 		"ROADEVENTS_STRIPE_API_BASE":           "localhost:12111",

@@ -42,6 +42,9 @@ type Plan struct {
 	SelfServe bool
 	// PriceID is the Stripe price checkout sells; empty for the others. Never in a body.
 	PriceID string
+	// MeteredPriceID is the plan's metered Stripe price for reads beyond IncludedReads, per
+	// 1 000; empty: no overage is charged on this plan. Never in a body.
+	MeteredPriceID string
 }
 
 // Public is the PlanPublic record of contract 3.
@@ -112,6 +115,7 @@ func New(b config.Billing) *Catalogue {
 			SeatCap:           s.SeatCap,
 			SelfServe:         s.PriceID != "",
 			PriceID:           s.PriceID,
+			MeteredPriceID:    s.MeteredPriceID,
 		}
 	}
 	return &Catalogue{plans: []Plan{
@@ -155,6 +159,20 @@ func (c *Catalogue) ByPriceID(priceID string) (Plan, bool) {
 		}
 	}
 	return Plan{}, false
+}
+
+// IsMeteredPrice reports whether priceID is the metered price of a plan: how the subscription
+// item that usage is reported on is found among a subscription's items.
+func (c *Catalogue) IsMeteredPrice(priceID string) bool {
+	if priceID == "" {
+		return false
+	}
+	for _, p := range c.plans {
+		if p.MeteredPriceID == priceID {
+			return true
+		}
+	}
+	return false
 }
 
 // Caps returns the live-key and seat caps of plan id (0 = uncapped), in the shape of

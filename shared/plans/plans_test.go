@@ -98,3 +98,28 @@ func TestByPriceID(t *testing.T) {
 		}
 	}
 }
+
+// The subscription item usage is reported on is found by its price: only a plan's metered
+// price is one, not its flat price, an empty or a foreign one.
+func TestIsMeteredPrice(t *testing.T) {
+	t.Parallel()
+	b := config.DefaultBilling
+	b.Team.PriceID, b.Team.MeteredPriceID = "price_team", "price_team_reads"
+	c := plans.New(b)
+	for _, tc := range []struct {
+		name, price string
+		want        bool
+	}{
+		{"team's metered price", "price_team_reads", true},
+		{"team's flat price", "price_team", false},
+		{"empty (business has no metered price)", "", false},
+		{"foreign price", "price_other", false},
+	} {
+		if got := c.IsMeteredPrice(tc.price); got != tc.want {
+			t.Errorf("%s: IsMeteredPrice(%q) = %v; want %v", tc.name, tc.price, got, tc.want)
+		}
+	}
+	if p, ok := c.ByPriceID("price_team_reads"); ok {
+		t.Errorf("ByPriceID(metered price) = %q; want no plan: the flat price decides the plan", p.ID)
+	}
+}
