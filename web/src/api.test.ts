@@ -39,6 +39,26 @@ describe('Client requests', () => {
     expect(calls[0].url).not.toContain('ses_abc');
   });
 
+  it('lists the user\'s organisations with GET /console/orgs, in the server\'s order', async () => {
+    const list = [
+      { org_id: 'org_b', name: 'Alpha', plan: 'free', created_at: '2026-11-20T10:00:00Z', role: 'owner' },
+      { org_id: 'org_a', name: 'Bravo', plan: 'team', created_at: '2026-11-19T10:00:00Z', role: 'member' },
+    ];
+    const { c, calls } = client(json(200, list));
+    const got = await c.orgs();
+    expect(calls[0].url).toBe('https://api.example/console/orgs');
+    expect(calls[0].init.method).toBe('GET');
+    expect((calls[0].init.headers as Record<string, string>).Authorization).toBe('Bearer ses_abc');
+    expect(got).toEqual(list);
+  });
+
+  it('signs out when the organisation list answers 401', async () => {
+    const { c, onUnauthorized } = client(json(401, { detail: 'Session expired.' }));
+    const err = await failure(c.orgs());
+    expect(err.status).toBe(401);
+    expect(onUnauthorized).toHaveBeenCalledTimes(1);
+  });
+
   it('sends JSON bodies and query parameters', async () => {
     const { c, calls } = client(json(201, { key: 'svc_x', api_key: {} }));
     await c.issueKey('org 1', 'Fleet app', 'sandbox', '123456');

@@ -339,6 +339,14 @@ export class Client {
   }
 
   // Organisations (spec 4.3).
+  /**
+   * orgs lists the signed-in user's organisations with the user's role in each, by name then
+   * org_id ([] when none). GET /console/orgs is an addition to spec 4.3 (README "Console
+   * organisations"): without it a returning user on a new browser could not find them.
+   */
+  orgs() {
+    return this.request<Organisation[]>('GET', '/console/orgs');
+  }
   createOrg(name: string) {
     return this.request<Organisation>('POST', '/console/orgs', { body: { name } });
   }

@@ -5,7 +5,7 @@ import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { Client, type Me, type Organisation, type Session } from './api';
 import { AppContext, type Ctx, useApp } from './context';
 import { href, navigate, onLinkClick, useRoute } from './router';
-import { currentOrg, knownOrgs, pendingInvite, token } from './state';
+import { currentOrg, forgetLegacyOrgs, pendingInvite, token } from './state';
 import { Notice } from './ui';
 import { SignIn } from './pages/signin';
 import { AcceptInvite } from './pages/invite';
@@ -102,26 +102,35 @@ function SignedIn(props: { client: Client; me: Me; setMe: (m: Me) => void; signO
   const { client, me } = props;
   const path = useRoute();
   const [orgs, setOrgs] = useState<Organisation[] | null>(null);
+  const [loadError, setLoadError] = useState<string | null>(null);
+  // latest is the list as last read (null before the first answer), for refreshOrgs to fall
+  // back on when a refresh fails.
+  const latest = useRef<Organisation[] | null>(null);
 
-  // The spec has no route listing a user's organisations: the console reads the ones this
-  // browser has seen, and drops those the API no longer shows the user (404: left or removed).
+  // The user's organisations are the server's list (GET /console/orgs, README "Console
+  // organisations"), read once per sign-in and again after anything that changes it.
+  const refreshOrgs = async (): Promise<Organisation[]> => {
+    try {
+      const list = await client.orgs();
+      latest.current = list;
+      setOrgs(list);
+      setLoadError(null);
+      return list;
+    } catch (e) {
+      // A 401 has already sent the user to sign-in; anything else keeps the list as it was.
+      if (latest.current === null && (e as { status?: number })?.status !== 401) {
+        setLoadError((e as Error)?.message ?? 'The service cannot be reached.');
+      }
+      return latest.current ?? [];
+    }
+  };
+
   useEffect(() => {
-    let live = true;
-    const ids = knownOrgs.get(me.user_id);
-    Promise.all(
-      ids.map((id) =>
-        client.org(id).then(
-          (o) => o,
-          (e) => {
-            if (e?.status === 404) knownOrgs.remove(me.user_id, id);
-            return null;
-          },
-        ),
-      ),
-    ).then((list) => live && setOrgs(list.filter((o): o is Organisation => o !== null)));
-    return () => {
-      live = false;
-    };
+    forgetLegacyOrgs(me.user_id);
+    latest.current = null;
+    setOrgs(null);
+    void refreshOrgs();
+    // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [client, me.user_id]);
 
   const ctx: Ctx = {
@@ -134,18 +143,27 @@ function SignedIn(props: { client: Client; me: Me; setMe: (m: Me) => void; signO
     setMe: props.setMe,
     signOut: props.signOut,
     orgs: orgs ?? [],
-    rememberOrg: (o) => {
-      knownOrgs.add(me.user_id, o.org_id);
-      setOrgs((l) => [o, ...(l ?? []).filter((x) => x.org_id !== o.org_id)]);
-    },
-    forgetOrg: (id) => {
-      knownOrgs.remove(me.user_id, id);
-      if (currentOrg.get(me.user_id) === id) currentOrg.set(me.user_id, null);
-      setOrgs((l) => (l ?? []).filter((x) => x.org_id !== id));
-    },
+    refreshOrgs,
   };
 
   if (orgs === null) {
+    if (loadError) {
+      return (
+        <main class="center">
+          <Notice kind="error">{loadError}</Notice>
+          <button
+            type="button"
+            class="primary"
+            onClick={() => {
+              setLoadError(null);
+              void refreshOrgs();
+            }}
+          >
+            Try again
+          </button>
+        </main>
+      );
+    }
     return (
       <main class="center" aria-busy="true">
         <p class="muted" role="status">
@@ -172,7 +190,8 @@ function SignedIn(props: { client: Client; me: Me; setMe: (m: Me) => void; signO
     orgId = parts[1];
     page = <OrgPage orgId={orgId} tab={parts[2] ?? 'overview'} />;
   } else {
-    // The start page: the last organisation opened, else the first known, else create one.
+    // The start page: the last organisation opened if the user still belongs to it, else the
+    // first of the list, else create one.
     const last = currentOrg.get(me.user_id);
     const target = orgs.find((o) => o.org_id === last) ?? orgs[0];
     navigate(target ? `orgs/${target.org_id}/overview` : 'orgs/new', true);
@@ -210,7 +229,7 @@ function Header({ orgId }: { orgId: string | null }) {
             navigate(v === '__new' ? 'orgs/new' : `orgs/${v}/overview`);
           }}
         >
-          {orgId === null && <option value="">Switch organisation…</option>}
+          {!orgs.some((o) => o.org_id === orgId) && <option value={orgId ?? ''}>Switch organisation…</option>}
           {orgs.map((o) => (
             <option value={o.org_id} key={o.org_id}>
               {o.name}
@@ -262,12 +281,18 @@ function OrgPage({ orgId, tab }: { orgId: string; tab: string }) {
       (o) => {
         if (!live) return;
         setOrg(o);
-        ctx.rememberOrg(o);
         currentOrg.set(ctx.me.user_id, o.org_id);
+        // The list is older than this answer (joined or renamed elsewhere, a new role): read it again.
+        const listed = ctx.orgs.find((x) => x.org_id === o.org_id);
+        if (!listed || listed.name !== o.name || listed.role !== o.role || listed.plan !== o.plan) void ctx.refreshOrgs();
       },
       (e) => {
         if (!live) return;
-        if (e?.status === 404) ctx.forgetOrg(orgId);
+        if (e?.status === 404) {
+          // Removed by an owner, or left in another tab: the organisation leaves the switcher.
+          if (currentOrg.get(ctx.me.user_id) === orgId) currentOrg.set(ctx.me.user_id, null);
+          void ctx.refreshOrgs();
+        }
         setError(e?.status === 404 ? 'This organisation does not exist or you are not a member of it.' : e?.message);
       },
     );

@@ -11,11 +11,17 @@ export interface Ctx {
   setSession: (s: Session) => void;
   setMe: (m: Me) => void;
   signOut: (message?: string) => void;
-  /** orgs are the organisations this browser knows the user belongs to. */
+  /**
+   * orgs are the user's organisations as GET /console/orgs last answered (by name then org_id):
+   * the server's list is the truth, whatever browser the user signs in from.
+   */
   orgs: Organisation[];
-  /** rememberOrg adds or refreshes an organisation (after create, accept, rename). */
-  rememberOrg: (o: Organisation) => void;
-  forgetOrg: (orgId: string) => void;
+  /**
+   * refreshOrgs reads the list again; pages call it after whatever changes it (create, accept,
+   * rename, leave, or finding themselves removed). It resolves with the new list, or with the
+   * old one when the service cannot be reached (the page then shows its own error or result).
+   */
+  refreshOrgs: () => Promise<Organisation[]>;
 }
 
 export const AppContext = createContext<Ctx | null>(null);

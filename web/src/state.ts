@@ -3,13 +3,15 @@
 // The session token lives in sessionStorage: it lasts as long as the tab, survives a reload and
 // the round trip of sign-in, and is gone when the tab closes, so a 30-day credential (contract 3)
 // is not left behind on a shared computer. The cost is signing in again in a new tab.
-// localStorage holds only non-secret conveniences: the organisations this browser has seen per
-// user (the spec has no route listing a user's organisations) and the last one opened.
+// localStorage holds only a non-secret preference: the organisation each user opened last. The
+// list of a user's organisations is the server's (GET /console/orgs, README "Console
+// organisations"), read on every sign-in, so a new browser shows the same list.
 // No credential is ever put in a URL (spec 5 rule 7): the invitation token arrives in the URL
 // fragment and moves to sessionStorage at once.
 
 const TOKEN = 'roadevents.session';
 const INVITE = 'roadevents.invite';
+// ORGS is the key prefix of the list earlier consoles kept; only forgetLegacyOrgs uses it.
 const ORGS = 'roadevents.orgs.';
 const CURRENT = 'roadevents.current-org.';
 
@@ -41,25 +43,13 @@ export const pendingInvite = {
   set: (v: string | null) => set(sessionStorage, INVITE, v),
 };
 
-/** knownOrgs lists the organisation ids this browser has seen for a user. */
-export const knownOrgs = {
-  get(userId: string): string[] {
-    try {
-      const v = JSON.parse(get(localStorage, ORGS + userId) ?? '[]');
-      return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : [];
-    } catch {
-      return [];
-    }
-  },
-  add(userId: string, orgId: string) {
-    const ids = knownOrgs.get(userId).filter((x) => x !== orgId);
-    ids.unshift(orgId);
-    set(localStorage, ORGS + userId, JSON.stringify(ids));
-  },
-  remove(userId: string, orgId: string) {
-    set(localStorage, ORGS + userId, JSON.stringify(knownOrgs.get(userId).filter((x) => x !== orgId)));
-  },
-};
+/**
+ * forgetLegacyOrgs removes the per-user list of organisation ids that earlier consoles kept in
+ * localStorage: the server's list replaced it, and a stale copy has no reader left.
+ */
+export function forgetLegacyOrgs(userId: string) {
+  set(localStorage, ORGS + userId, null);
+}
 
 /** currentOrg is the organisation last opened by a user. */
 export const currentOrg = {

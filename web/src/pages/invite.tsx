@@ -9,7 +9,7 @@ import { FormError, Notice, useForm } from '../ui';
 
 /** AcceptInvite asks the signed-in user to join the organisation of a pending invitation. */
 export function AcceptInvite() {
-  const { client, me, rememberOrg } = useApp();
+  const { client, me, refreshOrgs } = useApp();
   const [tok] = useState(pendingInvite.get());
   const form = useForm([]);
   if (!tok) {
@@ -24,7 +24,7 @@ export function AcceptInvite() {
     const org = await form.run(() => client.acceptInvite(tok));
     if (org) {
       pendingInvite.set(null);
-      rememberOrg(org);
+      await refreshOrgs();
       navigate(`orgs/${org.org_id}/overview`);
     }
   };

@@ -4,11 +4,12 @@ import { useState } from 'preact/hooks';
 import type { Organisation, Role } from '../api';
 import { useApp } from '../context';
 import { navigate } from '../router';
+import { currentOrg } from '../state';
 import { Confirm, Field, FormError, Loading, Notice, formatTime, useForm, useLoad } from '../ui';
 
 /** Members lists members and invitations. */
 export function Members({ org }: { org: Organisation }) {
-  const { client, me, forgetOrg } = useApp();
+  const { client, me, refreshOrgs } = useApp();
   const list = useLoad(() => client.members(org.org_id), [org.org_id]);
   const [email, setEmail] = useState('');
   const [role, setRole] = useState<Role>('member');
@@ -42,11 +43,15 @@ export function Members({ org }: { org: Organisation }) {
     setMsg(null);
     try {
       await client.leave(org.org_id);
-      forgetOrg(org.org_id);
-      navigate('');
     } catch (e) {
       setMsg({ kind: 'error', text: (e as Error).message });
+      return;
     }
+    // The organisation leaves the switcher, and the start page opens another one (or offers
+    // to create one) rather than the one just left.
+    if (currentOrg.get(me.user_id) === org.org_id) currentOrg.set(me.user_id, null);
+    await refreshOrgs();
+    navigate('');
   };
 
   return (

@@ -7,7 +7,7 @@ import { Field, FormError, Notice, useForm } from '../ui';
 
 /** CreateOrg makes a new organisation; the caller becomes its owner on the free plan. */
 export function CreateOrg() {
-  const { client, rememberOrg, orgs } = useApp();
+  const { client, refreshOrgs, orgs } = useApp();
   const [name, setName] = useState('');
   const form = useForm(['name']);
   const submit = async (e: Event) => {
@@ -19,7 +19,8 @@ export function CreateOrg() {
     }
     const org = await form.run(() => client.createOrg(n));
     if (org) {
-      rememberOrg(org);
+      // The switcher lists the new organisation from the server's list before it opens.
+      await refreshOrgs();
       navigate(`orgs/${org.org_id}/overview`);
     }
   };
@@ -45,7 +46,7 @@ export function CreateOrg() {
 
 /** OrgSettings renames the organisation (owners). */
 export function OrgSettings({ org, onChange }: { org: Organisation; onChange: (o: Organisation) => void }) {
-  const { client, rememberOrg } = useApp();
+  const { client, refreshOrgs } = useApp();
   const [name, setName] = useState(org.name);
   const [saved, setSaved] = useState(false);
   const form = useForm(['name']);
@@ -55,7 +56,8 @@ export function OrgSettings({ org, onChange }: { org: Organisation; onChange: (o
     setSaved(false);
     const o = await form.run(() => client.updateOrg(org.org_id, name.trim()));
     if (o) {
-      rememberOrg(o);
+      // The new name shows in the switcher, in its place by name.
+      void refreshOrgs();
       onChange(o);
       setSaved(true);
     }
