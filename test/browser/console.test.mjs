@@ -2,7 +2,10 @@
 // creates an organisation, turns on TOTP with a code computed from the displayed secret, signs
 // in again with a recovery code, issues a sandbox key, sees usage rise after calls with it,
 // invites a colleague who accepts in a second browser context (a phone-sized one), and
-// revokes the key. Every main page is saved to test/browser/screenshots/.
+// revokes the key. The colleague then signs in on a third, fresh browser context and finds the
+// organisation through the switcher (the list is the server's, GET /console/orgs), which drops
+// it once they are removed, and drops another once they leave it. Every main page is saved to
+// test/browser/screenshots/.
 //
 // Run: cd web && npm ci && npm run browser-test (scripts/test.sh does, after go test).
 import assert from 'node:assert/strict';
@@ -57,6 +60,11 @@ async function signInStart(page, email) {
   await page.getByRole('heading', { name: 'Check your e-mail' }).waitFor();
 }
 
+/** switcherOptions lists the labels of the organisation switcher, in its order. */
+async function switcherOptions(page) {
+  return (await page.getByRole('combobox', { name: 'Organisation' }).locator('option').allTextContents()).map((s) => s.trim());
+}
+
 /** v1 calls the public interface with an API key. */
 async function v1(method, path, key, body) {
   const res = await fetch(server.base + path, {
@@ -83,6 +91,8 @@ test('the console, from sign-up to a revoked key', async (t) => {
   let recovery;
   let rawKey;
   let orgUrl;
+  // The colleague's desktop browser, opened fresh after the invitation was accepted on the phone.
+  let pageC;
   // The steps build on each other: after a failure the rest are skipped, not failed again.
   let broken = false;
   const step = (name, fn) =>
@@ -305,6 +315,23 @@ test('the console, from sign-up to a revoked key', async (t) => {
     assert.match(await page.getByText('Pending invitations').locator('xpath=following-sibling::*[1]').textContent(), /None/);
   });
 
+  await step('the member signs in on a new browser and opens the organisation from the switcher', async () => {
+    // Nothing of the phone's session or storage is here: the list can only come from the server.
+    const ctxC = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    ctxC.setDefaultTimeout(10000);
+    pageC = await ctxC.newPage();
+    pageC.on('pageerror', (e) => pageErrors.push('colleague, desktop: ' + e.message));
+    await pageC.goto(server.base + '/app/account');
+    await signIn(pageC, COLLEAGUE);
+    await pageC.getByRole('heading', { name: 'Your account' }).waitFor();
+    assert.deepEqual(await switcherOptions(pageC), ['Switch organisation…', ORG, '+ New organisation']);
+    await shot(pageC, '14a-new-browser-switcher');
+    await pageC.getByRole('combobox', { name: 'Organisation' }).selectOption({ label: ORG });
+    await pageC.getByRole('heading', { name: ORG, level: 1 }).waitFor();
+    await pageC.getByText('your role member').waitFor();
+    assert.deepEqual(await switcherOptions(pageC), [ORG, '+ New organisation']);
+  });
+
   await step('manages members: resend, withdraw, role change, the last owner, remove', async () => {
     const THIRD = 'third@example.test';
     await page.getByText('Invite someone').click();
@@ -341,6 +368,12 @@ test('the console, from sign-up to a revoked key', async (t) => {
     await row.getByRole('button', { name: 'Yes, remove' }).click();
     await page.getByText(`${COLLEAGUE} is removed.`).waitFor();
     await page.locator('tbody tr', { hasText: COLLEAGUE }).waitFor({ state: 'detached' });
+
+    // The removed colleague's browser: on the next load the organisation is refused and gone
+    // from the switcher.
+    await pageC.reload();
+    await pageC.getByText('This organisation does not exist or you are not a member of it.').waitFor();
+    assert.deepEqual(await switcherOptions(pageC), ['Switch organisation…', '+ New organisation']);
   });
 
   await step('profile, organisation rename, a second organisation and switching', async () => {
@@ -363,6 +396,48 @@ test('the console, from sign-up to a revoked key', async (t) => {
     await page.getByRole('combobox', { name: 'Organisation' }).selectOption({ label: ORG });
     await page.getByRole('heading', { name: ORG, level: 1 }).waitFor();
     await page.getByRole('heading', { name: 'Is our integration alive?' }).waitFor();
+    // The switcher lists the server's organisations by name.
+    assert.deepEqual(await switcherOptions(page), [ORG, 'Second Fleet (renamed)', '+ New organisation']);
+  });
+
+  await step('after leaving an organisation, it is gone from the switcher', async () => {
+    const SECOND = 'Second Fleet (renamed)';
+    // The owner invites the colleague to the second organisation...
+    await page.getByRole('combobox', { name: 'Organisation' }).selectOption({ label: SECOND });
+    await page.getByRole('heading', { name: SECOND, level: 1 }).waitFor();
+    await page.getByRole('link', { name: 'Members' }).click();
+    await page.getByText('Invite someone').click();
+    await page.getByLabel('E-mail address').fill(COLLEAGUE);
+    await page.getByRole('button', { name: 'Send invitation' }).click();
+    await page.getByText(`Invitation sent to ${COLLEAGUE}.`).waitFor();
+    const mail = await outbox.next(COLLEAGUE);
+    const m = /(http:\/\/\S+\/app\/accept-invite#token=[^\s<>"]+)/.exec(mail);
+    assert.ok(m, `no invitation link in the e-mail:\n${mail}`);
+
+    // ...who, still signed in on the desktop, accepts: the switcher lists it at once.
+    await pageC.goto(m[1]);
+    await pageC.getByRole('heading', { name: 'Join an organisation' }).waitFor();
+    await pageC.getByRole('button', { name: 'Accept the invitation' }).click();
+    await pageC.getByRole('heading', { name: SECOND, level: 1 }).waitFor();
+    assert.deepEqual(await switcherOptions(pageC), [SECOND, '+ New organisation']);
+
+    // Leaving takes it off the list; with none left the console offers to create one.
+    await pageC.getByRole('link', { name: 'Members' }).click();
+    const self = pageC.locator('tbody tr', { hasText: '(you)' });
+    await self.getByRole('button', { name: 'Leave' }).click();
+    await self.getByRole('button', { name: 'Yes, leave' }).click();
+    await pageC.getByRole('heading', { name: 'Create an organisation' }).waitFor();
+    assert.deepEqual(await switcherOptions(pageC), ['Switch organisation…', '+ New organisation']);
+    await shot(pageC, '14b-left-organisation');
+    // And it stays gone on a fresh load (the server's list, not this page's memory).
+    await pageC.reload();
+    await pageC.getByRole('heading', { name: 'Create an organisation' }).waitFor();
+    assert.deepEqual(await switcherOptions(pageC), ['Switch organisation…', '+ New organisation']);
+    await pageC.context().close();
+
+    // The owner goes back to the first organisation for the pages that follow.
+    await page.getByRole('combobox', { name: 'Organisation' }).selectOption({ label: ORG });
+    await page.getByRole('heading', { name: ORG, level: 1 }).waitFor();
   });
 
   await step('billing and audit pages', async () => {
