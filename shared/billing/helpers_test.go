@@ -402,3 +402,7 @@ func decode(t *testing.T, body []byte, out any) {
 		t.Fatalf("decode %s: %v", body, err)
 	}
 }
+
+func (p *refusingProvider) ReportUsage(context.Context, billing.UsageRecord) error {
+	return p.refuse()
+}

@@ -263,11 +263,20 @@ func (s *Service) checkout(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return providerFailure(err)
 	}
-	url, err := s.provider.CreateCheckout(ctx, CheckoutRequest{
+	req := CheckoutRequest{
 		OrgID: a.org, PlanID: p.ID, PriceID: p.PriceID, CustomerID: customerID,
 		SuccessURL: s.consoleURL + "billing?checkout=success",
 		CancelURL:  s.consoleURL + "billing?checkout=cancelled",
-	})
+	}
+	if p.MeteredPriceID != "" {
+		// Overage is counted per calendar month (UTC), like the billing summary: the
+		// subscription's periods start on the first of the month so that each reported
+		// total falls in the period it counts (README "Reads beyond included_reads").
+		req.MeteredPriceID = p.MeteredPriceID
+		_, last := Period(s.clock.Now())
+		req.BillingCycleAnchor = last.AddDate(0, 0, 1)
+	}
+	url, err := s.provider.CreateCheckout(ctx, req)
 	if err != nil {
 		return providerFailure(err)
 	}

@@ -14,8 +14,12 @@ import (
 //	pk "org#<org_id>"              sk "billing"  the organisation's billing state
 //	    org_id, customer_id, subscription_id, status, plan_id, event_at, event_rank,
 //	    last_event_id, version, updated_at
+//	    metered_item_id, and per period p ("2006-01") the last usage report:
+//	    overage_<p> (quantity), overage_<p>_item, overage_<p>_final (1 once closed)
 //	pk "stripecustomer#<cus_id>"   sk "billing"  which organisation a Stripe customer is
 //	    org_id, customer_id
+//	pk "billing#subscribed"        sk "org#<org_id>"  an organisation with an active
+//	    subscription (the overage job's index; written with the state)
 //
 // version increases with every write, and every write is conditional on the version it read:
 // concurrent webhooks and checkouts cannot lose each other's changes.
@@ -25,6 +29,17 @@ const (
 )
 
 func stateKey(org string) store.Key { return store.Key{PK: "org#" + org, SK: skBilling} }
+
+// pkSubscribed is the partition of the subscribed organisations' index. One partition is
+// enough: it holds one small item per paying organisation and is read once an hour.
+const pkSubscribed = "billing#subscribed"
+
+func subscribedKey(org string) store.Key { return store.Key{PK: pkSubscribed, SK: "org#" + org} }
+
+func subscribedItem(org string) store.Item {
+	k := subscribedKey(org)
+	return store.Item{store.AttrPK: k.PK, store.AttrSK: k.SK, "org_id": org}
+}
 
 func customerKey(customerID string) store.Key {
 	return store.Key{PK: pkCustomerPrefix + customerID, SK: skBilling}
@@ -43,6 +58,12 @@ type State struct {
 	SubscriptionID string
 	Status         string
 	PlanID         string
+	// MeteredItemID is the subscription's item at the plan's metered price, which overage
+	// is reported on; empty: no overage charge (no metered price configured at checkout).
+	MeteredItemID string
+	// Reported is, per period ("2006-01"), the last usage report made for it (see
+	// ReportOverage); it is kept for the current and the previous period only.
+	Reported map[string]Report
 	// EventAt and EventRank order the state: a webhook older than EventAt, or as old with a
 	// lower rank, does not overwrite it (see newer).
 	EventAt   time.Time
@@ -95,6 +116,8 @@ func stateFromItem(org string, it store.Item) State {
 		SubscriptionID: it.String("subscription_id"),
 		Status:         it.String("status"),
 		PlanID:         it.String("plan_id"),
+		MeteredItemID:  it.String("metered_item_id"),
+		Reported:       reportsFromItem(it),
 		EventAt:        time.Unix(it.Int("event_at"), 0).UTC(),
 		EventRank:      int(it.Int("event_rank")),
 		LastEventID:    it.String("last_event_id"),
@@ -189,6 +212,10 @@ type change struct {
 	SubscriptionID string
 	Status         string
 	PlanID         string
+	// MeteredItemID is the item at a metered price; it is only known from a subscription
+	// event (HasItems), a completed checkout leaves the stored one as it is.
+	MeteredItemID string
+	HasItems      bool
 }
 
 // outcome says what apply did with a change.
@@ -239,14 +266,26 @@ func (s *Service) apply(ctx context.Context, c change) (before, after State, _ o
 		if c.CustomerID != "" {
 			next.CustomerID = c.CustomerID
 		}
+		if c.HasItems {
+			next.MeteredItemID = c.MeteredItemID
+		} else if c.SubscriptionID != st.SubscriptionID {
+			next.MeteredItemID = "" // another subscription's item; its own events will say
+		}
 		next.EventAt, next.EventRank, next.LastEventID = c.Created, statusRank(c.Status), c.EventID
 		next.Version = st.Version + 1
 		ops := []store.Op{store.UpdateOp(stateKey(c.OrgID), store.Update{Set: map[string]any{
 			"org_id": c.OrgID, "customer_id": next.CustomerID, "subscription_id": next.SubscriptionID,
-			"status": next.Status, "plan_id": next.PlanID,
+			"status": next.Status, "plan_id": next.PlanID, "metered_item_id": next.MeteredItemID,
 			"event_at": next.EventAt.Unix(), "event_rank": int64(next.EventRank), "last_event_id": next.LastEventID,
 			"version": next.Version, "updated_at": s.clock.Now().UTC().Format(time.RFC3339),
 		}}, versionCond(st.Version))}
+		// The index of subscribed organisations the overage job walks, in the same
+		// transaction as the state it follows, so that the two never disagree.
+		if next.Active() {
+			ops = append(ops, store.PutOp(subscribedItem(c.OrgID), store.Condition{}))
+		} else {
+			ops = append(ops, store.DeleteOp(subscribedKey(c.OrgID), store.Condition{}))
+		}
 		if c.CustomerID != "" && c.CustomerID != st.CustomerID {
 			ops = append(ops, store.PutOp(store.Item{
 				store.AttrPK: customerKey(c.CustomerID).PK, store.AttrSK: customerKey(c.CustomerID).SK,

@@ -10,6 +10,7 @@ import (
 	portalsession "github.com/stripe/stripe-go/v76/billingportal/session"
 	checkoutsession "github.com/stripe/stripe-go/v76/checkout/session"
 	"github.com/stripe/stripe-go/v76/customer"
+	"github.com/stripe/stripe-go/v76/usagerecord"
 )
 
 // Provider is the payment provider the console sells plans through (ARCHITECTURE.md: the
@@ -23,6 +24,21 @@ type Provider interface {
 	CreateCheckout(ctx context.Context, req CheckoutRequest) (url string, err error)
 	// CreatePortal opens the hosted billing portal of a customer and returns its page.
 	CreatePortal(ctx context.Context, customerID, returnURL string) (url string, err error)
+	// ReportUsage sets the usage of a metered subscription item for the billing period
+	// holding rec.Timestamp to rec.Quantity (action=set: a repeat never adds to it).
+	ReportUsage(ctx context.Context, rec UsageRecord) error
+}
+
+// UsageRecord is one report of a metered subscription item's usage (README "Reads beyond
+// included_reads").
+type UsageRecord struct {
+	SubscriptionItemID string
+	// Quantity is the period's total so far, in units of the metered price (1 000 reads).
+	Quantity int64
+	// Timestamp places the record in its billing period.
+	Timestamp time.Time
+	// IdempotencyKey collapses retries of one call: <item>-<period>-<quantity>.
+	IdempotencyKey string
 }
 
 // CheckoutRequest is what a checkout session is made from.
@@ -30,7 +46,15 @@ type CheckoutRequest struct {
 	OrgID      string
 	PlanID     string
 	PriceID    string
-	CustomerID string
+	// MeteredPriceID, when not empty, is added as a second line item, without a quantity
+	// (Stripe refuses one for a metered price): reads beyond the plan's included ones.
+	MeteredPriceID string
+	// BillingCycleAnchor, when not zero, starts the subscription's billing periods on it
+	// (the first of next month): the overage is computed per calendar month (UTC), so
+	// Stripe's periods must be calendar months too for a reported total to land in the
+	// period it counts.
+	BillingCycleAnchor time.Time
+	CustomerID         string
 	SuccessURL string
 	CancelURL  string
 }
@@ -95,6 +119,12 @@ func (s *Stripe) CreateCheckout(ctx context.Context, req CheckoutRequest) (strin
 			Metadata: map[string]string{MetaOrgID: req.OrgID, MetaPlanID: req.PlanID},
 		},
 	}
+	if req.MeteredPriceID != "" {
+		p.LineItems = append(p.LineItems, &stripe.CheckoutSessionLineItemParams{Price: stripe.String(req.MeteredPriceID)})
+	}
+	if !req.BillingCycleAnchor.IsZero() {
+		p.SubscriptionData.BillingCycleAnchor = stripe.Int64(req.BillingCycleAnchor.Unix())
+	}
 	p.Context = ctx
 	p.AddMetadata(MetaOrgID, req.OrgID)
 	p.AddMetadata(MetaPlanID, req.PlanID)
@@ -123,4 +153,21 @@ func (s *Stripe) CreatePortal(ctx context.Context, customerID, returnURL string)
 		return "", fmt.Errorf("stripe: portal session %s has no url", ps.ID)
 	}
 	return ps.URL, nil
+}
+
+// ReportUsage creates a usage record with action=set (stripe-go v76 usagerecord.New) under
+// the record's Idempotency-Key.
+func (s *Stripe) ReportUsage(ctx context.Context, rec UsageRecord) error {
+	p := &stripe.UsageRecordParams{
+		SubscriptionItem: stripe.String(rec.SubscriptionItemID),
+		Action:           stripe.String("set"),
+		Quantity:         stripe.Int64(rec.Quantity),
+		Timestamp:        stripe.Int64(rec.Timestamp.Unix()),
+	}
+	p.Context = ctx
+	p.SetIdempotencyKey(rec.IdempotencyKey)
+	if _, err := (&usagerecord.Client{B: s.backend, Key: s.key}).New(p); err != nil {
+		return fmt.Errorf("stripe: report usage of %s: %w", rec.SubscriptionItemID, err)
+	}
+	return nil
 }

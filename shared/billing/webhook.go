@@ -45,6 +45,7 @@ type subscriptionObject struct {
 	Metadata map[string]string `json:"metadata"`
 	Items    struct {
 		Data []struct {
+			ID    string `json:"id"`
 			Price struct {
 				ID string `json:"id"`
 			} `json:"price"`
@@ -166,11 +167,16 @@ func (s *Service) subscriptionChange(ctx context.Context, ev Event) (change, err
 	// The price decides the plan (a plan change in the portal changes the price); the
 	// metadata written at checkout is the fallback.
 	for _, it := range o.Items.Data {
-		if p, ok := s.plans.ByPriceID(it.Price.ID); ok {
+		if p, ok := s.plans.ByPriceID(it.Price.ID); ok && c.PlanID == "" {
 			c.PlanID = p.ID
-			break
+		}
+		// The item overage is reported on (README "Reads beyond included_reads"): the one
+		// at a plan's metered price. None: the subscription has no overage charge.
+		if s.plans.IsMeteredPrice(it.Price.ID) && c.MeteredItemID == "" {
+			c.MeteredItemID = it.ID
 		}
 	}
+	c.HasItems = true
 	if c.PlanID == "" {
 		c.PlanID = o.Metadata[MetaPlanID]
 	}
