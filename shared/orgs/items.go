@@ -3,6 +3,7 @@ package orgs
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"time"
 
 	"github.com/roadevents/roadevents/shared/store"
@@ -52,6 +53,21 @@ func parseTime(s string) time.Time {
 		return time.Time{}
 	}
 	return t
+}
+
+// MaxIDBytes is the longest id a path may name: every id this service mints (org_, usr_,
+// inv_, key ids) is far shorter, and a longer one could only overflow the store's key limit
+// (store.MaxKeyBytes, DynamoDB's own) and turn a lookup of nothing into a 500 instead of the
+// 404 spec 7 gives an id that names nothing.
+const MaxIDBytes = 128
+
+// knownID refuses, as ErrNotFound, an id no record can have (empty or over MaxIDBytes), before
+// it reaches the store.
+func knownID(kind, id string) error {
+	if id == "" || len(id) > MaxIDBytes {
+		return fmt.Errorf("%s %.40q: %w", kind, id, ErrNotFound)
+	}
+	return nil
 }
 
 func orgKey(org string) store.Key { return store.Key{PK: pkOrgPrefix + org, SK: skOrg} }

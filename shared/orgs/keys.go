@@ -72,6 +72,9 @@ func (s *Service) RevokeKey(ctx context.Context, m Membership, actor Actor, keyI
 	if err := ownerOnly(m); err != nil {
 		return err
 	}
+	if err := knownID("key", keyID); err != nil {
+		return err
+	}
 	key, err := s.keys.Revoke(ctx, m.Org.OrgID, keyID)
 	switch {
 	case errors.Is(err, apikey.ErrNotFound):

@@ -179,6 +179,9 @@ func (s *Service) newInvitation(org string, actor Actor, email, role string) (in
 
 // getInvitation reads a live invitation of org, or ErrNotFound.
 func (s *Service) getInvitation(ctx context.Context, org, id string) (invitation, error) {
+	if err := knownID("invitation", id); err != nil {
+		return invitation{}, err
+	}
 	it, err := s.table.Get(ctx, inviteKey(org, id))
 	if errors.Is(err, store.ErrNotFound) {
 		return invitation{}, fmt.Errorf("invitation %s: %w", id, ErrNotFound)
@@ -329,6 +332,9 @@ func (s *Service) Accept(ctx context.Context, c consoleauth.Caller, token string
 
 // member reads the member userID of org, or ErrNotFound.
 func (s *Service) member(ctx context.Context, org, userID string) (Member, error) {
+	if err := knownID("member", userID); err != nil {
+		return Member{}, err
+	}
 	it, err := s.table.Get(ctx, memberKey(org, userID))
 	if errors.Is(err, store.ErrNotFound) {
 		return Member{}, fmt.Errorf("member %s: %w", userID, ErrNotFound)

@@ -350,8 +350,11 @@ type Membership struct {
 // Resolve returns the membership of userID in orgID with one BatchGet (the organisation item
 // and the member item), or ErrNotFound when either is missing (spec 4.3: 404).
 func (s *Service) Resolve(ctx context.Context, orgID, userID string) (Membership, error) {
-	if orgID == "" || userID == "" {
-		return Membership{}, fmt.Errorf("organisation %q: %w", orgID, ErrNotFound)
+	if err := knownID("organisation", orgID); err != nil {
+		return Membership{}, err
+	}
+	if err := knownID("user", userID); err != nil {
+		return Membership{}, err
 	}
 	items, err := s.table.BatchGet(ctx, []store.Key{orgKey(orgID), memberKey(orgID, userID)})
 	if err != nil {
