@@ -167,6 +167,7 @@ func (p *refusingProvider) CreatePortal(context.Context, string, string) (string
 // stripeCall is one request to stripe-mock and its answer.
 type stripeCall struct {
 	Method, Path string
+	Header       http.Header
 	Form         url.Values
 	Response     map[string]any
 }
@@ -194,7 +195,7 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	var decoded map[string]any
 	_ = json.Unmarshal(body, &decoded)
 	r.mu.Lock()
-	r.calls = append(r.calls, stripeCall{Method: req.Method, Path: req.URL.Path, Form: form, Response: decoded})
+	r.calls = append(r.calls, stripeCall{Method: req.Method, Path: req.URL.Path, Header: req.Header.Clone(), Form: form, Response: decoded})
 	r.mu.Unlock()
 	return resp, nil
 }
@@ -246,6 +247,7 @@ type rigOptions struct {
 	orgs     billing.Orgs     // nil: a fakeOrgs
 	audit    billing.Auditor  // nil: the rig's auditLog
 	secret   string           // webhook secret; webhookSecret when empty, "-" for none
+	plans    *plans.Catalogue // nil: testPlans()
 }
 
 func newRig(t *testing.T, tab tables.Table, o rigOptions) *rig {
@@ -267,8 +269,12 @@ func newRig(t *testing.T, tab tables.Table, o rigOptions) *rig {
 	if o.audit != nil {
 		auditor = o.audit
 	}
+	catalogue := o.plans
+	if catalogue == nil {
+		catalogue = testPlans()
+	}
 	svc, err := billing.New(tab, billing.Options{
-		Orgs: r.orgs, Audit: auditor, Meter: r.meter, Plans: testPlans(),
+		Orgs: r.orgs, Audit: auditor, Meter: r.meter, Plans: catalogue,
 		Provider: o.provider, WebhookSecret: secret, ConsoleURL: consoleURL,
 		Clock: tab.Clock, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
 	})

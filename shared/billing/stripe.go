@@ -43,9 +43,9 @@ type UsageRecord struct {
 
 // CheckoutRequest is what a checkout session is made from.
 type CheckoutRequest struct {
-	OrgID      string
-	PlanID     string
-	PriceID    string
+	OrgID   string
+	PlanID  string
+	PriceID string
 	// MeteredPriceID, when not empty, is added as a second line item, without a quantity
 	// (Stripe refuses one for a metered price): reads beyond the plan's included ones.
 	MeteredPriceID string
@@ -55,8 +55,8 @@ type CheckoutRequest struct {
 	// period it counts.
 	BillingCycleAnchor time.Time
 	CustomerID         string
-	SuccessURL string
-	CancelURL  string
+	SuccessURL         string
+	CancelURL          string
 }
 
 // Stripe is the Provider on Stripe's API (stripe-go), or on stripe-mock with an API base.
