@@ -22,6 +22,7 @@ import (
 	"github.com/roadevents/roadevents/shared/consoleauth"
 	"github.com/roadevents/roadevents/shared/httpapi"
 	"github.com/roadevents/roadevents/shared/mail"
+	"github.com/roadevents/roadevents/shared/metering"
 	"github.com/roadevents/roadevents/shared/orgs"
 	"github.com/roadevents/roadevents/shared/schema"
 	"github.com/roadevents/roadevents/shared/service"
@@ -110,6 +111,8 @@ type env struct {
 	inbox *inbox
 	// keys is the service's key store: Wait for its background last_used_at writes.
 	keys *apikey.Keys
+	// meter is the service's meter; it writes through, so usage reads see every count.
+	meter *metering.Meter
 	// seen holds every response body, to show that no token ever appears in one.
 	seen *bodies
 	// routes are the routes the service serves.
@@ -152,11 +155,12 @@ func newEnvGroups(t *testing.T, tab tables.Table, caps func(string) (int, int), 
 	cfg.Console.SealKey = bytes.Repeat([]byte{0xa5}, 32)
 	cfg.ConsoleURL = consoleURL
 	e := &env{t: t, tab: tab, clock: tab.Clock, inbox: &inbox{}, seen: &bodies{},
-		keys: apikey.New(tab.Table, apikey.Options{Clock: tab.Clock})}
+		keys:  apikey.New(tab.Table, apikey.Options{Clock: tab.Clock}),
+		meter: metering.New(tab.Table, metering.Options{Clock: tab.Clock, FlushInterval: -1, WriteThrough: true})}
 	api := service.New(service.Deps{
 		Config: cfg, Build: "test", Table: tab.Table, Clock: tab.Clock,
 		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
-		Mailer: e.inbox, PlanCaps: caps, Keys: e.keys,
+		Mailer: e.inbox, PlanCaps: caps, Keys: e.keys, Meter: e.meter,
 	}, groups...)
 	e.h = api.Handler()
 	e.routes = api.Routes()
