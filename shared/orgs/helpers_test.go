@@ -117,6 +117,27 @@ type env struct {
 	seen *bodies
 	// routes are the routes the service serves.
 	routes []httpapi.Route
+	// logs holds every line the service logged (debug level and up), to show that no secret
+	// is ever logged.
+	logs *lockedBuffer
+}
+
+// lockedBuffer is a bytes.Buffer safe for concurrent writers.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 type bodies struct {
@@ -154,12 +175,12 @@ func newEnvGroups(t *testing.T, tab tables.Table, caps func(string) (int, int), 
 	cfg.Console.HashKey = bytes.Repeat([]byte{0x5a}, 32)
 	cfg.Console.SealKey = bytes.Repeat([]byte{0xa5}, 32)
 	cfg.ConsoleURL = consoleURL
-	e := &env{t: t, tab: tab, clock: tab.Clock, inbox: &inbox{}, seen: &bodies{},
+	e := &env{t: t, tab: tab, clock: tab.Clock, inbox: &inbox{}, seen: &bodies{}, logs: &lockedBuffer{},
 		keys:  apikey.New(tab.Table, apikey.Options{Clock: tab.Clock}),
 		meter: metering.New(tab.Table, metering.Options{Clock: tab.Clock, FlushInterval: -1, WriteThrough: true})}
 	api := service.New(service.Deps{
 		Config: cfg, Build: "test", Table: tab.Table, Clock: tab.Clock,
-		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
+		Logger: slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Mailer: e.inbox, PlanCaps: caps, Keys: e.keys, Meter: e.meter,
 	}, groups...)
 	e.h = api.Handler()
