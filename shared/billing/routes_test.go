@@ -3,6 +3,7 @@ package billing_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -134,8 +135,12 @@ func TestCheckoutAndPortalStatuses(t *testing.T) {
 			if strings.HasSuffix(tc.path, "/billing") {
 				method = http.MethodGet
 			}
-			if got, body := tc.r.do(t, method, tc.path, tc.token, tc.body); got != tc.want {
+			got, body := tc.r.do(t, method, tc.path, tc.token, tc.body)
+			if got != tc.want {
 				t.Errorf("%s: %s %s = %d %s; want %d", tc.name, method, tc.path, got, body, tc.want)
+			}
+			if err := errorShape(got, body); err != nil {
+				t.Errorf("%s: %v", tc.name, err)
 			}
 		}
 		if refuse.calls != 0 {
@@ -150,4 +155,31 @@ func TestCheckoutAndPortalStatuses(t *testing.T) {
 			t.Errorf("subscribed summary = configured %v, active %v, plan %s; want true, true, team", s.BillingConfigured, s.SubscriptionActive, s.Plan.PlanID)
 		}
 	})
+}
+
+// errorShape checks the body of an error answer against spec 7: {"detail": "<sentence>"} for a
+// handler error, {"detail": [{type, loc, msg, input}, ...]} for a validation 422.
+func errorShape(status int, body []byte) error {
+	var d struct {
+		Detail json.RawMessage `json:"detail"`
+	}
+	if err := json.Unmarshal(body, &d); err != nil || len(d.Detail) == 0 {
+		return fmt.Errorf("%d body %s has no detail (spec 7)", status, body)
+	}
+	var sentence string
+	if json.Unmarshal(d.Detail, &sentence) == nil {
+		if sentence == "" {
+			return fmt.Errorf("%d body %s: empty detail", status, body)
+		}
+		return nil
+	}
+	var items []struct {
+		Type string `json:"type"`
+		Loc  []any  `json:"loc"`
+	}
+	if status != http.StatusUnprocessableEntity || json.Unmarshal(d.Detail, &items) != nil || len(items) == 0 ||
+		items[0].Type == "" || len(items[0].Loc) == 0 {
+		return fmt.Errorf("%d body %s is neither {detail: sentence} nor a 422's {detail: [{type, loc}]} (spec 7)", status, body)
+	}
+	return nil
 }
