@@ -18,6 +18,7 @@ import (
 
 	"github.com/roadevents/roadevents/shared/admin"
 	"github.com/roadevents/roadevents/shared/apikey"
+	"github.com/roadevents/roadevents/shared/billing"
 	"github.com/roadevents/roadevents/shared/clock"
 	"github.com/roadevents/roadevents/shared/config"
 	"github.com/roadevents/roadevents/shared/httpapi"
@@ -135,6 +136,18 @@ func run(ctx context.Context, cfg config.Config, logger *slog.Logger) (err error
 	defer func() { <-hubDone }()
 	api := service.New(service.Deps{Config: cfg, Build: build, Table: st.Table, Clock: clock.System, Logger: logger,
 		Keys: keys, Meter: meter, Mailer: mailer, Sealer: sealer, Hub: hub})
+
+	// Reads beyond included_reads are reported to Stripe hourly (README), only with billing
+	// on; the job stops with ctx and is waited for before the store closes.
+	if b := api.Billing(); b.Configured() {
+		ticker := time.NewTicker(billing.ReportInterval)
+		overageDone := make(chan struct{})
+		go func() {
+			defer close(overageDone)
+			b.RunOverageReports(ctx, ticker.C)
+		}()
+		defer func() { ticker.Stop(); <-overageDone }()
+	}
 
 	fmt.Printf("road events service on %s (data in %s)\n", base, cfg.DataDir)
 	logger.Info("listening", "addr", base, "store", string(cfg.Store), "data", cfg.DataDir)

@@ -1,7 +1,9 @@
 // Command billing is the Lambda function of the billing route group (plans, billing summary, checkout, portal, Stripe webhook; ARCHITECTURE.md,
-// "Lambdas and route groups"), behind the HTTP API (payload format 2.0). It is wiring only:
-// shared/service builds the group's handler from the environment, as main.go builds every
-// group, and aws-lambda-go-api-proxy turns each API Gateway event into a request for it.
+// "Lambdas and route groups"), behind the HTTP API (payload format 2.0), and the hourly
+// overage job (README "Reads beyond included_reads"), invoked by an EventBridge schedule
+// rule. It is wiring only: shared/service builds the group's handler from the environment,
+// as main.go builds every group, and its BillingHandler runs the job for a scheduled event
+// and turns every other event into a request for the handler (aws-lambda-go-api-proxy).
 // scripts/build-lambdas.sh builds it as the bootstrap of provided.al2023 on arm64.
 package main
 
@@ -10,7 +12,6 @@ import (
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 
 	"github.com/roadevents/roadevents/shared/config"
 	"github.com/roadevents/roadevents/shared/service"
@@ -27,5 +28,6 @@ func main() {
 		service.ReportLambdaInitError(ctx, config.Getenv, err)
 		os.Exit(1)
 	}
-	lambda.Start(httpadapter.NewV2(h).ProxyWithContext)
+	// HTTP API requests, and the stack's hourly EventBridge rule running the overage job.
+	lambda.Start(h.BillingHandler())
 }

@@ -265,3 +265,22 @@ func (s *Service) includedReads(planID string) (int64, bool) {
 	}
 	return *p.IncludedReads, true
 }
+
+// RunOverageReports runs ReportOverage once at start (a restart just after a month ends
+// still reports the closed month) and then at every tick, until ctx ends: the scheduler of
+// `go run .`, which passes an hourly ticker's channel (README "Reads beyond
+// included_reads"). A failed pass is logged by ReportOverage and retried at the next tick.
+// Billing off: it returns at once.
+func (s *Service) RunOverageReports(ctx context.Context, ticks <-chan time.Time) {
+	if !s.Configured() {
+		return
+	}
+	for {
+		_ = s.ReportOverage(ctx) // each organisation's failure is logged by ReportOverage
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticks:
+		}
+	}
+}

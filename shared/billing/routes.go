@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 
 	"github.com/stripe/stripe-go/v76/webhook"
 
@@ -322,7 +323,11 @@ func (s *Service) webhook(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return httpapi.NewError(http.StatusBadRequest, DetailBadSignature, fmt.Errorf("billing: read webhook: %w", err))
 	}
-	ev, err := webhook.ConstructEventWithOptions(payload, r.Header.Get("Stripe-Signature"), s.webhookSecret,
+	// The header's values joined again: Stripe-Signature is one comma-separated value
+	// ("t=...,v1=..."), which aws-lambda-go-api-proxy splits at its commas into several
+	// values on Lambda, so Get alone would see only "t=..." and refuse every delivery.
+	signature := strings.Join(r.Header.Values("Stripe-Signature"), ",")
+	ev, err := webhook.ConstructEventWithOptions(payload, signature, s.webhookSecret,
 		webhook.ConstructEventOptions{
 			Tolerance: s.tolerance,
 			// Events come in the API version of the webhook endpoint, which may differ from

@@ -1,7 +1,9 @@
 package billing_test
 
 import (
+	"bytes"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -201,6 +203,33 @@ func TestWebhookConcurrentDeliveries(t *testing.T) {
 		}
 		if n := len(r.audit.actions(billing.ActionSubscriptionChanged)); n < 1 || n > 2 {
 			t.Errorf("%d subscription_changed entries; want 1 or 2 (once per applied event, never for the repeats)", n)
+		}
+	})
+}
+
+// On Lambda, aws-lambda-go-api-proxy splits Stripe-Signature ("t=...,v1=...") at its commas
+// into several header values; the webhook still verifies it.
+func TestWebhookSignatureSplitIntoHeaderValues(t *testing.T) {
+	t.Parallel()
+	tables.Each(t, func(t *testing.T, tab tables.Table) {
+		t.Parallel()
+		r := newRig(t, tab, rigOptions{provider: &refusingProvider{}})
+		payload := completed("evt_split", at(0), plans.Team)
+		req, _ := http.NewRequest(http.MethodPost, r.srv.URL+"/console/billing/webhook", bytes.NewReader(payload))
+		req.Header.Set("Content-Type", "application/json")
+		for _, part := range strings.Split(signatureOf(payload, time.Now()), ",") {
+			req.Header.Add("Stripe-Signature", part)
+		}
+		resp, err := r.srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("webhook with a split Stripe-Signature = %d; want 200", resp.StatusCode)
+		}
+		if got := r.fake.planOf(orgA); got != plans.Team {
+			t.Errorf("plan after the webhook = %s; want team", got)
 		}
 	})
 }

@@ -87,6 +87,8 @@ type Deps struct {
 type API struct {
 	served *httpapi.API
 	doc    *httpapi.API
+	// billing runs the overage job (Billing), which is no route.
+	billing *billing.Service
 }
 
 // New builds an API serving groups (all of them when none are named).
@@ -155,6 +157,7 @@ func New(d Deps, groups ...Group) *API {
 		billing: newBilling(d, og, catalogue, servesGroup(groups, GroupBilling)),
 		tickets: stream.NewTickets(d.Table, stream.TicketOptions{Clock: d.Clock}),
 	}
+	a.billing = b.billing
 	a.doc = newHTTPAPI(d, b)
 	a.doc.Handle(routes(d, a, b, AllGroups...)...)
 	a.served = a.doc
