@@ -1,11 +1,9 @@
 package events
 
 import (
-	"cmp"
 	"errors"
 	"hash/maphash"
 	"math"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -45,20 +43,11 @@ type cacheShard struct {
 
 // part is one partition: loaded, its records; not loaded, a place to count writes (gen).
 type part struct {
-	mu     sync.RWMutex
-	gen    uint64 // writes applied or refused since the part was made
-	loaded bool
-	recs   []cachedRec
-	idx    map[string]int // event id -> index in recs
-	// pts holds the point records, by latitude, as compact entries (position, cosine, index
-	// in recs), and lines the indices of the others: a query scans the points outward from
-	// its centre's latitude and stops where the latitude alone puts them out of its answer
-	// (matcher.scan), so a wide query, which wants the 500 nearest of the thousands of events
-	// a coarse cell holds, reads a band of the cell instead of all of it, and measures a
-	// point from its entry, reading the record itself only for a point in range. Kept in step
-	// by every change of recs (place, displace).
-	pts     []ptEntry
-	lines   []int32
+	mu      sync.RWMutex
+	gen     uint64 // writes applied or refused since the part was made
+	loaded  bool
+	recs    []cachedRec
+	idx     map[string]int // event id -> index in recs
 	bytes   int64
 	pruneAt int64 // Unix nanoseconds after which expired records are dropped (prune)
 }
@@ -68,20 +57,12 @@ type part struct {
 // every record it ever held; queries filter expired records out either way.
 const pruneEvery = int64(time.Minute)
 
-// ptEntry is a point record of a partition as part.pts files it: 32 bytes, so that a scan
-// walks consecutive memory and reaches the record (i) only for points in range.
-type ptEntry struct {
-	p   geo.Point
-	cos float64
-	i   int32
-}
-
 // cachedRec is one index item, decoded; its record points into the item's bytes, which
 // nothing modifies.
 type cachedRec struct {
 	// p0 is ext[0], kept inline: it is what a query reads of most records (points), and
-	// following ext to another cache line for each of thousands of records cost more than
-	// the distances.
+	// following ext to another cache line for each of thousands of records costs memory
+	// latency on top of the distance.
 	p0  geo.Point
 	cos float64 // cosine of p0's latitude (pointDistance)
 	id  string
@@ -102,7 +83,7 @@ type cachedRec struct {
 // partOverhead what a partition costs, loaded or not: counted so that the limit bounds the
 // cache however many empty cells queries and writes touch.
 const (
-	recOverhead  = 210
+	recOverhead  = 176
 	partOverhead = 256
 )
 
@@ -146,11 +127,6 @@ type ticket struct {
 // view calls fn with the records of pk while they cannot change, when the partition is
 // loaded; otherwise it returns a ticket for fill. now (Unix nanoseconds) decides pruning.
 func (c *partCache) view(pk string, now int64, fn func([]cachedRec)) (hit bool, t ticket) {
-	return c.viewPart(pk, now, func(p *part) { fn(p.recs) })
-}
-
-// viewPart is view giving fn the whole partition: its records and their order (pts, lines).
-func (c *partCache) viewPart(pk string, now int64, fn func(*part)) (hit bool, t ticket) {
 	t.epoch = c.epoch.Load()
 	p := c.get(pk)
 	p.mu.RLock()
@@ -159,7 +135,7 @@ func (c *partCache) viewPart(pk string, now int64, fn func(*part)) (hit bool, t 
 		p.mu.RUnlock()
 		return false, t
 	}
-	fn(p)
+	fn(p.recs)
 	stale := p.pruneAt <= now
 	p.mu.RUnlock()
 	if stale {
@@ -194,86 +170,12 @@ func (p *part) prune(now int64) (freed int64) {
 func (p *part) remove(i int) {
 	delete(p.idx, p.recs[i].id)
 	last := len(p.recs) - 1
-	p.displace(i)
 	if i != last {
-		p.displace(last)
 		p.recs[i] = p.recs[last]
 		p.idx[p.recs[i].id] = i
-		p.place(i)
 	}
 	p.recs[last] = cachedRec{}
 	p.recs = p.recs[:last]
-}
-
-// append adds a record. The caller holds p.mu and adjusts p.bytes.
-func (p *part) append(r cachedRec) {
-	p.idx[r.id] = len(p.recs)
-	p.recs = append(p.recs, r)
-	p.place(len(p.recs) - 1)
-}
-
-// replace puts r in place of record i. The caller holds p.mu and adjusts p.bytes.
-func (p *part) replace(i int, r cachedRec) {
-	p.displace(i)
-	p.recs[i] = r
-	p.place(i)
-}
-
-// place files record i in pts or lines.
-func (p *part) place(i int) {
-	if p.recs[i].rec.n != 1 {
-		p.lines = append(p.lines, int32(i))
-		return
-	}
-	r := &p.recs[i]
-	at, _ := slices.BinarySearchFunc(p.pts, r.p0.Lat, func(e ptEntry, lat float64) int {
-		if e.p.Lat <= lat {
-			return -1 // after every record of the same latitude
-		}
-		return 1
-	})
-	p.pts = slices.Insert(p.pts, at, ptEntry{p: r.p0, cos: r.cos, i: int32(i)})
-}
-
-// displace takes record i out of pts or lines, before it changes or goes.
-func (p *part) displace(i int) {
-	if p.recs[i].rec.n != 1 {
-		if k := slices.Index(p.lines, int32(i)); k >= 0 {
-			last := len(p.lines) - 1
-			p.lines[k] = p.lines[last]
-			p.lines = p.lines[:last]
-		}
-		return
-	}
-	lat := p.recs[i].p0.Lat
-	k, _ := slices.BinarySearchFunc(p.pts, lat, func(e ptEntry, lat float64) int {
-		return cmp.Compare(e.p.Lat, lat)
-	})
-	for ; k < len(p.pts); k++ {
-		if p.pts[k].i == int32(i) {
-			p.pts = slices.Delete(p.pts, k, k+1)
-			return
-		}
-	}
-}
-
-// order files every record in pts and lines (a partition just read from the table).
-func (p *part) order() {
-	p.pts, p.lines = make([]ptEntry, 0, len(p.recs)), p.lines[:0]
-	for i := range p.recs {
-		if r := &p.recs[i]; r.rec.n == 1 {
-			p.pts = append(p.pts, ptEntry{p: r.p0, cos: r.cos, i: int32(i)})
-		} else {
-			p.lines = append(p.lines, int32(i))
-		}
-	}
-	slices.SortStableFunc(p.pts, func(a, b ptEntry) int { return cmp.Compare(a.p.Lat, b.p.Lat) })
-}
-
-// reset empties the partition (not loaded). The caller holds p.mu and adjusts the cache's
-// size.
-func (p *part) reset() {
-	p.loaded, p.recs, p.idx, p.bytes, p.pts, p.lines = false, nil, nil, 0, nil, nil
 }
 
 // fill stores the records read from the table for a ticket's partition, unless a write or an
@@ -291,7 +193,6 @@ func (c *partCache) fill(t ticket, recs []cachedRec) {
 		for i, r := range recs {
 			t.p.idx[r.id] = i
 		}
-		t.p.order()
 	}
 	t.p.mu.Unlock()
 	if ok && c.size.Add(bytes) > c.limit {
@@ -322,12 +223,12 @@ func (c *partCache) apply(ops []store.Op, err error, now int64) {
 		case !p.loaded:
 		case err != nil:
 			delta -= p.bytes
-			p.reset()
+			p.loaded, p.recs, p.idx, p.bytes = false, nil, nil, 0
 		case op.Kind == store.OpPut:
 			r, perr := cacheRecord(op.Item)
 			if perr != nil {
 				delta -= p.bytes
-				p.reset()
+				p.loaded, p.recs, p.idx, p.bytes = false, nil, nil, 0
 				break
 			}
 			delta += r.size
@@ -335,9 +236,10 @@ func (c *partCache) apply(ops []store.Op, err error, now int64) {
 			if i, ok := p.idx[k.SK]; ok {
 				delta -= p.recs[i].size
 				p.bytes -= p.recs[i].size
-				p.replace(i, r)
+				p.recs[i] = r
 			} else {
-				p.append(r)
+				p.idx[k.SK] = len(p.recs)
+				p.recs = append(p.recs, r)
 			}
 		case op.Kind == store.OpDelete:
 			if i, ok := p.idx[k.SK]; ok {
@@ -370,7 +272,7 @@ func (c *partCache) evict() {
 			}
 			p.mu.Lock()
 			c.size.Add(-p.bytes - partOverhead)
-			p.reset()
+			p.loaded, p.recs, p.idx, p.bytes = false, nil, nil, 0
 			p.mu.Unlock()
 			delete(sh.parts, pk)
 		}

@@ -155,9 +155,9 @@ func TestPartCachePrunesExpired(t *testing.T) {
 
 // scanItem is an area index item of event id under pk at the given extent (one position: a
 // point), expiring at expires.
-func scanItem(t *testing.T, pk, id string, version int64, expires time.Time, ext ...geo.Point) store.Item {
+func scanItem(t *testing.T, pk, id string, expires time.Time, ext ...geo.Point) store.Item {
 	t.Helper()
-	ev := event.Event{ID: id, Type: "accident", Lat: ext[0].Lat, Lon: ext[0].Lon, Version: version, ExpiresAt: expires}
+	ev := event.Event{ID: id, Type: "accident", Lat: ext[0].Lat, Lon: ext[0].Lon, Version: 1, ExpiresAt: expires}
 	if len(ext) > 1 {
 		ev.Type = "congestion"
 		coords := make([][2]float64, len(ext))
@@ -166,108 +166,48 @@ func scanItem(t *testing.T, pk, id string, version int64, expires time.Time, ext
 		}
 		ev.Geometry = &event.LineString{Type: event.GeometryType, Coordinates: coords}
 	}
-	rec, err := encodeRecord(ev, []byte(fmt.Sprintf(`{"id":%q,"v":%d}`, id, version)))
+	rec, err := encodeRecord(ev, []byte(fmt.Sprintf(`{"id":%q}`, id)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return areaItem(pk, id, expires, rec)
 }
 
-// A cached partition scanned by latitude band, LineStrings last (matcher.scan, addLines), gives exactly the answer of
-// considering every record, through puts that move points, deletes and expiry pruning, with
-// the 500 cap reached (where the band shrinks) and not.
-func TestPartScanAgreesWithEveryRecord(t *testing.T) {
+// A cached partition read points first (matcher.addPart) gives exactly the answer of its
+// records taken in order, with the cap reached (where the reach test tightens) and not.
+func TestAddPartAgreesWithAdd(t *testing.T) {
 	t.Parallel()
 	r := rand.New(rand.NewPCG(5, 8))
 	center := geo.Point{Lat: 48.85, Lon: 2.35}
-	expires := time.Date(2040, 1, 1, 0, 0, 0, 0, time.UTC)
 	near := func(spread float64) geo.Point {
 		return geo.Point{Lat: geo.Round5(center.Lat + (r.Float64()-0.5)*spread), Lon: geo.Round5(center.Lon + (r.Float64()-0.5)*spread)}
 	}
-	const pk = "area#live#cell"
-	c := newPartCache(1 << 30)
-	_, tk := c.view(pk, 0, func([]cachedRec) {})
+	expires := time.Date(2040, 1, 1, 0, 0, 0, 0, time.UTC)
 	var recs []cachedRec
-	n := 0
-	item := func() store.Item {
-		n++
-		id := fmt.Sprintf("ev_%05d", n)
-		exp := expires
-		if r.IntN(10) == 0 {
-			exp = time.Unix(0, int64(r.IntN(1000)+1)) // expires before the queries' now
+	for i := range 2000 {
+		ext := []geo.Point{near(0.1)}
+		if r.IntN(5) == 0 { // LineStrings of 2 to 6 positions, some long
+			for range 1 + r.IntN(5) {
+				ext = append(ext, near(0.1))
+			}
 		}
-		if r.IntN(10) == 0 {
-			return scanItem(t, pk, id, 1, exp, near(0.1), near(0.1), near(0.1))
-		}
-		// Some points share a latitude, so the order's ties are exercised.
-		p := near(0.1)
-		if r.IntN(5) == 0 {
-			p.Lat = center.Lat
-		}
-		return scanItem(t, pk, id, 1, exp, p)
-	}
-	for range 1500 {
-		rec, err := cacheRecord(item())
+		rec, err := cacheRecord(scanItem(t, "area#live#cell", fmt.Sprintf("ev_%05d", i), expires, ext...))
 		if err != nil {
 			t.Fatal(err)
 		}
 		recs = append(recs, rec)
 	}
-	c.fill(tk, recs)
-	check := func(step string) {
-		t.Helper()
-		c.viewPart(pk, 2000, func(p *part) {
-			seen := make([]int, len(p.recs))
-			for k, e := range p.pts {
-				seen[e.i]++
-				if r := p.recs[e.i]; r.rec.n != 1 || r.p0 != e.p || r.cos != e.cos {
-					t.Fatalf("%s: entry %d of pts (%v) disagrees with record %d", step, k, e, e.i)
-				}
-				if k > 0 && p.pts[k-1].p.Lat > e.p.Lat {
-					t.Fatalf("%s: pts out of latitude order at %d", step, k)
-				}
+	for _, radius := range []float64{300, 1000, 3000, 9780} {
+		for _, limit := range []int{500, 50} {
+			q := AreaQuery{Center: near(0.05), Radius: radius}
+			byPart, inOrder := newMatcher(q, 0, limit), newMatcher(q, 0, limit)
+			byPart.addPart(recs)
+			for i := range recs {
+				inOrder.add(&recs[i])
 			}
-			for _, i := range p.lines {
-				seen[i]++
-			}
-			for i, s := range seen {
-				if s != 1 {
-					t.Fatalf("%s: record %d filed %d times in pts and lines; want once", step, i, s)
-				}
-			}
-			for _, radius := range []float64{300, 1000, 3000, 9780} {
-				for _, limit := range []int{500, 20} {
-					q := AreaQuery{Center: near(0.05), Radius: radius}
-					banded, every := newMatcher(q, 2000, limit), newMatcher(q, 2000, limit)
-					banded.deferLines = limit == 20 // both ways of taking the LineStrings
-					banded.scan(p)
-					banded.addLines()
-					for i := range p.recs {
-						every.add(&p.recs[i])
-					}
-					got, want := banded.result(), every.result()
-					if fmt.Sprint(got) != fmt.Sprint(want) {
-						t.Fatalf("%s, radius %v, limit %d: scan found %d events, every record %d; answers differ",
-							step, radius, limit, len(got), len(want))
-					}
-				}
-			}
-		})
-	}
-	check("after fill")
-	for round := range 5 {
-		var ops []store.Op
-		for range 200 {
-			switch id := fmt.Sprintf("ev_%05d", 1+r.IntN(n)); r.IntN(3) {
-			case 0: // a new event
-				ops = append(ops, store.PutOp(item(), store.Condition{}))
-			case 1: // an event moves (a revision)
-				ops = append(ops, store.PutOp(scanItem(t, pk, id, 2, expires, near(0.1)), store.Condition{}))
-			default:
-				ops = append(ops, store.DeleteOp(store.Key{PK: pk, SK: id}, store.Condition{}))
+			if got, want := fmt.Sprint(byPart.result()), fmt.Sprint(inOrder.result()); got != want {
+				t.Errorf("radius %v, limit %d: points first found\n%s\nwant (records in order)\n%s", radius, limit, got, want)
 			}
 		}
-		c.apply(ops, nil, 2000) // prunes the expired records too
-		check(fmt.Sprintf("after writes %d", round))
 	}
 }

@@ -87,9 +87,6 @@ func (s *Store) Area(ctx context.Context, c Caller, q AreaQuery) (*AreaResult, e
 	}
 	res := &AreaResult{Level: cov.level}
 	m := newMatcher(q, s.clock.Now().UnixNano(), s.maxPerQuery)
-	if cov.level != levels[0] {
-		m.deferLines, m.lines = true, make([]cachedRec, 0, 256)
-	}
 
 	waves := [][]h3.Cell{cov.cells}
 	var bounds []float64 // lower bound of the distance to the first cell of each wave
@@ -191,9 +188,9 @@ func (s *Store) readWave(ctx context.Context, pks []string, m *matcher, res *Are
 			missed = append(missed, pk)
 			continue
 		}
-		hit, t := s.cache.viewPart(pk, m.now, func(p *part) {
-			res.ItemsRead += len(p.recs)
-			m.scan(p)
+		hit, t := s.cache.view(pk, m.now, func(recs []cachedRec) {
+			res.ItemsRead += len(recs)
+			m.addPart(recs)
 		})
 		if hit {
 			res.Cached++
@@ -202,7 +199,6 @@ func (s *Store) readWave(ctx context.Context, pks []string, m *matcher, res *Are
 		missed = append(missed, pk)
 		tickets = append(tickets, t)
 	}
-	defer m.addLines() // before the caller asks whether the wave completed the answer
 	if len(missed) == 0 {
 		return nil
 	}
@@ -300,12 +296,6 @@ type matcher struct {
 	far   map[string]int64
 	top   []float64 // max-heap of the limit smallest distances found
 	bad   int       // unreadable records skipped
-	// lines holds the LineStrings of the wave's cached partitions, for addLines, when
-	// deferLines: at the coarse level, where the answer fills up (a fine-level query of the
-	// default radius rarely reaches the cap, and copying its LineStrings cost more than it
-	// spared).
-	lines      []cachedRec
-	deferLines bool
 }
 
 func newMatcher(q AreaQuery, now int64, limit int) *matcher {
@@ -369,92 +359,21 @@ func (m *matcher) pointDistance(p geo.Point, cosLat float64) float64 {
 	return 2 * geo.EarthRadius * math.Asin(math.Sqrt(min(h, 1)))
 }
 
-// scan considers the points of a cached partition outward from the centre's latitude
-// (part.pts), nearest latitude first, stopping on each side at the first point that add
-// would refuse for its latitude alone, outside the circle's band or, once limit events are
-// found, farther along the meridian than the limit-th: every point beyond it on that side is
-// farther still, and the bound only shrinks. Its LineStrings are copied to m.lines, for
-// addLines once the points of every partition of the wave are in: with the answer filled by
-// points, most LineStrings are then refused without an exact distance, the dearest measure
-// of all. So a wave adds what add would keep of every record, in another order, which the
-// answer does not depend on (result sorts and keeps the newest copy); a wide query reads a
-// band of each cell.
-func (m *matcher) scan(p *part) {
-	recs, pts := p.recs, p.pts
-	if m.deferLines {
-		for _, i := range p.lines {
-			// A copy: a write may replace the record in place once the partition is unlocked.
-			m.lines = append(m.lines, recs[i])
+// addPart considers the records of a cached partition, points first: once they have filled
+// the answer, most LineStrings are refused by their latitude band or reach without the
+// exact distance, the dearest measure of a wide query. The answer does not depend on the
+// order (result sorts and keeps the newest copy; TestAddPartAgreesWithAdd).
+func (m *matcher) addPart(recs []cachedRec) {
+	for i := range recs {
+		if recs[i].rec.n == 1 {
+			m.add(&recs[i])
 		}
-	} else {
-		defer func() {
-			for _, i := range p.lines {
-				m.add(&recs[i])
-			}
-		}()
 	}
-	lat := m.center.Lat
-	hi, _ := slices.BinarySearchFunc(pts, lat, func(e ptEntry, lat float64) int {
-		return cmp.Compare(e.p.Lat, lat)
-	})
-	lo := hi - 1
-	// beyond tells whether a point, and every point farther from the centre's latitude on
-	// its side, is refused by add for its latitude.
-	beyond := func(p geo.Point) bool {
-		return p.Lat < m.latLo || p.Lat > m.latHi ||
-			len(m.top) == m.limit && math.Abs(p.Lat-lat)*degToRad*geo.EarthRadius > m.top[0]
-	}
-	for lo >= 0 || hi < len(pts) {
-		// Take the side whose next point is nearer the centre's latitude.
-		if hi >= len(pts) || lo >= 0 && lat-pts[lo].p.Lat < pts[hi].p.Lat-lat {
-			e := &pts[lo]
-			if beyond(e.p) {
-				lo = -1
-				continue
-			}
-			m.addPoint(e, recs)
-			lo--
-			continue
+	for i := range recs {
+		if recs[i].rec.n != 1 {
+			m.add(&recs[i])
 		}
-		e := &pts[hi]
-		if beyond(e.p) {
-			hi = len(pts)
-			continue
-		}
-		m.addPoint(e, recs)
-		hi++
 	}
-}
-
-// addPoint is add for a point record that scan found within the latitude bounds: the same
-// tests, those on the position first, from the entry, so that the record is read only for a
-// point in range (a record is added when every test passes, whatever their order).
-func (m *matcher) addPoint(e *ptEntry, recs []cachedRec) {
-	if m.outside(e.p) {
-		return
-	}
-	d := m.pointDistance(e.p, e.cos)
-	if d > m.radius || len(m.top) == m.limit && d > m.top[0] {
-		return
-	}
-	c := &recs[e.i]
-	r := &c.rec
-	if r.expires <= m.now || r.confidence < m.minConf ||
-		len(m.types) > 0 && !slices.ContainsFunc(m.types, func(t string) bool { return t == string(r.typ) }) {
-		return
-	}
-	m.found = append(m.found, AreaEvent{ID: c.id, Distance: d, JSON: r.body})
-	m.ver = append(m.ver, r.version)
-	m.push(d)
-}
-
-// addLines considers the LineStrings scan set aside.
-func (m *matcher) addLines() {
-	for i := range m.lines {
-		m.add(&m.lines[i])
-	}
-	clear(m.lines)
-	m.lines = m.lines[:0]
 }
 
 // add considers one index record.
