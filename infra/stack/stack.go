@@ -30,6 +30,8 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsecs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsecspatterns"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awselasticloadbalancingv2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
@@ -87,13 +89,15 @@ type FunctionSize struct {
 
 // Sizes are the functions' memory and timeout per group. Lambda gives CPU in proportion to
 // memory: events covers circles with H3 cells and reads many partitions in parallel, billing
-// waits on Stripe.
+// waits on Stripe. Billing's timeout is the hourly overage job's (one Stripe call per
+// subscribed organisation whose total moved, in turn); HTTP requests are cut at the HTTP
+// API's 30 seconds whatever it is.
 var Sizes = map[service.Group]FunctionSize{
 	service.GroupMeta:        {MemoryMB: 256, TimeoutSeconds: 5},
 	service.GroupEvents:      {MemoryMB: 1024, TimeoutSeconds: 10},
 	service.GroupConsoleAuth: {MemoryMB: 512, TimeoutSeconds: 10},
 	service.GroupConsoleOrgs: {MemoryMB: 512, TimeoutSeconds: 10},
-	service.GroupBilling:     {MemoryMB: 512, TimeoutSeconds: 15},
+	service.GroupBilling:     {MemoryMB: 512, TimeoutSeconds: 120},
 }
 
 // Props configure the stack.
@@ -126,12 +130,14 @@ type Props struct {
 // Stack is the synthesized stack with the constructs the tests look for.
 type Stack struct {
 	awscdk.Stack
-	Table        awsdynamodb.Table
-	Functions    map[service.Group]awslambda.Function
-	API          awsapigatewayv2.HttpApi
-	Streamer     awsecspatterns.ApplicationLoadBalancedFargateService
-	SiteBucket   awss3.Bucket
-	Distribution awscloudfront.Distribution
+	Table     awsdynamodb.Table
+	Functions map[service.Group]awslambda.Function
+	// OverageSchedule invokes the billing function hourly for the overage job.
+	OverageSchedule awsevents.Rule
+	API             awsapigatewayv2.HttpApi
+	Streamer        awsecspatterns.ApplicationLoadBalancedFargateService
+	SiteBucket      awss3.Bucket
+	Distribution    awscloudfront.Distribution
 }
 
 // New builds the stack.
@@ -252,6 +258,20 @@ func New(scope constructs.Construct, id string, p Props) *Stack {
 		}
 		s.Functions[g] = fn
 	}
+
+	// The overage job (README "Reads beyond included_reads"): every hour EventBridge invokes
+	// the billing function with its scheduled event, which the function tells from an HTTP
+	// API request (service.IsScheduledEvent). A failed pass is retried by EventBridge; the
+	// pass is idempotent (usage records with action=set).
+	s.OverageSchedule = awsevents.NewRule(st, jsii.String("OverageSchedule"), &awsevents.RuleProps{
+		Description: jsii.String("roadevents: report reads beyond included_reads to Stripe, hourly"),
+		Schedule:    awsevents.Schedule_Rate(awscdk.Duration_Hours(jsii.Number(1))),
+		Targets: &[]awsevents.IRuleTarget{
+			awseventstargets.NewLambdaFunction(s.Functions[service.GroupBilling], &awseventstargets.LambdaFunctionProps{
+				RetryAttempts: jsii.Number(2),
+			}),
+		},
+	})
 
 	// The HTTP API: every route of each group to that group's function. CORS preflight
 	// (OPTIONS on any path) and paths no route knows go to meta, whose handler answers both

@@ -490,3 +490,38 @@ func TestFunctions(t *testing.T) {
 		s.template.HasResourceProperties(jsii.String("AWS::SES::EmailIdentity"), map[string]any{"EmailIdentity": "roadevents.example"})
 	})
 }
+
+// The overage job (README "Reads beyond included_reads"): one EventBridge rule, hourly,
+// whose one target is the billing function, allowed to invoke it.
+func TestOverageSchedule(t *testing.T) {
+	s := synth(t)[stack.StageDev]
+	rules := s.resources("AWS::Events::Rule")
+	if len(rules) != 1 {
+		t.Fatalf("%d EventBridge rules; want 1", len(rules))
+	}
+	billing := s.logicalID(s.stack.Functions[service.GroupBilling])
+	for id, res := range rules {
+		p := props(res)
+		if p["ScheduleExpression"] != "rate(1 hour)" || p["State"] != "ENABLED" {
+			t.Errorf("rule %s: schedule %v state %v; want rate(1 hour), ENABLED", id, p["ScheduleExpression"], p["State"])
+		}
+		targets := asList(p["Targets"])
+		if len(targets) != 1 {
+			t.Fatalf("rule %s has %d targets; want 1", id, len(targets))
+		}
+		target := targets[0].(map[string]any)
+		if got := ref(target["Arn"]); got != billing {
+			t.Errorf("rule %s targets %q; want the billing function %q", id, got, billing)
+		}
+		if _, ok := target["Input"]; ok {
+			t.Errorf("rule %s sends its own input %v; want EventBridge's scheduled event, which the function recognises", id, target["Input"])
+		}
+		must(t, "EventBridge may invoke the billing function", func() {
+			s.template.HasResourceProperties(jsii.String("AWS::Lambda::Permission"), map[string]any{
+				"Action": "lambda:InvokeFunction", "Principal": "events.amazonaws.com",
+				"FunctionName": map[string]any{"Fn::GetAtt": []any{billing, "Arn"}},
+				"SourceArn":    map[string]any{"Fn::GetAtt": []any{id, "Arn"}},
+			})
+		})
+	}
+}
