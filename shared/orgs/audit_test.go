@@ -1,9 +1,13 @@
 package orgs_test
 
 import (
+	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
+	"github.com/roadevents/roadevents/shared/audit"
+	"github.com/roadevents/roadevents/shared/consoleauth"
 	"github.com/roadevents/roadevents/shared/orgs"
 	"github.com/roadevents/roadevents/shared/schema"
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
@@ -78,4 +82,59 @@ func (e *env) auditLogAs(t *testing.T, u user, r response, org string) []auditEn
 		Token string `json:"token"`
 	}](t, r).Token
 	return e.auditLog(u, org)
+}
+
+// contract 3 audit actions member.role_changed and member.left (actor, target, detail), the
+// AuditEntryPublic shape of spec 2.9, and spec 8 "Audit limit: default 50": with more than 50
+// entries the route without a limit answers exactly the 50 newest; limits outside 1..MaxLimit
+// are a validation 422 on ["query","limit"].
+func TestAuditRoleChangeLeaveAndDefaultLimit(t *testing.T) {
+	t.Parallel()
+	tables.Each(t, func(t *testing.T, tab tables.Table) {
+		t.Parallel()
+		e := newEnv(t, tab)
+		ada := e.signIn("ada@example.com")
+		o := e.createOrg(ada, "Ada Fleet")
+		bob := e.join(ada, o.OrgID, "bob@example.com", orgs.RoleMember)
+		p := "/console/orgs/" + o.OrgID
+		e.expect(e.call("PATCH", p+"/members/"+bob.id, ada.token, `{"role":"owner"}`), http.StatusOK, orgs.MemberPublicSchema, "promote bob")
+		e.expect(e.call("POST", p+"/leave", bob.token, ""), http.StatusOK, consoleauth.OkResponseSchema, "bob leaves")
+
+		r := e.call("GET", p+"/audit", ada.token, "")
+		e.expect(r, http.StatusOK, schema.Array(orgs.AuditEntryPublicSchema), "audit log")
+		log := decode[[]auditEntry](t, r)
+		if len(log) < 2 {
+			t.Fatalf("audit log = %+v; want member.left and member.role_changed first", log)
+		}
+		left, changed := log[0], log[1]
+		if left.Action != orgs.ActionMemberLeft || left.ActorUserID == nil || *left.ActorUserID != bob.id ||
+			left.Target == nil || *left.Target != bob.id || left.ActorEmail == nil || *left.ActorEmail != bob.email {
+			t.Errorf("newest entry = %+v; want member.left by and of bob (%s)", left, bob.id)
+		}
+		if changed.Action != orgs.ActionMemberRoleChanged || changed.ActorUserID == nil || *changed.ActorUserID != ada.id ||
+			changed.Target == nil || *changed.Target != bob.id ||
+			changed.Detail["from"] != orgs.RoleMember || changed.Detail["to"] != orgs.RoleOwner {
+			t.Errorf("second entry = %+v; want member.role_changed by ada of bob, member to owner", changed)
+		}
+
+		// More than 50 entries: the default limit shows the 50 newest.
+		l := audit.New(tab.Table, audit.Options{Clock: tab.Clock})
+		for i := range 55 {
+			if err := l.Record(t.Context(), o.OrgID, "test.filled", "", "", fmt.Sprint(i), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r = e.call("GET", p+"/audit", ada.token, "")
+		e.expect(r, http.StatusOK, schema.Array(orgs.AuditEntryPublicSchema), "audit log without limit")
+		got := decode[[]auditEntry](t, r)
+		if len(got) != audit.DefaultLimit || got[0].Target == nil || *got[0].Target != "54" || got[0].Detail == nil {
+			t.Errorf("audit without limit: %d entries, newest %+v; want 50, newest target 54 with detail {}", len(got), got[0])
+		}
+		for _, q := range []string{"0", "-1", fmt.Sprint(audit.MaxLimit + 1), "ten"} {
+			r := e.call("GET", p+"/audit?limit="+q, ada.token, "")
+			if r.status != http.StatusUnprocessableEntity || !strings.Contains(string(r.body), `["query","limit"]`) {
+				t.Errorf("audit?limit=%s = %s; want 422 at [\"query\",\"limit\"]", q, r)
+			}
+		}
+	})
 }
