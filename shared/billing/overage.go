@@ -143,7 +143,7 @@ func (s *Service) reportOrg(ctx context.Context, org string, now time.Time) erro
 	prev := prevFirst.Format(periodFormat)
 	// The closed period, once more: the counts flushed since its last hourly report.
 	if r, ok := st.Reported[prev]; ok && r.sent() && !r.Final && now.Sub(first) < closingWindow {
-		if err := s.reportPeriod(ctx, st, prev, r, prevFirst, first.Add(-time.Second), true); err != nil {
+		if err := s.reportPeriod(ctx, st, prev, r.ItemID, r, prevFirst, first.Add(-time.Second), true); err != nil {
 			return err
 		}
 	}
@@ -151,17 +151,13 @@ func (s *Service) reportOrg(ctx context.Context, org string, now time.Time) erro
 		return nil
 	}
 	cur := first.Format(periodFormat)
-	r := st.Reported[cur]
-	if r.sent() && r.ItemID != st.MeteredItemID {
-		r = Report{} // a new subscription item: it holds nothing for the period yet
-	}
-	r.ItemID = st.MeteredItemID
-	return s.reportPeriod(ctx, st, cur, r, first, now, false)
+	return s.reportPeriod(ctx, st, cur, st.MeteredItemID, st.Reported[cur], first, now, false)
 }
 
 // reportPeriod reads the live reads of the period starting at first up to at, and sends
-// their units on r.ItemID at at unless r already holds them; final marks the period closed.
-func (s *Service) reportPeriod(ctx context.Context, st State, period string, r Report, first, at time.Time, final bool) error {
+// their units on item at at unless item already holds them; stored is the period's report as
+// read, final marks the period closed.
+func (s *Service) reportPeriod(ctx context.Context, st State, period, item string, stored Report, first, at time.Time, final bool) error {
 	included, ok := s.includedReads(st.PlanID)
 	if !ok {
 		return nil
@@ -173,33 +169,38 @@ func (s *Service) reportPeriod(ctx context.Context, st State, period string, r R
 	units := OverageUnits(metering.Sum(days).Reads, included)
 	key := stateKey(st.OrgID)
 	done := store.Update{Set: map[string]any{
-		overageAttr(period, ""): units, overageAttr(period, "_item"): r.ItemID,
-	}, Remove: staleReports(st, period, at)}
+		overageAttr(period, ""): units, overageAttr(period, "_item"): item,
+	}, Remove: staleReports(st, period)}
 	if final {
 		done.Set[overageAttr(period, "_final")] = int64(1)
 	}
-	stored := store.IfAttrNotExists(overageAttr(period, ""))
-	if r.sent() {
-		stored = store.And(store.IfEqual(overageAttr(period, ""), r.Quantity), store.IfEqual(overageAttr(period, "_item"), r.ItemID))
+	// The write of a report without a send holds only if the stored report is still the
+	// one read; otherwise another run wrote meanwhile, and this one stands down.
+	asRead := store.IfAttrNotExists(overageAttr(period, ""))
+	if stored.sent() {
+		asRead = store.And(store.IfEqual(overageAttr(period, ""), stored.Quantity), store.IfEqual(overageAttr(period, "_item"), stored.ItemID))
 	}
+	// known: what item holds for the period is what was stored. A new item (a new
+	// subscription) holds nothing yet.
+	known := stored.sent() && stored.ItemID == item
 	switch {
-	case r.sent() && r.Quantity == units:
+	case known && stored.Quantity == units:
 		// Unchanged: nothing to send; a closed period is only marked final.
 		if !final {
 			return nil
 		}
-		return s.storeReport(ctx, key, done, store.And(store.IfExists(), stored))
-	case !r.sent() && units == 0:
-		// Stripe's total without a record is 0: stored so the period's later reports, and
-		// its final one, know the item, without a call.
-		return s.storeReport(ctx, key, done, store.And(store.IfExists(), stored))
+		return s.storeReport(ctx, key, done, store.And(store.IfExists(), asRead))
+	case !known && units == 0:
+		// Stripe's total without a record is 0: stored without a call, so that the period's
+		// later runs, and its final report, know the item.
+		return s.storeReport(ctx, key, done, store.And(store.IfExists(), asRead))
 	}
 	rec := UsageRecord{
-		SubscriptionItemID: r.ItemID, Quantity: units, Timestamp: at,
-		IdempotencyKey: fmt.Sprintf("%s-%s-%d", r.ItemID, period, units),
+		SubscriptionItemID: item, Quantity: units, Timestamp: at,
+		IdempotencyKey: fmt.Sprintf("%s-%s-%d", item, period, units),
 	}
-	if r.PendingKey == rec.IdempotencyKey && !r.PendingAt.IsZero() {
-		rec.Timestamp = r.PendingAt // a retry repeats the first attempt exactly
+	if stored.PendingKey == rec.IdempotencyKey && !stored.PendingAt.IsZero() {
+		rec.Timestamp = stored.PendingAt // a retry repeats the first attempt exactly
 	} else {
 		// Kept before the call: if it fails, or its answer is lost, the next run retries
 		// with the same key and the same timestamp.
@@ -235,14 +236,18 @@ func (s *Service) storeReport(ctx context.Context, key store.Key, u store.Update
 	return nil
 }
 
-// staleReports names the attributes of periods older than the one before at's: they are
-// never read again, and would otherwise grow the state item by a few every month.
-func staleReports(st State, period string, at time.Time) []string {
-	first, _ := Period(at)
-	keep := map[string]bool{period: true, first.Format(periodFormat): true, first.AddDate(0, -1, 0).Format(periodFormat): true}
+// staleReports names the attributes of periods older than the one before period: they are
+// never read again, and would otherwise grow the state item by a few every month. Newer
+// periods are kept (the closed period's final report must not drop the current one's).
+func staleReports(st State, period string) []string {
+	start, err := time.Parse(periodFormat, period)
+	if err != nil {
+		return nil
+	}
+	cutoff := start.AddDate(0, -1, 0).Format(periodFormat)
 	var out []string
 	for p, r := range st.Reported {
-		if keep[p] {
+		if p >= cutoff { // "2006-01" sorts as time does
 			continue
 		}
 		out = append(out, overageAttr(p, ""), overageAttr(p, "_item"))

@@ -403,3 +403,75 @@ func TestOverageUnits(t *testing.T) {
 		}
 	}
 }
+
+// Reads that cross the included ones only after the month's last hourly run are still
+// charged: the final report of the closed month sends them.
+func TestOverageClosedMonthCrossedAfterTheLastRun(t *testing.T) {
+	t.Parallel()
+	tables.Each(t, func(t *testing.T, tab tables.Table) {
+		t.Parallel()
+		o := newOverageRig(t, tab, time.Date(2040, 3, 31, 23, 10, 0, 0, time.UTC))
+		o.subscribe(t, orgA, "evt_1", "active", map[string]string{priceTeam: "si_flat", priceTeamReads: meteredItem})
+		o.read(t, orgA, includedTeam-10)
+		if err := o.run(t); err != nil {
+			t.Fatal(err)
+		}
+		wantRecords(t, "under at the last hourly run", o.p.sent())
+		o.read(t, orgA, 20)
+		tab.Clock.Set(time.Date(2040, 4, 1, 0, 10, 0, 0, time.UTC))
+		if err := o.run(t); err != nil {
+			t.Fatal(err)
+		}
+		wantRecords(t, "first run of April", o.p.sent(), record(1, time.Date(2040, 3, 31, 23, 59, 59, 0, time.UTC), "2040-03"))
+	})
+}
+
+// A new subscription item within a month (a new subscription) holds nothing yet: the month's
+// total is sent on it, under its own key.
+func TestOverageNewItemWithinTheMonth(t *testing.T) {
+	t.Parallel()
+	tables.Each(t, func(t *testing.T, tab tables.Table) {
+		t.Parallel()
+		o := newOverageRig(t, tab, time.Date(2040, 3, 10, 9, 0, 0, 0, time.UTC))
+		o.subscribe(t, orgA, "evt_1", "active", map[string]string{priceTeam: "si_flat", priceTeamReads: meteredItem})
+		o.read(t, orgA, includedTeam+1500)
+		if err := o.run(t); err != nil {
+			t.Fatal(err)
+		}
+		first := record(2, tab.Clock.Now(), "2040-03")
+		tab.Clock.Advance(billing.ReportInterval)
+		o.subscribe(t, orgA, "evt_2", "active", map[string]string{priceTeam: "si_flat_2", priceTeamReads: "si_reads_2"})
+		if err := o.run(t); err != nil {
+			t.Fatal(err)
+		}
+		second := billing.UsageRecord{SubscriptionItemID: "si_reads_2", Quantity: 2, Timestamp: tab.Clock.Now(), IdempotencyKey: "si_reads_2-2040-03-2"}
+		wantRecords(t, "after the new item", o.p.sent(), first, second)
+	})
+}
+
+// The billing state keeps the reports of the current and the previous month only.
+func TestOverageKeepsTwoMonthsOfReports(t *testing.T) {
+	t.Parallel()
+	tables.Each(t, func(t *testing.T, tab tables.Table) {
+		t.Parallel()
+		o := newOverageRig(t, tab, time.Date(2040, 1, 15, 9, 0, 0, 0, time.UTC))
+		o.subscribe(t, orgA, "evt_1", "active", map[string]string{priceTeam: "si_flat", priceTeamReads: meteredItem})
+		for _, at := range []time.Time{
+			time.Date(2040, 1, 15, 9, 0, 0, 0, time.UTC),
+			time.Date(2040, 2, 15, 9, 0, 0, 0, time.UTC),
+			time.Date(2040, 3, 1, 0, 10, 0, 0, time.UTC),
+			time.Date(2040, 3, 15, 9, 0, 0, 0, time.UTC),
+		} {
+			tab.Clock.Set(at)
+			o.read(t, orgA, includedTeam+1)
+			if err := o.run(t); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got := o.state(t, orgA).Reported
+		if len(got) != 2 || got["2040-02"].Quantity != 1 || !got["2040-02"].Final || got["2040-03"].Quantity != 3 {
+			// March: 2 × 2 501 reads, 2 502 beyond the included ones.
+			t.Errorf("reports kept = %+v; want February's (final, 1) and March's (3) only", got)
+		}
+	})
+}
