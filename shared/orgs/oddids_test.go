@@ -86,6 +86,9 @@ func TestOddPathIDsAreNotFound(t *testing.T) {
 						t.Errorf("%s: %s %.80s = %.200s; want 404 or 422", what, rt.Method, path, r)
 						continue
 					}
+					if _, ok := rt.Responses[r.status]; !ok && r.status == http.StatusNotFound {
+						t.Errorf("%s: %d is not among the route's documented responses", what, r.status)
+					}
 					var d struct {
 						Detail json.RawMessage `json:"detail"`
 					}
