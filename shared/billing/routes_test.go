@@ -1,6 +1,7 @@
 package billing_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"github.com/roadevents/roadevents/shared/billing"
 	"github.com/roadevents/roadevents/shared/metering"
 	"github.com/roadevents/roadevents/shared/plans"
+	"github.com/roadevents/roadevents/shared/schema"
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
 )
 
@@ -182,4 +184,54 @@ func errorShape(status int, body []byte) error {
 		return fmt.Errorf("%d body %s is neither {detail: sentence} nor a 422's {detail: [{type, loc}]} (spec 7)", status, body)
 	}
 	return nil
+}
+
+// Contract 3 records: GET /console/plans answers PlanPublic[] and the billing summary a
+// BillingSummary with exactly their fields (the schemas refuse extra members), with the
+// nulls contract 3 gives (enterprise: no price, no included reads, no caps), both while
+// billing is off and on.
+func TestRecordsMatchContract(t *testing.T) {
+	t.Parallel()
+	tab := tables.Embedded(t)
+	for _, rc := range []struct {
+		name string
+		r    *rig
+	}{
+		{"billing off", newRig(t, tab, rigOptions{})},
+		{"billing on", newRig(t, tab, rigOptions{provider: &refusingProvider{}})},
+	} {
+		for _, c := range []struct {
+			path, token string
+			schema      *schema.Schema
+		}{
+			{"/console/plans", "", schema.Array(plans.PublicSchema)},
+			{"/console/orgs/" + orgA + "/billing", tokenMember, billing.BillingSummarySchema},
+		} {
+			status, body := rc.r.do(t, http.MethodGet, c.path, c.token, "")
+			if status != http.StatusOK {
+				t.Fatalf("%s: GET %s = %d %s; want 200", rc.name, c.path, status, body)
+			}
+			dec := json.NewDecoder(bytes.NewReader(body))
+			dec.UseNumber()
+			var v any
+			if err := dec.Decode(&v); err != nil {
+				t.Fatal(err)
+			}
+			if errs := c.schema.Validate(v, []any{"response"}); len(errs) > 0 {
+				t.Errorf("%s: GET %s = %s; does not match %s: %v", rc.name, c.path, body, c.schema.Name, errs)
+			}
+		}
+		var ps []map[string]any
+		rc.r.getJSON(t, "/console/plans", "", &ps)
+		for _, p := range ps {
+			if p["plan_id"] != plans.Enterprise {
+				continue
+			}
+			for _, f := range []string{"monthly_price_cents", "included_reads", "live_key_cap", "seat_cap"} {
+				if v, ok := p[f]; !ok || v != nil {
+					t.Errorf("%s: enterprise %s = %v (present %v); want null", rc.name, f, v, ok)
+				}
+			}
+		}
+	}
 }
