@@ -85,8 +85,10 @@ start() {
   rm -f "$pidfile" "$addressfile"
   local port=${ROADEVENTS_STRIPE_MOCK_PORT:-$(free_port)}
   local address=http://127.0.0.1:$port
-  # -http-addr binds loopback only (the default listens on every interface); no HTTPS port.
-  local -a cmd=("$bin" -http-addr "127.0.0.1:$port")
+  # -http-addr binds loopback only. stripe-mock also opens HTTPS, by default on port 12112 of
+  # every interface, which a second instance would collide on: keep it on loopback, on a port
+  # the system chooses.
+  local -a cmd=("$bin" -http-addr "127.0.0.1:$port" -https-addr "127.0.0.1:0")
   echo "--- $(date -u +%FT%TZ) starting: ${cmd[*]}" >>"$logfile"
   # setsid: the server outlives the shell that started it; 9>&-: it must not hold the lock.
   (exec setsid nohup "${cmd[@]}") >>"$logfile" 2>&1 </dev/null 9>&- &
