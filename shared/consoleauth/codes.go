@@ -17,16 +17,13 @@ const purposeEmailCode = "email-code"
 // RequestCode e-mails a fresh sign-in code to email, whether or not it has an account (spec
 // 4.2: an unknown address gets its account when the code is verified), and returns the
 // normalised address. The new code replaces any earlier one. It is capped per address for
-// every address (contract 3): past the cap it returns a *LimitedError and sends nothing.
+// every address (contract 3): past the cap it returns a *ratelimit.LimitedError and sends nothing.
 func (s *Service) RequestCode(ctx context.Context, email string) (string, error) {
 	email = normalizeEmail(email)
 	now := s.clock.Now()
-	ok, retry, err := s.codeCap.Allow(ctx, email, now)
+	err := s.codeCap.Admit(ctx, email, now)
 	if err != nil {
 		return "", fmt.Errorf("consoleauth: code request cap: %w", err)
-	}
-	if !ok {
-		return "", &LimitedError{Rule: CodeRequestCap.Name, RetryAfter: retry}
 	}
 	code := newEmailCode()
 	expires := now.Add(CodeTTL)

@@ -108,8 +108,9 @@ var (
 	// ErrUnauthenticated is a session or temp token that is malformed, unknown, expired, of
 	// the wrong kind, or ended by logout.
 	ErrUnauthenticated = errors.New("consoleauth: invalid or expired token")
-	// ErrLimited is a capped request; errors.As with *LimitedError gives the Retry-After.
-	ErrLimited = errors.New("consoleauth: too many attempts")
+	// ErrLimited is a capped request: ratelimit's sentinel, so errors.As with
+	// *ratelimit.LimitedError gives the rule and the Retry-After.
+	ErrLimited = ratelimit.ErrLimited
 	// ErrUserNotFound is returned for an account that does not exist.
 	ErrUserNotFound = errors.New("consoleauth: user not found")
 	// ErrOptions is returned by New for missing or unusable options.
@@ -117,20 +118,6 @@ var (
 	// ErrConflict is returned when concurrent writes kept refusing an operation; retry.
 	ErrConflict = errors.New("consoleauth: concurrent change, retry")
 )
-
-// LimitedError is a capped request with the time left in its window. It unwraps to ErrLimited.
-type LimitedError struct {
-	Rule       string
-	RetryAfter time.Duration
-}
-
-// Error describes the cap for logs.
-func (e *LimitedError) Error() string {
-	return fmt.Sprintf("%s: %s, retry after %s", ErrLimited, e.Rule, e.RetryAfter)
-}
-
-// Unwrap makes errors.Is(err, ErrLimited) true.
-func (e *LimitedError) Unwrap() error { return ErrLimited }
 
 // User is an account as the console shows it (MePublic, spec 2.9).
 type User struct {

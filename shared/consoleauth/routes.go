@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/roadevents/roadevents/shared/httpapi"
+	"github.com/roadevents/roadevents/shared/ratelimit"
 	"github.com/roadevents/roadevents/shared/schema"
 )
 
@@ -337,7 +338,7 @@ func caller(r *http.Request) (Caller, error) {
 // fail maps the package's errors to responses (STYLE.md guideline 5); the cause is logged,
 // never sent.
 func fail(err error, invalid string) error {
-	var limited *LimitedError
+	var limited *ratelimit.LimitedError
 	pub := func(e *httpapi.Error) error {
 		e.Cause = err
 		return e

@@ -127,7 +127,7 @@ func (s *Service) ConfirmTOTP(ctx context.Context, userID, code string) (Recover
 // key issuance calls it when the issuer's account has TOTP. Each call counts in the account's
 // attempt cap, shared with verify-recovery (contract 3).
 //
-// Errors: *LimitedError (ErrLimited) past the cap; ErrTOTPNotEnabled; ErrInvalidTOTP for a
+// Errors: *ratelimit.LimitedError (ErrLimited) past the cap; ErrTOTPNotEnabled; ErrInvalidTOTP for a
 // wrong code or a replay; ErrUserNotFound.
 func (s *Service) VerifyTOTP(ctx context.Context, userID, code string) error {
 	_, err := s.verifyTOTP(ctx, userID, code)
@@ -168,12 +168,8 @@ func (s *Service) verifyTOTP(ctx context.Context, userID, code string) (account,
 
 // countAttempt counts one TOTP or recovery attempt of the account (contract 3).
 func (s *Service) countAttempt(ctx context.Context, userID string) error {
-	ok, retry, err := s.totpCap.Allow(ctx, userID, s.clock.Now())
-	if err != nil {
+	if err := s.totpCap.Admit(ctx, userID, s.clock.Now()); err != nil {
 		return fmt.Errorf("consoleauth: TOTP attempt cap: %w", err)
-	}
-	if !ok {
-		return &LimitedError{Rule: TOTPAttemptCap.Name, RetryAfter: retry}
 	}
 	return nil
 }

@@ -32,10 +32,9 @@ func (s *Service) IssueKey(ctx context.Context, m Membership, c consoleauth.Call
 			return "", apikey.Key{}, fmt.Errorf("issue key without totp_code: %w", ErrTOTPRequired)
 		}
 		err := s.totp.VerifyTOTP(ctx, c.User.ID, *totpCode)
-		var limited *consoleauth.LimitedError
 		switch {
-		case errors.As(err, &limited):
-			return "", apikey.Key{}, &LimitedError{Rule: limited.Rule, RetryAfter: limited.RetryAfter}
+		case errors.Is(err, ErrLimited):
+			return "", apikey.Key{}, fmt.Errorf("issue key: %w", err)
 		case errors.Is(err, consoleauth.ErrInvalidTOTP), errors.Is(err, consoleauth.ErrTOTPNotEnabled):
 			return "", apikey.Key{}, fmt.Errorf("issue key: %w: %w", ErrTOTPRequired, err)
 		case err != nil:

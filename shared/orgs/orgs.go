@@ -125,25 +125,12 @@ var (
 	ErrTOTPRequired = errors.New("orgs: a valid TOTP code is required")
 	// ErrInvalid is an argument outside what the spec allows (a name too long, an unknown role).
 	ErrInvalid = errors.New("orgs: invalid request")
-	// ErrLimited is a capped request; errors.As with *LimitedError gives the Retry-After.
-	ErrLimited = errors.New("orgs: too many requests")
+	// ErrLimited is a capped request: ratelimit's sentinel, so errors.As with
+	// *ratelimit.LimitedError gives the rule and the Retry-After.
+	ErrLimited = ratelimit.ErrLimited
 	// ErrBusy is returned when concurrent changes kept refusing a write: 503, retry.
 	ErrBusy = errors.New("orgs: concurrent changes, retry")
 )
-
-// LimitedError is a capped request with the time left in its window. It unwraps to ErrLimited.
-type LimitedError struct {
-	Rule       string
-	RetryAfter time.Duration
-}
-
-// Error describes the cap for logs.
-func (e *LimitedError) Error() string {
-	return fmt.Sprintf("%s: %s, retry after %s", ErrLimited, e.Rule, e.RetryAfter)
-}
-
-// Unwrap makes errors.Is(err, ErrLimited) true.
-func (e *LimitedError) Unwrap() error { return ErrLimited }
 
 // Organisation is an organisation as the caller sees it (contract 3 Organisation).
 type Organisation struct {
@@ -285,14 +272,10 @@ type Actor struct {
 // ActorOf returns the actor of a console caller.
 func ActorOf(c consoleauth.Caller) Actor { return Actor{UserID: c.User.ID, Email: c.User.Email} }
 
-// allow counts one request against a cap, as a *LimitedError past it.
+// allow counts one request against a cap, as a *ratelimit.LimitedError past it.
 func (s *Service) allow(ctx context.Context, l *ratelimit.Limiter, rule ratelimit.Rule, subject string) error {
-	ok, retry, err := l.Allow(ctx, subject, s.clock.Now())
-	if err != nil {
+	if err := l.Admit(ctx, subject, s.clock.Now()); err != nil {
 		return fmt.Errorf("orgs: %s cap: %w", rule.Name, err)
-	}
-	if !ok {
-		return &LimitedError{Rule: rule.Name, RetryAfter: retry}
 	}
 	return nil
 }

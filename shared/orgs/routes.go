@@ -9,6 +9,7 @@ import (
 	"github.com/roadevents/roadevents/shared/audit"
 	"github.com/roadevents/roadevents/shared/consoleauth"
 	"github.com/roadevents/roadevents/shared/httpapi"
+	"github.com/roadevents/roadevents/shared/ratelimit"
 	"github.com/roadevents/roadevents/shared/schema"
 )
 
@@ -447,7 +448,7 @@ func fail(err error, notFound string) error {
 		e.Cause = err
 		return e
 	}
-	var limited *LimitedError
+	var limited *ratelimit.LimitedError
 	switch {
 	case errors.As(err, &limited):
 		detail := DetailInviteCap

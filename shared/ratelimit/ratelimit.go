@@ -50,6 +50,29 @@ const maxExhausted = 4096
 // subject, a limit below 1, a window that does not divide a day.
 var ErrInvalid = errors.New("ratelimit: invalid rule or subject")
 
+// ErrLimited is a call a rule refused, past its limit in the current window: the 429 of
+// spec 8 and contracts 2 and 3. errors.As with *LimitedError gives the rule and the
+// Retry-After. The console packages (consoleauth, orgs) name it as their own ErrLimited, so a
+// cap of one package met through another (a TOTP attempt during key issuance) is the same error.
+var ErrLimited = errors.New("ratelimit: too many requests")
+
+// LimitedError is a call refused by a rule, with the time left in its window (the Retry-After,
+// httpapi.TooManyRequests). It unwraps to ErrLimited.
+type LimitedError struct {
+	// Rule is the refusing rule's Name, which tells the caller's public message apart.
+	Rule string
+	// RetryAfter is the time left in the window, whole seconds, at least one (contract 2).
+	RetryAfter time.Duration
+}
+
+// Error describes the cap for logs.
+func (e *LimitedError) Error() string {
+	return fmt.Sprintf("%s: %s, retry after %s", ErrLimited, e.Rule, e.RetryAfter)
+}
+
+// Unwrap makes errors.Is(err, ErrLimited) true.
+func (e *LimitedError) Unwrap() error { return ErrLimited }
+
 // Rule is a limit per subject per fixed window. Windows are aligned to UTC: a Window of an
 // hour starts at every clock hour, of a day at midnight UTC.
 type Rule struct {
@@ -119,6 +142,19 @@ func (l *Limiter) Allow(ctx context.Context, subject string, now time.Time) (ok 
 		return false, 0, fmt.Errorf("ratelimit: count %s for %s: %w", l.rule.Name, subject, err)
 	}
 	return true, 0, nil
+}
+
+// Admit is Allow for callers that answer a refusal as an error: nil when the window allowed
+// the call, a *LimitedError with the Retry-After when it did not.
+func (l *Limiter) Admit(ctx context.Context, subject string, now time.Time) error {
+	ok, retry, err := l.Allow(ctx, subject, now)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return &LimitedError{Rule: l.rule.Name, RetryAfter: retry}
+	}
+	return nil
 }
 
 func (l *Limiter) isExhausted(pk string, now time.Time) bool {

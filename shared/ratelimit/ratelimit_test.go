@@ -150,6 +150,35 @@ func TestWindows(t *testing.T) {
 	})
 }
 
+// TestAdmit: Admit answers a refusal as a *LimitedError naming the rule, with the Retry-After
+// the console's 429 sends (contract 3), and unwrapping to ErrLimited.
+func TestAdmit(t *testing.T) {
+	t.Parallel()
+	tab := tables.Embedded(t)
+	tab.Clock.Set(hour)
+	l, err := ratelimit.New(tab, ratelimit.Rule{Name: "console-test", Limit: 1, Window: 15 * time.Minute})
+	if err != nil {
+		t.Fatalf("New = %v", err)
+	}
+	if err := l.Admit(t.Context(), "s", hour); err != nil {
+		t.Fatalf("first Admit = %v; want nil", err)
+	}
+	err = l.Admit(t.Context(), "s", hour.Add(5*time.Minute))
+	var limited *ratelimit.LimitedError
+	if !errors.As(err, &limited) || !errors.Is(err, ratelimit.ErrLimited) {
+		t.Fatalf("second Admit = %v; want a *LimitedError, ErrLimited", err)
+	}
+	if limited.Rule != "console-test" || limited.RetryAfter != 10*time.Minute {
+		t.Errorf("second Admit refused by %q, Retry-After %v; want console-test, 10m0s", limited.Rule, limited.RetryAfter)
+	}
+	if err := l.Admit(t.Context(), "other", hour.Add(5*time.Minute)); err != nil {
+		t.Errorf("Admit of another subject = %v; want nil", err)
+	}
+	if err := l.Admit(t.Context(), "", hour); !errors.Is(err, ratelimit.ErrInvalid) || errors.Is(err, ratelimit.ErrLimited) {
+		t.Errorf("Admit of an empty subject = %v; want ErrInvalid, not ErrLimited", err)
+	}
+}
+
 func TestInvalid(t *testing.T) {
 	t.Parallel()
 	tab := tables.Embedded(t)
