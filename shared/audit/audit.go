@@ -44,9 +44,6 @@ const (
 	MaxLimit = 500
 )
 
-// timeFormat orders as time does when compared as text.
-const timeFormat = "2006-01-02T15:04:05.000000000Z"
-
 const (
 	pkOrgPrefix = "org#"
 	skPrefix    = "audit#"
@@ -156,12 +153,12 @@ func (l *Log) PutOp(orgID, action, actorUserID, actorEmail, target string, detai
 	}
 	it := store.Item{
 		store.AttrPK:  pkOrgPrefix + orgID,
-		store.AttrSK:  skPrefix + at.Format(timeFormat) + "#" + e.AuditID,
+		store.AttrSK:  skPrefix + store.FormatTime(at) + "#" + e.AuditID,
 		attrAuditID:   e.AuditID,
 		attrOrgID:     orgID,
 		attrAction:    action,
 		attrDetail:    string(raw),
-		attrCreatedAt: now.Format(timeFormat),
+		attrCreatedAt: store.FormatTime(now),
 	}
 	if actorUserID != "" {
 		it[attrActorID] = actorUserID
@@ -208,9 +205,7 @@ func (l *Log) List(ctx context.Context, orgID string, limit int) ([]Entry, error
 			Action:  it.String(attrAction),
 			Detail:  map[string]any{},
 		}
-		if t, err := time.Parse(timeFormat, it.String(attrCreatedAt)); err == nil {
-			e.CreatedAt = t
-		}
+		e.CreatedAt = it.Time(attrCreatedAt)
 		if s := it.String(attrDetail); s != "" {
 			if err := json.Unmarshal([]byte(s), &e.Detail); err != nil {
 				return nil, fmt.Errorf("audit: entry %s of organisation %s: detail: %w", e.AuditID, orgID, err)

@@ -16,7 +16,7 @@ func sessionItem(k store.Key, userID string, epoch int64, now, expires time.Time
 		store.AttrPK: k.PK, store.AttrSK: k.SK,
 		attrUserID:    userID,
 		attrEpoch:     epoch,
-		attrCreatedAt: formatTime(now),
+		attrCreatedAt: store.FormatTime(now),
 		attrExpiresAt: expires.Unix(),
 		store.AttrTTL: expires.Unix(),
 	}
@@ -32,7 +32,7 @@ func (s *Service) mintSession(ctx context.Context, a account, extra []store.Op) 
 	token := newToken(SessionPrefix)
 	expires := now.Add(SessionTTL)
 	ops := []store.Op{
-		store.UpdateOp(userKey(a.ID), store.Update{Set: map[string]any{attrLastSeenAt: formatTime(now)}},
+		store.UpdateOp(userKey(a.ID), store.Update{Set: map[string]any{attrLastSeenAt: store.FormatTime(now)}},
 			store.And(store.IfExists(), store.IfEqual(attrEpoch, a.epoch))),
 		store.PutOp(sessionItem(sessionKey(tokenHash(token)), a.ID, a.epoch, now, expires), store.IfNotExists()),
 	}

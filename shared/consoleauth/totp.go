@@ -103,7 +103,7 @@ func (s *Service) ConfirmTOTP(ctx context.Context, userID, code string) (Recover
 	ops = append(ops, store.UpdateOp(userKey(a.ID), store.Update{
 		Set: map[string]any{
 			attrTOTPEnabled: true, attrTOTPSecret: a.totpPending, attrTOTPLastStep: step,
-			attrRecoveryTotal: int64(RecoveryCodeCount), attrRecoveryAt: formatTime(rc.GeneratedAt),
+			attrRecoveryTotal: int64(RecoveryCodeCount), attrRecoveryAt: store.FormatTime(rc.GeneratedAt),
 		},
 		Remove: []string{attrTOTPPending},
 	}, store.And(store.IfNotEqual(attrTOTPEnabled, true), store.IfEqual(attrTOTPPending, a.totpPending))))
@@ -267,7 +267,7 @@ func (s *Service) DisableTOTP(ctx context.Context, userID, code string) (*Sessio
 	expires := now.Add(SessionTTL)
 	ops := []store.Op{
 		store.UpdateOp(userKey(a.ID), store.Update{
-			Set:    map[string]any{attrTOTPEnabled: false, attrLastSeenAt: formatTime(now)},
+			Set:    map[string]any{attrTOTPEnabled: false, attrLastSeenAt: store.FormatTime(now)},
 			Add:    map[string]int64{attrEpoch: 1},
 			Remove: []string{attrTOTPSecret, attrTOTPPending, attrTOTPLastStep, attrRecoveryTotal, attrRecoveryAt},
 		}, store.And(store.IfEqual(attrEpoch, a.epoch), store.IfEqual(attrTOTPEnabled, true))),
@@ -330,7 +330,7 @@ func (s *Service) RegenerateRecovery(ctx context.Context, userID, code string) (
 		}
 	}
 	ops = append(ops, store.UpdateOp(userKey(a.ID), store.Update{Set: map[string]any{
-		attrRecoveryTotal: int64(RecoveryCodeCount), attrRecoveryAt: formatTime(rc.GeneratedAt),
+		attrRecoveryTotal: int64(RecoveryCodeCount), attrRecoveryAt: store.FormatTime(rc.GeneratedAt),
 	}}, store.IfEqual(attrTOTPEnabled, true)))
 	if err := s.table.TransactWrite(ctx, ops); err != nil {
 		if errors.Is(err, store.ErrConditionFailed) || errors.Is(err, store.ErrConflict) {
@@ -356,7 +356,7 @@ func (s *Service) newRecoverySet(userID string) (RecoveryCodes, []store.Op) {
 		rc.Codes = append(rc.Codes, code)
 		k := recoveryKey(userID, h)
 		ops = append(ops, store.PutOp(store.Item{
-			store.AttrPK: k.PK, store.AttrSK: k.SK, attrCreatedAt: formatTime(rc.GeneratedAt),
+			store.AttrPK: k.PK, store.AttrSK: k.SK, attrCreatedAt: store.FormatTime(rc.GeneratedAt),
 		}, store.Condition{}))
 	}
 	return rc, ops

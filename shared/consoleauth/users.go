@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/roadevents/roadevents/shared/store"
 )
@@ -43,19 +42,6 @@ const (
 	attrExpiresAt     = "expires_at"
 )
 
-// timeFormat stores timestamps as fixed-width UTC text, which orders as time does.
-const timeFormat = "2006-01-02T15:04:05.000000000Z"
-
-func formatTime(t time.Time) string { return t.UTC().Format(timeFormat) }
-
-func parseTime(s string) time.Time {
-	t, err := time.Parse(timeFormat, s)
-	if err != nil {
-		return time.Time{}
-	}
-	return t
-}
-
 func userKey(id string) store.Key        { return store.Key{PK: pkUser + id, SK: skUser} }
 func emailKey(email string) store.Key    { return store.Key{PK: pkUserEmail + email, SK: skUser} }
 func codeKey(email string) store.Key     { return store.Key{PK: pkCode + email, SK: skCode} }
@@ -80,8 +66,8 @@ func accountFrom(it store.Item) account {
 			Email:       it.String(attrEmail),
 			Locale:      it.String(attrLocale),
 			TOTPEnabled: it.Bool(attrTOTPEnabled),
-			CreatedAt:   parseTime(it.String(attrCreatedAt)),
-			LastSeenAt:  parseTime(it.String(attrLastSeenAt)),
+			CreatedAt:   it.Time(attrCreatedAt),
+			LastSeenAt:  it.Time(attrLastSeenAt),
 		},
 		epoch:       it.Int(attrEpoch),
 		totpSecret:  it.Bytes(attrTOTPSecret),
@@ -149,7 +135,7 @@ func (s *Service) signUpOrIn(ctx context.Context, email string) (account, error)
 			store.PutOp(store.Item{
 				store.AttrPK: uk.PK, store.AttrSK: uk.SK,
 				attrUserID: a.ID, attrEmail: email, attrLocale: DefaultLocale,
-				attrCreatedAt: formatTime(now), attrEpoch: int64(0), attrTOTPEnabled: false,
+				attrCreatedAt: store.FormatTime(now), attrEpoch: int64(0), attrTOTPEnabled: false,
 			}, store.IfNotExists()),
 		})
 		switch {

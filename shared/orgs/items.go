@@ -42,19 +42,6 @@ const (
 	attrTokenHash   = "token_hash"
 )
 
-// timeFormat stores timestamps as fixed-width UTC text, which orders as time does.
-const timeFormat = "2006-01-02T15:04:05.000000000Z"
-
-func formatTime(t time.Time) string { return t.UTC().Format(timeFormat) }
-
-func parseTime(s string) time.Time {
-	t, err := time.Parse(timeFormat, s)
-	if err != nil {
-		return time.Time{}
-	}
-	return t
-}
-
 // MaxIDBytes is the longest id a path may name: every id this service mints (org_, usr_,
 // inv_, key ids) is far shorter, and a longer one could only overflow the store's key limit
 // (store.MaxKeyBytes, DynamoDB's own) and turn a lookup of nothing into a 500 instead of the
@@ -98,7 +85,7 @@ func memberItem(org, user, email, role string, joined time.Time) store.Item {
 	k := memberKey(org, user)
 	return store.Item{
 		store.AttrPK: k.PK, store.AttrSK: k.SK,
-		attrOrgID: org, attrUserID: user, attrEmail: email, attrRole: role, attrJoinedAt: formatTime(joined),
+		attrOrgID: org, attrUserID: user, attrEmail: email, attrRole: role, attrJoinedAt: store.FormatTime(joined),
 	}
 }
 
@@ -112,7 +99,7 @@ func orgFrom(it store.Item) Organisation {
 		OrgID:     it.String(attrOrgID),
 		Name:      it.String(attrName),
 		Plan:      it.String(attrPlan),
-		CreatedAt: parseTime(it.String(attrCreatedAt)),
+		CreatedAt: it.Time(attrCreatedAt),
 	}
 }
 
@@ -121,7 +108,7 @@ func memberFrom(it store.Item) Member {
 		UserID:   it.String(attrUserID),
 		Email:    it.String(attrEmail),
 		Role:     it.String(attrRole),
-		JoinedAt: parseTime(it.String(attrJoinedAt)),
+		JoinedAt: it.Time(attrJoinedAt),
 	}
 }
 
@@ -138,7 +125,7 @@ func (inv invitation) item() store.Item {
 	it := store.Item{
 		store.AttrPK: k.PK, store.AttrSK: k.SK,
 		attrOrgID: inv.orgID, attrInviteID: inv.InviteID, attrEmail: inv.Email, attrRole: inv.Role,
-		attrCreatedAt: formatTime(inv.CreatedAt), attrExpiresAt: formatTime(inv.ExpiresAt),
+		attrCreatedAt: store.FormatTime(inv.CreatedAt), attrExpiresAt: store.FormatTime(inv.ExpiresAt),
 		attrTokenHash: inv.tokenHash,
 		// Past its expiry an invitation is gone for every read, the seat count included.
 		store.AttrTTL: inv.ExpiresAt.Unix(),
@@ -167,8 +154,8 @@ func invitationFrom(it store.Item) invitation {
 			InviteID:  it.String(attrInviteID),
 			Email:     it.String(attrEmail),
 			Role:      it.String(attrRole),
-			CreatedAt: parseTime(it.String(attrCreatedAt)),
-			ExpiresAt: parseTime(it.String(attrExpiresAt)),
+			CreatedAt: it.Time(attrCreatedAt),
+			ExpiresAt: it.Time(attrExpiresAt),
 		},
 		orgID:     it.String(attrOrgID),
 		invitedBy: it.String(attrInvitedBy),

@@ -310,7 +310,7 @@ func (s *Service) CreateOrg(ctx context.Context, actor Actor, name string) (Orga
 	err = s.transact(ctx, []store.Op{
 		store.PutOp(store.Item{
 			store.AttrPK: ok.PK, store.AttrSK: ok.SK,
-			attrOrgID: o.OrgID, attrName: name, attrPlan: FreePlan, attrCreatedAt: formatTime(now),
+			attrOrgID: o.OrgID, attrName: name, attrPlan: FreePlan, attrCreatedAt: store.FormatTime(now),
 			attrOwners: int64(1), attrRev: int64(0),
 		}, store.IfNotExists()),
 		store.PutOp(memberItem(o.OrgID, actor.UserID, actor.Email, RoleOwner, now), store.IfNotExists()),

@@ -6,7 +6,15 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"time"
 )
+
+// TimeFormat is how items hold a timestamp as text: UTC, fixed width to the nanosecond, so
+// that comparing the text (in a sort key or a condition) orders as time does.
+const TimeFormat = "2006-01-02T15:04:05.000000000Z"
+
+// FormatTime writes t in TimeFormat, for an attribute or a sort key.
+func FormatTime(t time.Time) string { return t.UTC().Format(TimeFormat) }
 
 // Item is one record of the table: attribute name to value. Values are string, int64,
 // float64, bool, []byte or []string; int is accepted on write and stored as int64.
@@ -49,6 +57,16 @@ func (it Item) Float(name string) float64 {
 		return v
 	}
 	return 0
+}
+
+// Time returns the timestamp attribute name written by FormatTime, or the zero time when it
+// is absent or not in TimeFormat.
+func (it Item) Time(name string) time.Time {
+	t, err := time.Parse(TimeFormat, it.String(name))
+	if err != nil {
+		return time.Time{}
+	}
+	return t
 }
 
 // Bool returns the boolean attribute name, or false.
