@@ -4,8 +4,10 @@
 //
 // Context (-c key=value): stage (dev or prod, default dev), bundleDir (default build/lambda),
 // webDist (default web/dist), mailDomain (default roadevents.example), consoleUrl (the
-// console's https address ending in /app/, once known), alarmEmail, and bundles=placeholder
-// to synthesize without built bundles (the template is then not deployable).
+// console's https address ending in /app/, once known), alarmEmail, streamOriginDomain and
+// streamCertificateArn (the streamer load balancer's domain and its ACM certificate, required
+// in prod; see stack.Props), and bundles=placeholder to synthesize without built bundles (the
+// template is then not deployable).
 package main
 
 import (
@@ -53,6 +55,13 @@ func main() {
 		MailDomain: ctx("mailDomain", "roadevents.example"),
 		ConsoleURL: ctx("consoleUrl", ""),
 		AlarmEmail: ctx("alarmEmail", ""),
+
+		StreamOriginDomain:   ctx(stack.ContextStreamOriginDomain, ""),
+		StreamCertificateARN: ctx(stack.ContextStreamCertificateARN, ""),
+	}
+	if err := props.Check(); err != nil {
+		fmt.Fprintln(os.Stderr, "infra:", err)
+		os.Exit(2)
 	}
 	if ctx("bundles", "") == "placeholder" {
 		dir := filepath.Join(os.TempDir(), "roadevents-placeholder-bundle")

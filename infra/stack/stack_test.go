@@ -2,6 +2,7 @@ package stack_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -28,12 +29,22 @@ type synthesized struct {
 	stack    *stack.Stack
 	template assertions.Template
 	json     map[string]any
+	// warnings are the stack's synth-time warning annotations (read before the output
+	// folder is removed).
+	warnings []string
 }
 
 var (
 	synthOnce sync.Once
 	stages    map[string]*synthesized
 	synthErr  error
+)
+
+// The prod stack's stream origin in the tests: prod refuses to synthesize without one. The dev
+// stack is synthesized without, as from a fresh clone, so it exercises the HTTP fallback.
+const (
+	testStreamOriginDomain = "stream-origin.roadevents.example"
+	testStreamCertificate  = "arn:aws:acm:eu-west-1:123456789012:certificate/0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0"
 )
 
 // synth synthesizes the dev and prod stacks in one app, with placeholder bundles (the
@@ -64,8 +75,14 @@ func synth(t *testing.T) map[string]*synthesized {
 		app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(filepath.Join(out, "cdk.out"))})
 		stages = map[string]*synthesized{}
 		for _, stage := range []string{stack.StageDev, stack.StageProd} {
+			domain, cert := "", ""
+			if stage == stack.StageProd {
+				domain, cert = testStreamOriginDomain, testStreamCertificate
+			}
 			s := stack.New(app, "roadevents-"+stage, stack.Props{
-				Stage: stage,
+				StreamOriginDomain:   domain,
+				StreamCertificateARN: cert,
+				Stage:                stage,
 				Bundles: func(constructs.Construct, service.Group) awslambda.Code {
 					return awslambda.Code_FromAsset(jsii.String(bundle), nil)
 				},
@@ -89,6 +106,9 @@ func synth(t *testing.T) map[string]*synthesized {
 				return
 			}
 			syn.template, syn.json = tmpl, doc
+			for _, m := range *assertions.Annotations_FromStack(syn.stack.Stack).FindWarning(jsii.String("*"), assertions.Match_AnyValue()) {
+				syn.warnings = append(syn.warnings, fmt.Sprint(m.Entry.Data))
+			}
 		}
 		fmt.Fprintf(os.Stderr, "synthesized dev and prod stacks in %v\n", time.Since(start).Round(time.Millisecond))
 		os.RemoveAll(out)
@@ -239,7 +259,7 @@ func TestDistribution(t *testing.T) {
 		id := om["Id"].(string)
 		dn, _ := json.Marshal(om["DomainName"])
 		switch {
-		case ref(om["DomainName"]) == alb:
+		case ref(om["DomainName"]) == alb || om["DomainName"] == testStreamOriginDomain:
 			originKind[id] = "alb"
 		case ref(om["DomainName"]) == bucket:
 			originKind[id] = "bucket"
@@ -523,5 +543,208 @@ func TestOverageSchedule(t *testing.T) {
 				"SourceArn":    map[string]any{"Fn::GetAtt": []any{id, "Arn"}},
 			})
 		})
+	}
+}
+
+// streamOrigin is the distribution's origin for /v1/stream*.
+func (s *synthesized) streamOrigin(t *testing.T) map[string]any {
+	t.Helper()
+	for _, d := range s.resources("AWS::CloudFront::Distribution") {
+		cfg := props(d)["DistributionConfig"].(map[string]any)
+		target := ""
+		for _, b := range cfg["CacheBehaviors"].([]any) {
+			if bm := b.(map[string]any); bm["PathPattern"] == "/v1/stream*" {
+				target, _ = bm["TargetOriginId"].(string)
+			}
+		}
+		for _, o := range cfg["Origins"].([]any) {
+			if om := o.(map[string]any); om["Id"] == target {
+				return om
+			}
+		}
+	}
+	t.Fatal("no origin for /v1/stream*")
+	return nil
+}
+
+func jsonOf(v any) string {
+	raw, _ := json.Marshal(v)
+	return string(raw)
+}
+
+// TestStreamOrigin (issue 8): API keys and stream tickets reach the streamer's load balancer
+// over HTTPS from CloudFront only. Prod: an HTTPS listener on 443 with the given certificate,
+// and CloudFront's stream origin is that domain, HTTPS only. Both stages: the load balancer's
+// security group admits CloudFront's origin-facing prefix list and nothing from anywhere,
+// CloudFront adds the secret header and the listener forwards only requests carrying it
+// (403 otherwise). Dev without a domain falls back to HTTP and says so at synth.
+func TestStreamOrigin(t *testing.T) {
+	for stage, s := range synth(t) {
+		t.Run(stage, func(t *testing.T) {
+			prod := stage == stack.StageProd
+			wantPort, wantProtocol := 80.0, "HTTP"
+			if prod {
+				wantPort, wantProtocol = 443, "HTTPS"
+			}
+			lb := s.stack.Streamer.LoadBalancer()
+
+			listeners := s.resources("AWS::ElasticLoadBalancingV2::Listener")
+			if len(listeners) != 1 {
+				t.Fatalf("%d listeners; want 1 (no plain-HTTP listener beside the HTTPS one)", len(listeners))
+			}
+			for id, l := range listeners {
+				p := props(l)
+				if p["Protocol"] != wantProtocol || p["Port"] != wantPort {
+					t.Errorf("listener %s: %v on %v; want %s on %v", id, p["Protocol"], p["Port"], wantProtocol, wantPort)
+				}
+				certs := jsonOf(p["Certificates"])
+				if prod && certs != `[{"CertificateArn":"`+testStreamCertificate+`"}]` {
+					t.Errorf("listener %s certificates %s; want the streamCertificateArn %s", id, certs, testStreamCertificate)
+				}
+				if got, want := jsonOf(p["DefaultActions"]), `[{"FixedResponseConfig":{"ContentType":"text/plain","MessageBody":"Forbidden","StatusCode":"403"},"Type":"fixed-response"}]`; got != want {
+					t.Errorf("listener %s default actions %s; want %s (no header, no stream)", id, got, want)
+				}
+			}
+
+			// The secret header: the value CloudFront sends is the value the rule requires,
+			// a dynamic reference to the generated secret, never a literal in the template.
+			secret := s.logicalID(s.stack.OriginVerify)
+			origin := s.streamOrigin(t)
+			var sent any
+			for _, h := range asList(origin["OriginCustomHeaders"]) {
+				if hm := h.(map[string]any); hm["HeaderName"] == stack.OriginVerifyHeader {
+					sent = hm["HeaderValue"]
+				}
+			}
+			if sent == nil || !strings.Contains(jsonOf(sent), "{{resolve:secretsmanager:") || !strings.Contains(jsonOf(sent), `"Ref":"`+secret+`"`) {
+				t.Errorf("stream origin sends %s: %s; want a Secrets Manager reference to %s", stack.OriginVerifyHeader, jsonOf(sent), secret)
+			}
+			rules := s.resources("AWS::ElasticLoadBalancingV2::ListenerRule")
+			if len(rules) != 1 {
+				t.Fatalf("%d listener rules; want 1", len(rules))
+			}
+			tg := s.logicalID(s.stack.Streamer.TargetGroup())
+			for id, r := range rules {
+				p := props(r)
+				want := []any{map[string]any{
+					"Field":            "http-header",
+					"HttpHeaderConfig": map[string]any{"HttpHeaderName": stack.OriginVerifyHeader, "Values": []any{sent}},
+				}}
+				if got := jsonOf(p["Conditions"]); got != jsonOf(want) {
+					t.Errorf("rule %s conditions %s; want %s", id, got, jsonOf(want))
+				}
+				actions := asList(p["Actions"])
+				if len(actions) != 1 || actions[0].(map[string]any)["Type"] != "forward" || ref(actions[0].(map[string]any)["TargetGroupArn"]) != tg {
+					t.Errorf("rule %s actions %s; want forward to the streamer's target group %s", id, jsonOf(actions), tg)
+				}
+			}
+
+			// CloudFront's stream origin.
+			custom, _ := origin["CustomOriginConfig"].(map[string]any)
+			if prod {
+				if origin["DomainName"] != testStreamOriginDomain || custom["OriginProtocolPolicy"] != "https-only" {
+					t.Errorf("stream origin %v %v; want %s, https-only", origin["DomainName"], custom["OriginProtocolPolicy"], testStreamOriginDomain)
+				}
+				if got := jsonOf(custom["OriginSSLProtocols"]); got != `["TLSv1.2"]` {
+					t.Errorf("stream origin TLS %s; want [\"TLSv1.2\"]", got)
+				}
+			} else if custom["OriginProtocolPolicy"] != "http-only" || ref(origin["DomainName"]) != s.logicalID(lb) {
+				t.Errorf("dev stream origin %s %v; want the load balancer's DNS name, http-only", jsonOf(origin["DomainName"]), custom["OriginProtocolPolicy"])
+			}
+
+			// The load balancer's security group: the prefix list on the listener's port, and
+			// no ingress from anywhere.
+			var ingress []any
+			groups := map[string]bool{}
+			for _, sg := range *lb.Connections().SecurityGroups() {
+				id := s.logicalID(sg)
+				groups[id] = true
+				ingress = append(ingress, asList(props(s.resources("AWS::EC2::SecurityGroup")[id])["SecurityGroupIngress"])...)
+			}
+			for _, r := range s.resources("AWS::EC2::SecurityGroupIngress") {
+				if groups[ref(props(r)["GroupId"])] {
+					ingress = append(ingress, props(r))
+				}
+			}
+			fromCloudFront := 0
+			for _, in := range ingress {
+				im := in.(map[string]any)
+				if im["CidrIp"] == "0.0.0.0/0" || im["CidrIpv6"] == "::/0" || im["CidrIp"] != nil || im["CidrIpv6"] != nil {
+					t.Errorf("load balancer ingress %s: want CloudFront's prefix list only", jsonOf(im))
+				}
+				if strings.HasPrefix(ref(im["SourcePrefixListId"]), "CloudFrontPrefixList") && im["FromPort"] == wantPort && im["ToPort"] == wantPort {
+					fromCloudFront++
+				}
+			}
+			if fromCloudFront != 1 {
+				t.Errorf("load balancer ingress %s: want one rule from the looked-up CloudFront prefix list on port %v", jsonOf(ingress), wantPort)
+			}
+			must(t, "prefix list lookup", func() {
+				s.template.HasResourceProperties(jsii.String("Custom::AWS"), map[string]any{
+					"Create": assertions.Match_StringLikeRegexp(jsii.String(`DescribeManagedPrefixLists.*` + stack.CloudFrontPrefixListName)),
+				})
+			})
+
+			// Dev without a domain says it is on HTTP; prod never is.
+			http := 0
+			for _, w := range s.warnings {
+				if strings.Contains(w, "over HTTP") {
+					http++
+				}
+			}
+			if (http > 0) == prod {
+				t.Errorf("%d warnings that the stream origin is HTTP in %v; want them in dev only", http, s.warnings)
+			}
+		})
+	}
+}
+
+// TestStreamOriginRequired: prod refuses to synthesize without the stream origin's domain and
+// certificate, naming the context keys; dev takes both or neither.
+func TestStreamOriginRequired(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, stage, domain, cert string
+		ok                        bool
+	}{
+		{name: "prod with both", stage: stack.StageProd, domain: testStreamOriginDomain, cert: testStreamCertificate, ok: true},
+		{name: "prod with neither", stage: stack.StageProd},
+		{name: "prod without certificate", stage: stack.StageProd, domain: testStreamOriginDomain},
+		{name: "prod without domain", stage: stack.StageProd, cert: testStreamCertificate},
+		{name: "dev with neither", stage: stack.StageDev, ok: true},
+		{name: "dev with both", stage: stack.StageDev, domain: testStreamOriginDomain, cert: testStreamCertificate, ok: true},
+		{name: "dev with domain only", stage: stack.StageDev, domain: testStreamOriginDomain},
+		{name: "domain with a scheme", stage: stack.StageProd, domain: "https://" + testStreamOriginDomain, cert: testStreamCertificate},
+		{name: "certificate not an ACM ARN", stage: stack.StageProd, domain: testStreamOriginDomain, cert: "arn:aws:iam::123456789012:server-certificate/x"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			err := stack.Props{Stage: tc.stage, StreamOriginDomain: tc.domain, StreamCertificateARN: tc.cert}.Check()
+			if (err == nil) != tc.ok {
+				t.Fatalf("Check() = %v; want ok %v", err, tc.ok)
+			}
+			if err != nil && !errors.Is(err, stack.ErrStreamOrigin) {
+				t.Errorf("Check() = %v; want errors.Is ErrStreamOrigin", err)
+			}
+			if err != nil && (!strings.Contains(err.Error(), stack.ContextStreamOriginDomain) && !strings.Contains(err.Error(), stack.ContextStreamCertificateARN)) {
+				t.Errorf("Check() = %v; want the context key named", err)
+			}
+		})
+	}
+}
+
+// TestProdWithoutStreamOriginDoesNotSynthesize: stack.New itself refuses, so no caller can
+// build a prod template whose stream crosses the internet in clear.
+func TestProdWithoutStreamOriginDoesNotSynthesize(t *testing.T) {
+	synth(t) // skips without Node.js, and starts jsii once
+	var got any
+	func() {
+		defer func() { got = recover() }()
+		stack.New(awscdk.NewApp(nil), "roadevents-prod", stack.Props{Stage: stack.StageProd, MailDomain: "roadevents.example"})
+	}()
+	msg := fmt.Sprint(got)
+	if got == nil || !strings.Contains(msg, stack.ContextStreamOriginDomain) || !strings.Contains(msg, stack.ContextStreamCertificateARN) {
+		t.Errorf("stack.New(prod, no stream origin) panicked with %v; want a refusal naming -c %s and -c %s",
+			got, stack.ContextStreamOriginDomain, stack.ContextStreamCertificateARN)
 	}
 }
