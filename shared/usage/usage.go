@@ -114,21 +114,8 @@ type Vitality struct {
 // Schemas of the records, named as contract 3 names them. TotalsSchema is shared with the
 // billing summary.
 var (
-	TotalsSchema = schema.Object(
-		schema.Req("reads", count()),
-		schema.Req("publishes", count()),
-		schema.Req("signals", count().Describe("Throttled signals included (spec 8 rule 3).")),
-		schema.Req("stream_connects", count()),
-		schema.Req("tickets", count()),
-	).Named("UsageTotals")
-	DaySchema = schema.Object(
-		schema.Req("date", schema.Date()),
-		schema.Req("reads", count()),
-		schema.Req("publishes", count()),
-		schema.Req("signals", count().Describe("Throttled signals included (spec 8 rule 3).")),
-		schema.Req("stream_connects", count()),
-		schema.Req("tickets", count()),
-	).Named("UsageDay")
+	TotalsSchema = schema.Object(counters()...).Named("UsageTotals")
+	DaySchema    = schema.Object(append([]schema.Property{schema.Req("date", schema.Date())}, counters()...)...).Named("UsageDay")
 	SeriesSchema = schema.Object(
 		schema.Req("org_id", schema.String()),
 		schema.Req("environment", schema.Enum(apikey.Live, apikey.Sandbox)),
@@ -154,6 +141,18 @@ var (
 
 // count is a fresh schema each time: schema builders change the schema they are called on.
 func count() *schema.Schema { return schema.Integer().Min(0) }
+
+// counters are the members of UsageTotals, which UsageDay has after its date as Day embeds
+// Totals; fresh schemas on each call, so neither record's can change the other's.
+func counters() []schema.Property {
+	return []schema.Property{
+		schema.Req("reads", count()),
+		schema.Req("publishes", count()),
+		schema.Req("signals", count().Describe("Throttled signals included (spec 8 rule 3).")),
+		schema.Req("stream_connects", count()),
+		schema.Req("tickets", count()),
+	}
+}
 
 // Routes returns the usage and vitality routes (spec 4.4), for the console-orgs group. They
 // declare httpapi.SecuritySession: mount consoleauth.Middleware in the API.
