@@ -2,15 +2,12 @@ package consoleauth_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +16,7 @@ import (
 	"github.com/roadevents/roadevents/shared/clock"
 	"github.com/roadevents/roadevents/shared/config"
 	"github.com/roadevents/roadevents/shared/consoleauth"
+	"github.com/roadevents/roadevents/shared/consoletest"
 	"github.com/roadevents/roadevents/shared/mail"
 	"github.com/roadevents/roadevents/shared/schema"
 	"github.com/roadevents/roadevents/shared/seal"
@@ -26,67 +24,10 @@ import (
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
 )
 
-// inbox is a mailer that keeps what it is given, as the outbox would write it.
-type inbox struct {
-	mu   sync.Mutex
-	msgs []mail.Message
-}
-
-var _ mail.Mailer = (*inbox)(nil)
-
-func (b *inbox) Send(_ context.Context, m mail.Message) error {
-	if err := m.Validate(); err != nil {
-		return err
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.msgs = append(b.msgs, m)
-	return nil
-}
-
-func (b *inbox) count() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return len(b.msgs)
-}
-
+// sixDigits finds an e-mailed sign-in code.
 var sixDigits = regexp.MustCompile(`\b[0-9]{6}\b`)
 
-// lastCode returns the code of the latest message to addr.
-func (b *inbox) lastCode(t *testing.T, addr string) string {
-	t.Helper()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for i := len(b.msgs) - 1; i >= 0; i-- {
-		if b.msgs[i].To == addr {
-			code := sixDigits.FindString(b.msgs[i].Text)
-			if code == "" {
-				t.Fatalf("message to %s holds no 6-digit code: %q", addr, b.msgs[i].Text)
-			}
-			return code
-		}
-	}
-	t.Fatalf("no message to %s", addr)
-	return ""
-}
-
-// syncBuffer collects log lines from concurrent handlers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+var jsonBody = consoletest.JSON
 
 // env is the service with the console-auth group (and the events group, for /v1) on one
 // adapter's table, with the table's fake clock and an inbox for the codes.
@@ -95,8 +36,8 @@ type env struct {
 	tab     tables.Table
 	clock   *clock.Fake
 	h       http.Handler
-	inbox   *inbox
-	logs    *syncBuffer
+	inbox   *consoletest.Inbox
+	logs    *consoletest.LogBuffer
 	cfg     config.Config
 	sealer  seal.Sealer
 	hashKey []byte
@@ -117,7 +58,7 @@ func newEnvWith(t *testing.T, tab tables.Table, m mail.Mailer) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, tab: tab, clock: tab.Clock, inbox: &inbox{}, logs: &syncBuffer{}, cfg: cfg, sealer: sealer, hashKey: cfg.Console.HashKey}
+	e := &env{t: t, tab: tab, clock: tab.Clock, inbox: &consoletest.Inbox{}, logs: &consoletest.LogBuffer{}, cfg: cfg, sealer: sealer, hashKey: cfg.Console.HashKey}
 	if m == nil {
 		m = e.inbox
 	}
@@ -170,20 +111,15 @@ func (e *env) call(method, path, token, body string) response {
 // callAuth sends one request with the Authorization header auth, when set.
 func (e *env) callAuth(method, path, auth, body string) response {
 	e.t.Helper()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req := httptest.NewRequestWithContext(e.t.Context(), method, path, rd)
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if auth != "" {
-		req.Header.Set("Authorization", auth)
-	}
-	w := httptest.NewRecorder()
-	e.h.ServeHTTP(w, req)
+	w := consoletest.Serve(e.t, e.h, method, path, auth, body)
 	return response{status: w.Code, header: w.Header(), body: w.Body.Bytes()}
+}
+
+// send is call for consoletest's sign-in and TOTP steps.
+func (e *env) send(method, path, token, body string) (int, []byte) {
+	e.t.Helper()
+	r := e.call(method, path, token, body)
+	return r.status, r.body
 }
 
 // expect fails the test unless r has status want; with a schema, the body must also be valid
@@ -193,17 +129,8 @@ func (e *env) expect(r response, want int, s *schema.Schema, what string) {
 	if r.status != want {
 		e.t.Fatalf("%s = %s; want %d", what, r, want)
 	}
-	if s == nil {
-		return
-	}
-	dec := json.NewDecoder(bytes.NewReader(r.body))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		e.t.Fatalf("%s: body %s is not JSON: %v", what, r.body, err)
-	}
-	if errs := s.Validate(v, []any{"response"}); len(errs) > 0 {
-		e.t.Fatalf("%s: body %s does not match %s: %v", what, r.body, s.Name, errs)
+	if s != nil {
+		consoletest.CheckBody(e.t, r.body, s, what)
 	}
 }
 
@@ -216,17 +143,12 @@ func decode[T any](t *testing.T, r response) T {
 	return v
 }
 
-func jsonBody(v any) string {
-	b, _ := json.Marshal(v)
-	return string(b)
-}
-
 // requestCode asks for a code and returns it from the inbox.
 func (e *env) requestCode(addr string) string {
 	e.t.Helper()
 	r := e.call("POST", "/console/auth/request-code", "", jsonBody(map[string]string{"email": addr}))
 	e.expect(r, http.StatusOK, consoleauth.AuthChallengeSchema, "request-code "+addr)
-	return e.inbox.lastCode(e.t, strings.ToLower(addr))
+	return e.inbox.LastCode(e.t, strings.ToLower(addr))
 }
 
 func (e *env) verifyCode(addr, code string) response {
@@ -237,9 +159,7 @@ func (e *env) verifyCode(addr, code string) response {
 // signIn signs addr in (an account without TOTP) and returns the session.
 func (e *env) signIn(addr string) consoleauth.SessionOut {
 	e.t.Helper()
-	r := e.verifyCode(addr, e.requestCode(addr))
-	e.expect(r, http.StatusOK, consoleauth.SessionSchema, "verify-code "+addr)
-	return decode[consoleauth.SessionOut](e.t, r)
+	return consoletest.SignIn(e.t, e.send, e.inbox, addr)
 }
 
 // challenge signs addr in up to the TOTP step and returns the temp_token.
@@ -257,11 +177,7 @@ func (e *env) challenge(addr string) string {
 // code returns the TOTP code of secret now, on the injected clock.
 func (e *env) code(secret string) string {
 	e.t.Helper()
-	c, err := totp.GenerateCode(secret, e.clock.Now())
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return c
+	return consoletest.TOTPCode(e.t, secret, e.clock.Now())
 }
 
 // nextStep moves the clock to the next TOTP time step, so that a fresh code exists.
@@ -271,12 +187,7 @@ func (e *env) nextStep() { e.clock.Advance(30 * time.Second) }
 // codes. The confirm consumes the current step's code.
 func (e *env) enableTOTP(token string) (string, []string) {
 	e.t.Helper()
-	r := e.call("POST", "/console/auth/totp/setup", token, "")
-	e.expect(r, http.StatusOK, consoleauth.TotpEnrolmentSchema, "totp/setup")
-	enr := decode[consoleauth.TotpEnrolmentOut](e.t, r)
-	r = e.call("POST", "/console/auth/totp/confirm", token, jsonBody(map[string]string{"code": e.code(enr.Secret)}))
-	e.expect(r, http.StatusOK, consoleauth.RecoveryCodesSchema, "totp/confirm")
-	return enr.Secret, decode[consoleauth.RecoveryCodesOut](e.t, r).Codes
+	return consoletest.EnableTOTP(e.t, e.send, token, e.clock.Now())
 }
 
 // nextWindow moves the clock past the current 15-minute cap window (contract 3), to the

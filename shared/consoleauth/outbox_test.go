@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/roadevents/roadevents/shared/consoleauth"
+	"github.com/roadevents/roadevents/shared/consoletest"
 	rmail "github.com/roadevents/roadevents/shared/mail"
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
 )
@@ -28,7 +29,7 @@ func TestOutboxMessage(t *testing.T) {
 	tables.Each(t, func(t *testing.T, tab tables.Table) {
 		t.Parallel()
 		dir := filepath.Join(t.TempDir(), "outbox")
-		logs := &syncBuffer{}
+		logs := &consoletest.LogBuffer{}
 		outbox, err := rmail.NewOutbox(dir, rmail.OutboxOptions{
 			From: "Road Events <no-reply@roadevents.invalid>", Clock: tab.Clock,
 			Logger: slog.New(slog.NewJSONHandler(logs, nil)),

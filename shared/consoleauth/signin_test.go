@@ -30,7 +30,7 @@ func TestSignInWithoutTOTP(t *testing.T) {
 		if got, want := string(r.body), `{"method":"email","email":"ada@example.com","temp_token":null}`; got != want {
 			t.Errorf("request-code body = %s; want %s", got, want)
 		}
-		code := e.inbox.lastCode(t, "ada@example.com")
+		code := e.inbox.LastCode(t, "ada@example.com")
 
 		r = e.verifyCode("ada@example.com", code)
 		e.expect(r, http.StatusOK, consoleauth.SessionSchema, "verify-code")
@@ -116,8 +116,8 @@ func TestRequestCodeAnswersAlike(t *testing.T) {
 				t.Errorf("header %s: %q vs %q; want equal", h, known.header.Get(h), unknown.header.Get(h))
 			}
 		}
-		e.inbox.lastCode(t, "known@example.com")
-		e.inbox.lastCode(t, "nobody@example.com")
+		e.inbox.LastCode(t, "known@example.com")
+		e.inbox.LastCode(t, "nobody@example.com")
 	})
 }
 
@@ -221,7 +221,7 @@ func TestCodeRequestCap(t *testing.T) {
 					r := e.call("POST", "/console/auth/request-code", "", jsonBody(map[string]string{"email": addr}))
 					e.expect(r, http.StatusOK, nil, "request-code "+strconv.Itoa(i+1))
 				}
-				sent := e.inbox.count()
+				sent := e.inbox.Count()
 				// Case does not open a second budget.
 				r := e.call("POST", "/console/auth/request-code", "", jsonBody(map[string]string{"email": strings.ToUpper(addr)}))
 				e.expect(r, http.StatusTooManyRequests, nil, "request-code past the cap")
@@ -231,7 +231,7 @@ func TestCodeRequestCap(t *testing.T) {
 				if got := detail(t, r); got != consoleauth.DetailCodeRequests {
 					t.Errorf("detail %q; want %q", got, consoleauth.DetailCodeRequests)
 				}
-				if e.inbox.count() != sent {
+				if e.inbox.Count() != sent {
 					t.Errorf("a capped request sent mail")
 				}
 			})
