@@ -13,7 +13,7 @@ import (
 // (events.IsEventItem and events.DecodeEvent). Only the storage layer knows the stored form;
 // which delta a change emits is decided here, from the two events (Classify).
 func NewDecoder(isEvent func(store.Key) bool, decode func(store.Item) (event.Event, error)) Decoder {
-	return DecoderFunc(func(ch store.Change) (EventChange, bool, error) {
+	return keyedDecoder{wants: isEvent, DecoderFunc: func(ch store.Change) (EventChange, bool, error) {
 		// A removal emits nothing: TTL deletion is natural expiry, which sends no delta (spec 6
 		// rule 4), and the service deletes no active event.
 		if !isEvent(ch.Key) || ch.Kind == store.ChangeRemove || ch.New == nil {
@@ -39,8 +39,19 @@ func NewDecoder(isEvent func(store.Key) bool, decode func(store.Item) (event.Eve
 			before = nil
 		}
 		return EventChange{Kind: kind, Before: before, After: after}, true, nil
-	})
+	}}
 }
+
+// keyedDecoder is a Decoder that is also a KeyFilter.
+type keyedDecoder struct {
+	wants func(store.Key) bool
+	DecoderFunc
+}
+
+// Wants reports whether k is the key of a record the decoder reads (an event item).
+func (d keyedDecoder) Wants(k store.Key) bool { return d.wants(k) }
+
+var _ KeyFilter = keyedDecoder{}
 
 // Classify says which delta a write of an event emits (contract 2, Stream), from the event
 // as stored before the write (nil when there was none) and after it; ok is false when the

@@ -75,6 +75,10 @@ type Hub struct {
 	mu    sync.RWMutex
 	index [len(hubLevels)]map[h3.Cell]map[*Subscription]struct{}
 	count int
+	// subs mirrors count for the feed's reader, which checks it without the lock before
+	// decoding a record: while it is 0 nothing can match (see pump for why no change is
+	// missed).
+	subs atomic.Int64
 	// lost is closed when the hub loses its change feed: every subscription made before
 	// then may have missed changes and must be ended; Subscribe hands out the current one.
 	lost      chan struct{}
@@ -88,7 +92,7 @@ type Hub struct {
 	dmu sync.Mutex // one dispatch at a time: Subscription.mark is the dispatcher's
 	gen uint64
 
-	dispatched, enqueued, dropped atomic.Uint64
+	dispatched, enqueued, dropped, skipped atomic.Uint64
 
 	// streams counts the streams running on connections taken over from net/http, which its
 	// graceful shutdown does not wait for (Wait does).
@@ -170,6 +174,8 @@ type HubStats struct {
 	Dispatched  uint64 // changes dispatched
 	Enqueued    uint64 // deltas put in a subscription's queue
 	Dropped     uint64 // deltas dropped from a full queue, over every subscription
+	// Skipped counts feed records Run left undecoded because no subscription existed.
+	Skipped uint64
 }
 
 // Stats returns the hub's running totals.
@@ -177,7 +183,7 @@ func (h *Hub) Stats() HubStats {
 	h.mu.RLock()
 	n := h.count
 	h.mu.RUnlock()
-	return HubStats{Subscribers: n, Dispatched: h.dispatched.Load(), Enqueued: h.enqueued.Load(), Dropped: h.dropped.Load()}
+	return HubStats{Subscribers: n, Dispatched: h.dispatched.Load(), Enqueued: h.enqueued.Load(), Dropped: h.dropped.Load(), Skipped: h.skipped.Load()}
 }
 
 // Run follows feed and dispatches every change dec turns into an event change, until ctx
@@ -207,11 +213,31 @@ func (h *Hub) Run(ctx context.Context, feed store.Feed, dec Decoder) error {
 	}
 }
 
+// pump dispatches the changes of cur. Its cost per record follows what can match: a record
+// the decoder says it ignores by key (KeyFilter: the area-index and vote items of a publish)
+// is dropped before decoding, and while no subscription exists no record is decoded at all.
+//
+// Skipping on an empty hub never loses a change a subscriber is owed (ARCHITECTURE.md,
+// Streaming: register, then snapshot, then deltas). The count is read after Next has returned
+// the record, so the write was committed before the read. A subscription the read does not
+// see is counted after it, that is after the commit, and Subscribe returns only once it is
+// counted; its stream reads the snapshot after Subscribe returns, so the snapshot already
+// holds the write. A subscription the read does see gets the delta as before. The check must
+// never move before Next (a count read while waiting for the next record would let a
+// subscriber register between it and a later commit): TestEmptyHubSkipsWithoutLosingChanges.
 func (h *Hub) pump(ctx context.Context, cur store.Cursor, dec Decoder) error {
+	kf, _ := dec.(KeyFilter)
 	for {
 		ch, err := cur.Next(ctx)
 		if err != nil {
 			return fmt.Errorf("stream hub: read change feed: %w", err)
+		}
+		if kf != nil && !kf.Wants(ch.Key) {
+			continue
+		}
+		if h.subs.Load() == 0 {
+			h.skipped.Add(1)
+			continue
 		}
 		c, ok, err := dec.Decode(ch)
 		if err != nil {
@@ -337,6 +363,8 @@ func (h *Hub) Subscribe(v Viewer, f Filter) (*Subscription, error) {
 		m[s] = struct{}{}
 	}
 	h.count++
+	// Counted before Subscribe returns, hence before the caller reads its snapshot (pump).
+	h.subs.Add(1)
 	s.lost = h.lost
 	return s, nil
 }
@@ -454,6 +482,7 @@ func (s *Subscription) Close() {
 		}
 	}
 	h.count--
+	h.subs.Add(-1)
 }
 
 // tracker counts running things and lets callers wait for none; unlike sync.WaitGroup it may

@@ -107,6 +107,14 @@ type Decoder interface {
 	Decode(ch store.Change) (c EventChange, ok bool, err error)
 }
 
+// KeyFilter is implemented by a Decoder that can tell from a record's key alone that it
+// ignores the record (NewDecoder's decoders do): Hub.Run then drops such records before the
+// cheaper-than-decoding checks too, so the index items a publish writes beside its event
+// item cost the hub one key comparison each.
+type KeyFilter interface {
+	Wants(k store.Key) bool
+}
+
 // DecoderFunc adapts a function to Decoder.
 type DecoderFunc func(ch store.Change) (EventChange, bool, error)
 
