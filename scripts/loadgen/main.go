@@ -2,7 +2,10 @@
 // and reports throughput and latency, one phase per run:
 //
 //	loadgen seed  [flags]   publish a generated city: N active events over a square
-//	loadgen query [flags]   GET /v1/events at random points of that square at one radius
+//	loadgen query [flags]   GET /v1/events at random points of that square at one radius,
+//	                        closed loop (each client sends again on its answer: throughput
+//	                        at saturation) or open loop with -rate (a fixed offered rate,
+//	                        latency from each request's due time: latency at a throughput)
 //	loadgen median FILE...  the median of each figure over the result lines of earlier runs
 //
 // Each phase prints a table row and one JSON line starting with {"phase" (for scripts), and
@@ -38,6 +41,7 @@ const (
 	maxDuration = 30 * time.Minute
 	maxMaxTime  = 2 * time.Hour
 	maxRequests = 50_000_000
+	maxRate     = 1_000_000
 )
 
 // options are the flags of both phases.
@@ -56,6 +60,7 @@ type options struct {
 	radius           float64
 	duration, warmup time.Duration
 	requests         int
+	rate             float64
 }
 
 const usage = `usage: loadgen seed|query [flags]   (loadgen seed -h for the flags)
@@ -96,6 +101,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fl.DurationVar(&o.duration, "duration", 20*time.Second, "measured time (0: until -requests)")
 		fl.DurationVar(&o.warmup, "warmup", 2*time.Second, "unmeasured time first, to open the connections")
 		fl.IntVar(&o.requests, "requests", 0, "stop after this many measured requests (0: until -duration)")
+		fl.Float64Var(&o.rate, "rate", 0, "open loop: offered requests per second over all clients, latency measured from each request's due time (0: closed loop, each client sends again on its answer)")
 	}
 	if err := fl.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -146,7 +152,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 		r = t.query(ctx, area, o.radius, plan{clients: o.clients, count: o.requests,
 			warmup: o.warmup, duration: o.duration, hard: o.warmup + measured + o.timeout + 5*time.Second,
-			abortErrors: o.abortErrors, seed: o.seed})
+			abortErrors: o.abortErrors, seed: o.seed, rate: o.rate})
 	}
 	if err := report(stdout, r); err != nil {
 		fmt.Fprintln(stderr, err)
@@ -187,6 +193,8 @@ func (o options) validate(phase string, extra int) error {
 		return fmt.Errorf("loadgen: -duration and -warmup: want 0..%s", maxDuration)
 	case o.requests < 0 || o.requests > maxRequests:
 		return fmt.Errorf("loadgen: -requests %d: want 0..%d", o.requests, maxRequests)
+	case o.rate < 0 || o.rate > maxRate:
+		return fmt.Errorf("loadgen: -rate %g: want 0 (closed loop) or up to %d per second", o.rate, maxRate)
 	case phase == "query" && o.duration == 0 && o.requests == 0:
 		return errors.New("loadgen: query needs -duration or -requests: a phase must end")
 	}

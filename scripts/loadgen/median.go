@@ -33,19 +33,20 @@ func readResults(r io.Reader) ([]result, error) {
 	return out, nil
 }
 
-// medians groups results by phase and radius, in order of first appearance, and returns for
+// medians groups results by phase, radius and offered rate (closed-loop runs apart), in order of first appearance, and returns for
 // each group one result whose figures are each the median over the group's runs (the median
 // of each figure on its own: the p99 of the summary is the median of the runs' p99s).
-// Requests and errors are summed, so that no failure is hidden by a median.
+// Requests, errors and late and unsent requests are summed, so that no failure is hidden by a median.
 func medians(rs []result) []result {
 	type key struct {
-		phase  string
-		radius float64
+		phase   string
+		radius  float64
+		offered float64
 	}
 	var order []key
 	groups := map[key][]result{}
 	for _, r := range rs {
-		k := key{r.Phase, r.RadiusM}
+		k := key{r.Phase, r.RadiusM, r.OfferedPerSecond}
 		if _, ok := groups[k]; !ok {
 			order = append(order, k)
 		}
@@ -54,7 +55,7 @@ func medians(rs []result) []result {
 	out := make([]result, 0, len(order))
 	for _, k := range order {
 		g := groups[k]
-		m := result{Phase: k.phase, RadiusM: k.radius, Clients: g[0].Clients, Runs: len(g),
+		m := result{Phase: k.phase, RadiusM: k.radius, OfferedPerSecond: k.offered, Clients: g[0].Clients, Runs: len(g),
 			Statuses: map[string]int{}, Stopped: g[0].Stopped}
 		med := func(f func(result) float64) float64 {
 			v := make([]float64, len(g))
@@ -69,12 +70,15 @@ func medians(rs []result) []result {
 		m.P90Ms = med(func(r result) float64 { return r.P90Ms })
 		m.P99Ms = med(func(r result) float64 { return r.P99Ms })
 		m.MaxMs = med(func(r result) float64 { return r.MaxMs })
+		m.MaxLagMs = med(func(r result) float64 { return r.MaxLagMs })
 		m.MeanEvents = med(func(r result) float64 { return r.MeanEvents })
 		m.Conns = int64(math.Round(med(func(r result) float64 { return float64(r.Conns) })))
 		for _, r := range g {
 			m.Requests += r.Requests
 			m.OK += r.OK
 			m.Errors += r.Errors
+			m.Late += r.Late // totals, like errors: behind schedule in any run shows
+			m.Unsent += r.Unsent
 			m.Lines += r.Lines
 			m.MaxEvents = max(m.MaxEvents, r.MaxEvents)
 			for s, n := range r.Statuses {

@@ -117,6 +117,52 @@ type plan struct {
 	// nothing.
 	abortErrors int
 	seed        uint64
+	// rate, when > 0, makes the phase open-loop: request k (warm-up included) is due at
+	// start + k/rate whatever the answers before it, the clients take the due requests in
+	// turn, and a request's latency runs from when it was due, not from when a client got
+	// round to sending it. Without this (closed loop, rate 0), a slow answer delays the
+	// requests its client would have sent meanwhile and their wait is never measured
+	// (coordinated omission): the figures then describe saturation, not a latency at a rate.
+	rate float64
+	// clock is time.Now and sleeping when nil; tests inject a fake.
+	clock pacer
+}
+
+// pacer tells the time and waits for it: the real clock, or a test's.
+type pacer interface {
+	Now() time.Time
+	// SleepUntil returns when t has come, or ctx's error when ctx ends first.
+	SleepUntil(ctx context.Context, t time.Time) error
+}
+
+// realClock is the wall clock.
+type realClock struct{}
+
+func (realClock) Now() time.Time { return time.Now() }
+
+func (realClock) SleepUntil(ctx context.Context, t time.Time) error {
+	d := time.Until(t)
+	if d <= 0 {
+		return ctx.Err()
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// lateSlack is how far past its due time an open-loop request may be sent before it counts
+// as behind schedule: more than a timer's wake-up jitter, less than any latency that matters.
+const lateSlack = time.Millisecond
+
+// due returns when open-loop request k is due: start + k/rate, computed from k (not summed),
+// so that rounding never drifts the schedule.
+func due(start time.Time, rate float64, k int64) time.Time {
+	return start.Add(time.Duration(float64(k) * float64(time.Second) / rate))
 }
 
 // workerStats is what one worker saw; merged at the end so the hot path takes no lock.
@@ -127,6 +173,10 @@ type workerStats struct {
 	statuses  map[string]int
 	errSample []string
 	lastEnd   time.Time
+	// late counts open-loop requests sent more than lateSlack after they were due; maxLag is
+	// the longest such delay.
+	late   int
+	maxLag time.Duration
 }
 
 const maxErrorSamples = 5
@@ -137,13 +187,18 @@ const maxErrorSamples = 5
 func (t *target) run(ctx context.Context, p plan, do func(ctx context.Context, w *worker, i int) outcome) result {
 	hardCtx, cancel := context.WithTimeout(ctx, p.hard)
 	defer cancel()
+	clk := p.clock
+	if clk == nil {
+		clk = realClock{}
+	}
 	dials := t.dials.Load()
-	start := time.Now()
+	start := clk.Now()
 	measureFrom := start.Add(p.warmup)
 	end := measureFrom.Add(p.duration)
 
 	var (
 		tickets atomic.Int64
+		slots   atomic.Int64 // open loop: the next request's number, warm-up included
 		failed  atomic.Int64
 		stopMu  sync.Mutex
 		stopped string
@@ -179,7 +234,20 @@ func (t *target) run(ctx context.Context, p plan, do func(ctx context.Context, w
 					}
 					return
 				}
-				now := time.Now()
+				now := clk.Now()
+				var dueAt time.Time
+				if p.rate > 0 {
+					// The request is measured by when it is due, so the warm-up and the
+					// measured time each hold their share of the schedule.
+					dueAt = due(start, p.rate, slots.Add(1)-1)
+					if p.duration > 0 && !now.Before(end) {
+						// The measured time is over: the requests due in it and still
+						// unsent are counted as Unsent rather than sent after the end.
+						stop(stopDuration)
+						return
+					}
+					now = dueAt
+				}
 				measured := !now.Before(measureFrom)
 				if measured && p.duration > 0 && !now.Before(end) {
 					stop(stopDuration)
@@ -194,9 +262,20 @@ func (t *target) run(ctx context.Context, p plan, do func(ctx context.Context, w
 					}
 					i = int(n - 1)
 				}
-				t0 := time.Now()
+				if p.rate > 0 {
+					if err := clk.SleepUntil(hardCtx, dueAt); err != nil {
+						continue // the loop's top says why the phase ends
+					}
+				}
+				t0 := clk.Now()
 				o := do(hardCtx, w, i)
-				took := time.Since(t0)
+				doneAt := clk.Now()
+				took := doneAt.Sub(t0)
+				var lag time.Duration
+				if p.rate > 0 {
+					lag = t0.Sub(dueAt)
+					took = doneAt.Sub(dueAt) // from when it was due: queueing counts
+				}
 				if o.err != nil && hardCtx.Err() != nil {
 					// Cut by our own stop, not refused by the server: not a measurement.
 					continue
@@ -216,7 +295,11 @@ func (t *target) run(ctx context.Context, p plan, do func(ctx context.Context, w
 					}
 					continue
 				}
-				s.lastEnd = t0.Add(took)
+				s.lastEnd = doneAt
+				if lag > lateSlack {
+					s.late++
+				}
+				s.maxLag = max(s.maxLag, lag)
 				s.ok++
 				s.samples = append(s.samples, took)
 				s.n += o.n
@@ -227,7 +310,8 @@ func (t *target) run(ctx context.Context, p plan, do func(ctx context.Context, w
 	wg.Wait()
 
 	r := result{Phase: p.phase, Clients: p.clients, Statuses: map[string]int{}, Stopped: stopped,
-		Conns: t.dials.Load() - dials}
+		Conns: t.dials.Load() - dials, OfferedPerSecond: p.rate}
+	var maxLag time.Duration
 	var all latencies
 	var lastEnd time.Time
 	sumN := 0
@@ -248,8 +332,20 @@ func (t *target) run(ctx context.Context, p plan, do func(ctx context.Context, w
 		if s.lastEnd.After(lastEnd) {
 			lastEnd = s.lastEnd
 		}
+		r.Late += s.late
+		maxLag = max(maxLag, s.maxLag)
+	}
+	if p.rate > 0 {
+		r.MaxLagMs = math.Round(float64(maxLag)/float64(time.Microsecond)) / 1000
 	}
 	r.Requests = r.OK + r.Errors
+	if p.rate > 0 && p.duration > 0 && stopped == stopDuration {
+		// Every request due in [measureFrom, end) was owed; those not sent by the end fell
+		// behind schedule as much as the late ones.
+		first := math.Ceil(p.warmup.Seconds() * p.rate)
+		last := math.Ceil((p.warmup + p.duration).Seconds() * p.rate)
+		r.Unsent = max(0, int(last-first)-r.Requests)
+	}
 	if r.Requests > 0 {
 		r.Seconds = math.Round(lastEnd.Sub(measureFrom).Seconds()*1000) / 1000
 	}

@@ -44,6 +44,20 @@ type result struct {
 	// Stopped says what ended the phase: "count", "duration", "hard_limit", "too_many_errors"
 	// or "interrupted".
 	Stopped string `json:"stopped"`
+	// OfferedPerSecond is the open-loop rate the requests were due at (-rate); 0 for a
+	// closed-loop run, whose clients send again as soon as they have an answer. In an
+	// open-loop run the latencies run from each request's due time, and PerSecond is the
+	// rate achieved.
+	OfferedPerSecond float64 `json:"offered_per_s,omitempty"`
+	// Late counts the open-loop requests sent more than 1 ms after they were due: every
+	// client was still waiting for an answer. Many late requests mean the server (or the
+	// load generator) cannot keep the offered rate, and the latencies show the backlog.
+	Late int `json:"late,omitempty"`
+	// Unsent counts the open-loop requests due in the measured time that no client had sent
+	// when it ended (run with -duration): behind schedule too.
+	Unsent int `json:"unsent,omitempty"`
+	// MaxLagMs is the longest delay between a request's due time and its sending.
+	MaxLagMs float64 `json:"max_lag_ms,omitempty"`
 	// Runs is the number of runs a median summarises (loadgen median); 0 for one run.
 	Runs         int      `json:"runs,omitempty"`
 	ErrorSamples []string `json:"error_samples,omitempty"`
@@ -107,15 +121,19 @@ func (r *result) summarise(samples latencies) {
 // scripts.
 func report(w io.Writer, rs ...result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "phase\tradius_m\truns\tclients\trequests\terrors\tseconds\tper_s\tp50_ms\tp90_ms\tp99_ms\tmax_ms\tmean_events\tconns\t")
+	fmt.Fprintln(tw, "phase\tradius_m\truns\tclients\toffered_s\trequests\terrors\tlate\tunsent\tseconds\tper_s\tp50_ms\tp90_ms\tp99_ms\tmax_ms\tmean_events\tconns\t")
 	for _, r := range rs {
 		radius, events := "-", "-"
 		if r.Phase == "query" {
 			radius = strconv.FormatFloat(r.RadiusM, 'f', -1, 64)
 			events = strconv.FormatFloat(r.MeanEvents, 'f', 1, 64)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%.2f\t%.1f\t%.2f\t%.2f\t%.2f\t%.2f\t%s\t%d\t\n",
-			r.Phase, radius, max(r.Runs, 1), r.Clients, r.Requests, r.Errors, r.Seconds, r.PerSecond,
+		offered := "closed"
+		if r.OfferedPerSecond > 0 {
+			offered = strconv.FormatFloat(r.OfferedPerSecond, 'f', -1, 64)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%d\t%d\t%d\t%d\t%.2f\t%.1f\t%.2f\t%.2f\t%.2f\t%.2f\t%s\t%d\t\n",
+			r.Phase, radius, max(r.Runs, 1), r.Clients, offered, r.Requests, r.Errors, r.Late, r.Unsent, r.Seconds, r.PerSecond,
 			r.P50Ms, r.P90Ms, r.P99Ms, r.MaxMs, events, r.Conns)
 	}
 	if err := tw.Flush(); err != nil {
