@@ -4,7 +4,10 @@
 # Builds the binary and scripts/loadgen, issues a live API key into a fresh temporary data
 # folder (roadevents apikey issue), starts the server on a free loopback port, seeds a city of
 # EVENTS events, then measures GET /v1/events at radius 1000 m and 9780 m (spec 8's maximum)
-# RUNS times each, then publishes PUBLISH_EVENTS more events RUNS times (after the queries, so
+# RUNS times each, closed loop (every client sends again as soon as it has its answer: the
+# throughput at saturation) and open loop at each offered rate of RATES_1000 and RATES_9780 (a
+# fixed schedule spread over the clients, latency from each request's due time, so that
+# queueing is measured: the latency at that throughput), then publishes PUBLISH_EVENTS more events RUNS times (after the queries, so
 # that every query run sees the same city), and prints the median of each figure: the seed and
 # the publish runs together make the median of "seed". Each phase also prints the load average
 # and the CPU seconds the server and the load generator spent (the machine is shared with the
@@ -16,6 +19,8 @@
 #   DURATION [20s]   measured time per query run RUNS [3]      query runs per radius
 #   SEED [1]         city and query points       KEEP_LOG      set to keep the server log
 #   PUBLISH_EVENTS [20000] events per publish run (0: none)
+#   RATES_1000 [2000]     open-loop offered rates (queries/s) at 1000 m ("" for none)
+#   RATES_9780 [500 800]  open-loop offered rates (queries/s) at 9780 m ("" for none)
 #   PROFILE_DIR      when set, a CPU profile of the server per phase is written there
 #                    (through the loopback pprof listener of ROADEVENTS_PPROF_ADDR)
 # Exit status is non-zero when any phase had more than a few failed requests.
@@ -32,6 +37,8 @@ seed=${SEED:-1}
 publish_events=${PUBLISH_EVENTS:-20000}
 profile_dir=${PROFILE_DIR:-}
 radii=(1000 9780)
+rates_1000=${RATES_1000-2000}
+rates_9780=${RATES_9780-500 800}
 
 log() { printf '\n== %s\n' "$*"; }
 
@@ -58,6 +65,7 @@ echo "memory: $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo 2
 go version
 echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' (with local changes)')"
 echo "EVENTS=$events CLIENTS=$clients DURATION=$duration RUNS=$runs SEED=$seed PUBLISH_EVENTS=$publish_events"
+echo "RATES_1000=\"$rates_1000\" RATES_9780=\"$rates_9780\""
 
 log "building"
 go build -o "$tmp/roadevents" .
@@ -118,7 +126,7 @@ phase() {
 	srv0=$(server_cpu) busy0=$(busy_cpu) t0=$(date +%s.%N)
 	if [[ -n $pprof ]]; then
 		profile_n=$((profile_n + 1))
-		curl -fsS -o "$profile_dir/$profile_n-$1${radius:+-$radius}.pprof" \
+		curl -fsS -o "$profile_dir/$profile_n-$1${radius:+-$radius}${rate:+-at$rate}.pprof" \
 			"http://$pprof/debug/pprof/profile?seconds=${PROFILE_SECONDS:-8}" &
 		prof_pid=$!
 	fi
@@ -146,10 +154,17 @@ phase() {
 log "seed: publishing $events events"
 phase seed -events "$events"
 
+rate=
 for run in $(seq 1 "$runs"); do
 	for radius in "${radii[@]}"; do
-		log "query run $run/$runs at radius $radius m for $duration"
+		log "query run $run/$runs at radius $radius m for $duration (closed loop)"
 		phase query -radius "$radius" -duration "$duration"
+		rates_var=rates_$radius
+		for rate in ${!rates_var}; do
+			log "query run $run/$runs at radius $radius m for $duration (open loop, $rate/s offered)"
+			phase query -radius "$radius" -duration "$duration" -rate "$rate"
+		done
+		rate=
 	done
 done
 radius=
@@ -161,7 +176,7 @@ if ((publish_events > 0)); then
 	done
 fi
 
-log "medians over $runs runs (requests and errors are totals)"
+log "medians over $runs runs (requests, errors, late and unsent are totals)"
 "$tmp/loadgen" median "$results" | grep -v '^{"phase"'
 echo
 echo "result lines:"
