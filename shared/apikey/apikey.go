@@ -23,9 +23,7 @@
 //
 // Authenticate reads only the lookup item: one strongly consistent Get by hash, so a
 // revocation is effective on the very next request (spec 3: "effective from the next request
-// that presents it"). Validity is cached only with Options.CacheLookups, for a process that is
-// the table's only writer (the embedded store), where Revoke invalidates the cache before it
-// returns (cache.go); processes sharing a DynamoDB table read the item on every request. The lookup item lives in a partition of its
+// that presents it"); validity is never cached. The lookup item lives in a partition of its
 // own, so authentication spreads over the table instead of loading the organisation's
 // partition. Revoked keys keep both items (revoked = true), which keeps the history and lets
 // a reported leaked key be traced to its organisation by hash.
@@ -149,12 +147,6 @@ type Options struct {
 	// TouchInterval is the least time between two last_used_at writes of one key by this
 	// process: DefaultTouchInterval when 0 or less.
 	TouchInterval time.Duration
-	// CacheLookups keeps the principals of authenticated keys in memory, so repeated requests
-	// with a key read no table (on the embedded store every read is a bbolt transaction, whose
-	// global locks stall requests under load: README, "Performance of the events routes").
-	// Set it only when this process is the table's only writer and every revocation goes
-	// through this Keys: a revocation by another process would not be seen (spec 5).
-	CacheLookups bool
 }
 
 // Keys is the API key store on one table. It is safe for concurrent use.
@@ -167,8 +159,6 @@ type Keys struct {
 	mu      sync.Mutex
 	touched map[string]time.Time // key_id -> when this process last started a touch
 	pending sync.WaitGroup       // touches in flight
-
-	cache *lookupCache // nil unless Options.CacheLookups
 }
 
 // New returns the key store on table.
@@ -182,17 +172,13 @@ func New(table store.Table, opts Options) *Keys {
 	if opts.TouchInterval <= 0 {
 		opts.TouchInterval = DefaultTouchInterval
 	}
-	k := &Keys{
+	return &Keys{
 		table:      table,
 		clock:      opts.Clock,
 		log:        opts.Logger,
 		touchEvery: opts.TouchInterval,
 		touched:    map[string]time.Time{},
 	}
-	if opts.CacheLookups {
-		k.cache = newLookupCache()
-	}
-	return k
 }
 
 // IssueRequest is what Issue needs to create a key.
@@ -258,9 +244,8 @@ func (k *Keys) Issue(ctx context.Context, req IssueRequest) (string, Key, error)
 	return raw, key, nil
 }
 
-// Authenticate returns the principal of a raw API key: one strongly consistent read by hash
-// (or, with Options.CacheLookups, the cached result of one), so a revoked key is refused on
-// the next request. Any key that does not open the service
+// Authenticate returns the principal of a raw API key: one strongly consistent read by hash,
+// so a revoked key is refused on the next request. Any key that does not open the service
 // gives an error wrapping ErrInvalidKey (ErrRevoked, ErrStreamTicket among them); other
 // errors are the table's. The error never holds the raw key.
 func (k *Keys) Authenticate(ctx context.Context, raw string) (Principal, error) {
@@ -271,15 +256,6 @@ func (k *Keys) Authenticate(ctx context.Context, raw string) (Principal, error) 
 		return Principal{}, fmt.Errorf("%w: malformed", ErrInvalidKey)
 	}
 	hash := hashOf(raw)
-	var gen uint64
-	if k.cache != nil {
-		if p, ok := k.cache.get(hash); ok {
-			k.touch(ctx, p)
-			return p, nil
-		}
-		// Noted before the read: a Revoke that commits after it makes this result uncacheable.
-		gen = k.cache.generation()
-	}
 	it, err := k.table.Get(ctx, lookupKey(hash))
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -298,9 +274,6 @@ func (k *Keys) Authenticate(ctx context.Context, raw string) (Principal, error) 
 	}
 	if p.OrgID == "" || p.KeyID == "" || !ValidEnvironment(p.Environment) {
 		return Principal{}, fmt.Errorf("apikey: lookup item of key %q is incomplete", p.KeyID)
-	}
-	if k.cache != nil {
-		k.cache.put(gen, hash, p)
 	}
 	k.touch(ctx, p)
 	return p, nil
@@ -343,11 +316,6 @@ func (k *Keys) Revoke(ctx context.Context, org, keyID string) (Key, error) {
 		ops = append(ops, store.UpdateOp(liveCounterKey(org), store.Update{Add: map[string]int64{attrActive: -1}}, store.Condition{}))
 	}
 	err = k.transact(ctx, ops)
-	if k.cache != nil {
-		// Whatever the outcome (an error may follow a commit), the key must be read from the
-		// table from now on: spec 5, revocation effective on the next request.
-		k.cache.invalidate(key.Hash)
-	}
 	var ce *store.ConditionError
 	switch {
 	case errors.As(err, &ce) && ce.Op == 0:
