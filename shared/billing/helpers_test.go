@@ -21,6 +21,7 @@ import (
 	"github.com/roadevents/roadevents/shared/billing"
 	"github.com/roadevents/roadevents/shared/config"
 	"github.com/roadevents/roadevents/shared/consoleauth"
+	"github.com/roadevents/roadevents/shared/consoletest"
 	"github.com/roadevents/roadevents/shared/httpapi"
 	"github.com/roadevents/roadevents/shared/metering"
 	"github.com/roadevents/roadevents/shared/orgs"
@@ -48,24 +49,10 @@ const (
 	orgA          = "org_a"
 )
 
-var callers = sessions{
+var callers = consoletest.Sessions{
 	tokenOwner:    {User: consoleauth.User{ID: "usr_owner", Email: "owner@example.com"}},
 	tokenMember:   {User: consoleauth.User{ID: "usr_member", Email: "member@example.com"}},
 	tokenOutsider: {User: consoleauth.User{ID: "usr_outsider", Email: "out@example.com"}},
-}
-
-// sessions stands in for consoleauth's session store: token -> caller.
-type sessions map[string]consoleauth.Caller
-
-func (s sessions) Authenticate(_ context.Context, token string) (consoleauth.Caller, error) {
-	if c, ok := s[token]; ok {
-		return c, nil
-	}
-	return consoleauth.Caller{}, consoleauth.ErrUnauthenticated
-}
-
-func (s sessions) AuthenticateTemp(context.Context, string) (consoleauth.Caller, error) {
-	return consoleauth.Caller{}, consoleauth.ErrUnauthenticated
 }
 
 // fakeOrgs stands in for orgs.Service where the test is about billing's own rules: orgA

@@ -2,26 +2,19 @@ package orgs_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"regexp"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/pquerna/otp/totp"
-
 	"github.com/roadevents/roadevents/shared/apikey"
 	"github.com/roadevents/roadevents/shared/clock"
 	"github.com/roadevents/roadevents/shared/config"
-	"github.com/roadevents/roadevents/shared/consoleauth"
+	"github.com/roadevents/roadevents/shared/consoletest"
 	"github.com/roadevents/roadevents/shared/httpapi"
-	"github.com/roadevents/roadevents/shared/mail"
 	"github.com/roadevents/roadevents/shared/metering"
 	"github.com/roadevents/roadevents/shared/orgs"
 	"github.com/roadevents/roadevents/shared/schema"
@@ -32,66 +25,17 @@ import (
 // consoleURL is the console address the tests configure; invitation links start with it.
 const consoleURL = "http://console.test/app/"
 
-// inbox is a mailer that keeps what it is given.
-type inbox struct {
-	mu   sync.Mutex
-	msgs []mail.Message
-}
+// inbox is consoletest's, which also finds the invitation links sent.
+type inbox struct{ consoletest.Inbox }
 
-var _ mail.Mailer = (*inbox)(nil)
+var inviteLink = regexp.MustCompile(regexp.QuoteMeta(consoleURL) + `accept-invite#token=([A-Za-z0-9_]+)`)
 
-func (b *inbox) Send(_ context.Context, m mail.Message) error {
-	if err := m.Validate(); err != nil {
-		return err
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.msgs = append(b.msgs, m)
-	return nil
-}
-
-// all returns every message sent, oldest first.
-func (b *inbox) all() []mail.Message {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return append([]mail.Message(nil), b.msgs...)
-}
-
-// to returns the messages sent to addr, oldest first.
-func (b *inbox) to(addr string) []mail.Message {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	var out []mail.Message
-	for _, m := range b.msgs {
-		if m.To == addr {
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
-var (
-	sixDigits  = regexp.MustCompile(`\b[0-9]{6}\b`)
-	inviteLink = regexp.MustCompile(regexp.QuoteMeta(consoleURL) + `accept-invite#token=([A-Za-z0-9_]+)`)
-)
-
-// lastCode returns the sign-in code of the latest message to addr.
-func (b *inbox) lastCode(t *testing.T, addr string) string {
-	t.Helper()
-	msgs := b.to(addr)
-	for i := len(msgs) - 1; i >= 0; i-- {
-		if c := sixDigits.FindString(msgs[i].Text); c != "" && strings.Contains(msgs[i].Subject, "sign-in code") {
-			return c
-		}
-	}
-	t.Fatalf("no sign-in code sent to %s", addr)
-	return ""
-}
+var jsonBody = consoletest.JSON
 
 // lastInviteToken returns the token of the latest invitation link sent to addr.
 func (b *inbox) lastInviteToken(t *testing.T, addr string) string {
 	t.Helper()
-	msgs := b.to(addr)
+	msgs := b.To(addr)
 	for i := len(msgs) - 1; i >= 0; i-- {
 		if m := inviteLink.FindStringSubmatch(msgs[i].Text); m != nil {
 			return m[1]
@@ -119,25 +63,7 @@ type env struct {
 	routes []httpapi.Route
 	// logs holds every line the service logged (debug level and up), to show that no secret
 	// is ever logged.
-	logs *lockedBuffer
-}
-
-// lockedBuffer is a bytes.Buffer safe for concurrent writers.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+	logs *consoletest.LogBuffer
 }
 
 type bodies struct {
@@ -175,7 +101,7 @@ func newEnvGroups(t *testing.T, tab tables.Table, caps func(string) (int, int), 
 	cfg.Console.HashKey = bytes.Repeat([]byte{0x5a}, 32)
 	cfg.Console.SealKey = bytes.Repeat([]byte{0xa5}, 32)
 	cfg.ConsoleURL = consoleURL
-	e := &env{t: t, tab: tab, clock: tab.Clock, inbox: &inbox{}, seen: &bodies{}, logs: &lockedBuffer{},
+	e := &env{t: t, tab: tab, clock: tab.Clock, inbox: &inbox{}, seen: &bodies{}, logs: &consoletest.LogBuffer{},
 		keys:  apikey.New(tab.Table, apikey.Options{Clock: tab.Clock}),
 		meter: metering.New(tab.Table, metering.Options{Clock: tab.Clock, FlushInterval: -1, WriteThrough: true})}
 	api := service.New(service.Deps{
@@ -199,23 +125,21 @@ func (r response) String() string { return http.StatusText(r.status) + " " + str
 // call sends one request; token, when set, goes in Authorization: Bearer.
 func (e *env) call(method, path, token, body string) response {
 	e.t.Helper()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req := httptest.NewRequestWithContext(e.t.Context(), method, path, rd)
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
 	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
+		token = "Bearer " + token
 	}
-	w := httptest.NewRecorder()
-	e.h.ServeHTTP(w, req)
+	w := consoletest.Serve(e.t, e.h, method, path, token, body)
 	e.seen.mu.Lock()
 	e.seen.all = append(e.seen.all, w.Body.String())
 	e.seen.mu.Unlock()
 	return response{status: w.Code, header: w.Header(), body: w.Body.Bytes()}
+}
+
+// send is call for consoletest's sign-in and TOTP steps.
+func (e *env) send(method, path, token, body string) (int, []byte) {
+	e.t.Helper()
+	r := e.call(method, path, token, body)
+	return r.status, r.body
 }
 
 // expect fails the test unless r has status want; with a schema the body must match it.
@@ -224,17 +148,8 @@ func (e *env) expect(r response, want int, s *schema.Schema, what string) {
 	if r.status != want {
 		e.t.Fatalf("%s = %s; want %d", what, r, want)
 	}
-	if s == nil {
-		return
-	}
-	dec := json.NewDecoder(bytes.NewReader(r.body))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		e.t.Fatalf("%s: body %s is not JSON: %v", what, r.body, err)
-	}
-	if errs := s.Validate(v, []any{"response"}); len(errs) > 0 {
-		e.t.Fatalf("%s: body %s does not match %s: %v", what, r.body, s.Name, errs)
+	if s != nil {
+		consoletest.CheckBody(e.t, r.body, s, what)
 	}
 }
 
@@ -262,11 +177,6 @@ func decode[T any](t *testing.T, r response) T {
 	return v
 }
 
-func jsonBody(v any) string {
-	b, _ := json.Marshal(v)
-	return string(b)
-}
-
 // user is a signed-in console user.
 type user struct {
 	email string
@@ -277,12 +187,7 @@ type user struct {
 // signIn signs addr up or in by e-mail code and returns the session.
 func (e *env) signIn(addr string) user {
 	e.t.Helper()
-	r := e.call("POST", "/console/auth/request-code", "", jsonBody(map[string]string{"email": addr}))
-	e.expect(r, http.StatusOK, nil, "request-code "+addr)
-	code := e.inbox.lastCode(e.t, addr)
-	r = e.call("POST", "/console/auth/verify-code", "", jsonBody(map[string]string{"email": addr, "code": code}))
-	e.expect(r, http.StatusOK, consoleauth.SessionSchema, "verify-code "+addr)
-	s := decode[consoleauth.SessionOut](e.t, r)
+	s := consoletest.SignIn(e.t, e.send, &e.inbox.Inbox, addr)
 	return user{email: addr, token: s.Token, id: s.User.UserID}
 }
 
@@ -347,22 +252,14 @@ func (e *env) issueKey(u user, org, env, label string) response {
 // totpCode returns the TOTP code of secret now, on the injected clock.
 func (e *env) totpCode(secret string) string {
 	e.t.Helper()
-	c, err := totp.GenerateCode(secret, e.clock.Now())
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return c
+	return consoletest.TOTPCode(e.t, secret, e.clock.Now())
 }
 
 // enableTOTP turns TOTP on for u and returns the secret; the clock moves to the next step so
 // that a fresh code exists.
 func (e *env) enableTOTP(u user) string {
 	e.t.Helper()
-	r := e.call("POST", "/console/auth/totp/setup", u.token, "")
-	e.expect(r, http.StatusOK, consoleauth.TotpEnrolmentSchema, "totp/setup")
-	secret := decode[consoleauth.TotpEnrolmentOut](e.t, r).Secret
-	r = e.call("POST", "/console/auth/totp/confirm", u.token, jsonBody(map[string]string{"code": e.totpCode(secret)}))
-	e.expect(r, http.StatusOK, nil, "totp/confirm")
+	secret, _ := consoletest.EnableTOTP(e.t, e.send, u.token, e.clock.Now())
 	e.clock.Advance(30 * time.Second)
 	return secret
 }

@@ -178,7 +178,7 @@ func TestKeyIssuanceStepUpAndNotice(t *testing.T) {
 
 		notices := func(addr string) []string {
 			var out []string
-			for _, m := range e.inbox.to(addr) {
+			for _, m := range e.inbox.To(addr) {
 				if strings.Contains(m.Subject, "API key") {
 					out = append(out, m.Text)
 				}

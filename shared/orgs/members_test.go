@@ -34,7 +34,7 @@ func TestSeatCapWithResend(t *testing.T) {
 		if resent.InviteID == bob.InviteID || resent.Email != "bob@example.com" || resent.Role != orgs.RoleMember {
 			t.Errorf("resent invitation = %+v; want a new invite_id for bob@example.com as member (spec 3)", resent)
 		}
-		if n := len(e.inbox.to("bob@example.com")); n != 2 {
+		if n := len(e.inbox.To("bob@example.com")); n != 2 {
 			t.Errorf("bob has %d e-mails; want 2: the invitation and the resent one", n)
 		}
 		list := e.members(ada, o.OrgID)
@@ -144,7 +144,7 @@ func TestInvitationCaps(t *testing.T) {
 		if r.header.Get("Retry-After") == "" {
 			t.Errorf("429 without Retry-After")
 		}
-		if n := len(e.inbox.to("bob@example.com")); n != 3 {
+		if n := len(e.inbox.To("bob@example.com")); n != 3 {
 			t.Errorf("bob got %d e-mails; want 3", n)
 		}
 		// 4 counted for ada so far (the refused resend passed her own cap before the
@@ -173,7 +173,7 @@ func TestAcceptInvitation(t *testing.T) {
 		ada := e.signIn("ada@example.com")
 		o := e.createOrg(ada, "Ada Fleet")
 		e.invite(ada, o.OrgID, "Bob@Example.com", orgs.RoleOwner)
-		msgs := e.inbox.to("bob@example.com")
+		msgs := e.inbox.To("bob@example.com")
 		if len(msgs) != 1 || !strings.Contains(msgs[0].Text, consoleURL+"accept-invite#token=") {
 			t.Fatalf("invitation e-mails to bob = %+v; want one linking to %saccept-invite#token=", msgs, consoleURL)
 		}
@@ -218,7 +218,7 @@ func TestAcceptInvitation(t *testing.T) {
 			http.StatusConflict, "invite an address with a pending invitation")
 
 		e.auditLog(ada, o.OrgID) // the audit log's detail is among the bodies checked (contract 3)
-		for _, m := range e.inbox.all() {
+		for _, m := range e.inbox.All() {
 			if tok := inviteLink.FindStringSubmatch(m.Text); tok != nil {
 				for _, body := range e.seen.list() {
 					if strings.Contains(body, tok[1]) || strings.Contains(body, tok[1][4:]) {

@@ -45,7 +45,7 @@ func TestSecretsAreNeverStoredLoggedOrAudited(t *testing.T) {
 	e.expectDetail(e.call("POST", "/console/invitations/accept", f.member.token, jsonBody(map[string]string{"token": wrong})),
 		http.StatusNotFound, "accept an unknown token")
 	n := 0
-	for _, m := range e.inbox.all() {
+	for _, m := range e.inbox.All() {
 		if tok := inviteLink.FindStringSubmatch(m.Text); tok != nil {
 			secrets[fmt.Sprintf("invitation token %d", n)] = tok[1]
 			n++
@@ -85,7 +85,7 @@ func TestSecretsAreNeverStoredLoggedOrAudited(t *testing.T) {
 	}
 
 	var subjects []string
-	for _, m := range e.inbox.all() {
+	for _, m := range e.inbox.All() {
 		subjects = append(subjects, m.Subject)
 	}
 	audit := e.call("GET", "/console/orgs/"+f.org.OrgID+"/audit?limit=200", f.owner.token, "")

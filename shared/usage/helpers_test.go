@@ -11,6 +11,7 @@ import (
 
 	"github.com/roadevents/roadevents/shared/apikey"
 	"github.com/roadevents/roadevents/shared/consoleauth"
+	"github.com/roadevents/roadevents/shared/consoletest"
 	"github.com/roadevents/roadevents/shared/httpapi"
 	"github.com/roadevents/roadevents/shared/metering"
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
@@ -24,20 +25,6 @@ const (
 	tokenOutsider = "ses_outsider"
 	orgA          = "org_a"
 )
-
-// sessions stands in for consoleauth's session store: token -> caller.
-type sessions map[string]consoleauth.Caller
-
-func (s sessions) Authenticate(_ context.Context, token string) (consoleauth.Caller, error) {
-	if c, ok := s[token]; ok {
-		return c, nil
-	}
-	return consoleauth.Caller{}, consoleauth.ErrUnauthenticated
-}
-
-func (s sessions) AuthenticateTemp(context.Context, string) (consoleauth.Caller, error) {
-	return consoleauth.Caller{}, consoleauth.ErrUnauthenticated
-}
 
 // memberships stands in for orgs.Service: org -> user -> role.
 type memberships map[string]map[string]string
@@ -62,7 +49,7 @@ func newRig(t *testing.T, tab tables.Table) *rig {
 	api := httpapi.New(httpapi.Config{
 		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
 		Clock:  tab.Clock,
-		Middleware: []httpapi.RouteMiddleware{consoleauth.Middleware(sessions{
+		Middleware: []httpapi.RouteMiddleware{consoleauth.Middleware(consoletest.Sessions{
 			tokenOwner:    {User: consoleauth.User{ID: "usr_owner", Email: "owner@example.com"}},
 			tokenMember:   {User: consoleauth.User{ID: "usr_member", Email: "member@example.com"}},
 			tokenOutsider: {User: consoleauth.User{ID: "usr_outsider", Email: "out@example.com"}},

@@ -10,6 +10,7 @@ import (
 
 	"github.com/roadevents/roadevents/shared/apikey"
 	"github.com/roadevents/roadevents/shared/consoleauth"
+	"github.com/roadevents/roadevents/shared/consoletest"
 	"github.com/roadevents/roadevents/shared/httpapi"
 	"github.com/roadevents/roadevents/shared/mail"
 	"github.com/roadevents/roadevents/shared/metering"
@@ -48,7 +49,7 @@ func TestUsageWithRealOrganisations(t *testing.T) {
 	}
 	api := httpapi.New(httpapi.Config{
 		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
-		Middleware: []httpapi.RouteMiddleware{consoleauth.Middleware(sessions{
+		Middleware: []httpapi.RouteMiddleware{consoleauth.Middleware(consoletest.Sessions{
 			tokenOwner:    {User: consoleauth.User{ID: "usr_owner"}},
 			tokenOutsider: {User: consoleauth.User{ID: "usr_outsider"}},
 		})},
