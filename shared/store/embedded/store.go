@@ -49,6 +49,13 @@ const (
 	DefaultSweepInterval = time.Minute
 	DefaultFeedRetention = 24 * time.Hour // as long as DynamoDB Streams keeps records
 	defaultOpenTimeout   = 5 * time.Second
+	// pageSize is the page size of a new file (an existing file keeps its own). A commit
+	// rewrites every page it touches and every branch page above them, each with its own
+	// write; 8 KiB pages make the tree shallower and split less, so a publish writes 12 pages
+	// instead of 16, and the commit loop, which bounds publishing, takes 28 % less time per
+	// publish (BenchmarkPublish on the 100 000-event city, 5 interleaved runs each; 16 KiB was
+	// slower again, from the bytes written).
+	pageSize = 8 << 10
 	// commitQueue is how many writes may wait for the committer before writers block.
 	commitQueue = 1024
 )
@@ -124,7 +131,7 @@ func Open(path string, opts Options) (*Store, error) {
 		}
 	}
 	// A timeout turns "another process has the file open" into an error instead of a hang.
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: defaultOpenTimeout})
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: defaultOpenTimeout, PageSize: pageSize})
 	if err != nil {
 		return nil, fmt.Errorf("embedded: open %s: %w", path, err)
 	}

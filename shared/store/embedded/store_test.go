@@ -280,6 +280,37 @@ func TestOpenRefusesUnknownFormat(t *testing.T) {
 	}
 }
 
+// TestOpensFileWithOtherPageSize: a store written before new files got 8 KiB pages (4 KiB,
+// the OS page size) opens with its data, and takes new writes.
+func TestOpensFileWithOtherPageSize(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "store.db")
+	db, err := bolt.Open(path, 0o600, &bolt.Options{PageSize: 4096})
+	if err != nil {
+		t.Fatalf("bolt.Open = %v", err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	s, err := embedded.Open(path, embedded.Options{SweepInterval: -1})
+	if err != nil {
+		t.Fatalf("Open(4 KiB file) = %v", err)
+	}
+	mustPut(t, s, itemAt(key("a"), "v", "1"))
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close = %v", err)
+	}
+	s, err = embedded.Open(path, embedded.Options{SweepInterval: -1})
+	if err != nil {
+		t.Fatalf("reopen = %v", err)
+	}
+	defer s.Close()
+	got, err := s.Get(t.Context(), key("a"))
+	if err != nil || got["v"] != "1" {
+		t.Errorf("Get after reopen = %v, %v; want v=1", got, err)
+	}
+}
+
 // TestFailingWriteFailsAlone has one write fail on a damaged record while others commit at the
 // same time, in the same group commit: only that write fails, the others are all stored.
 func TestFailingWriteFailsAlone(t *testing.T) {
