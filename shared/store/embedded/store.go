@@ -52,9 +52,9 @@ const (
 	// pageSize is the page size of a new file (an existing file keeps its own). A commit
 	// rewrites every page it touches and every branch page above them, each with its own
 	// write; 8 KiB pages make the tree shallower and split less, so a publish writes 12 pages
-	// instead of 16, and the commit loop, which bounds publishing, takes 28 % less time per
-	// publish (BenchmarkPublish on the 100 000-event city, 5 interleaved runs each; 16 KiB was
-	// slower again, from the bytes written).
+	// instead of 16. In process (BenchmarkPublish, 100 000-event city, 5 interleaved runs) a
+	// publish takes 28 % less time; through HTTP, where the server's CPU then bounds, 7 % more
+	// publishes/s (scripts/load.sh, 6 interleaved runs). 16 KiB was slower than 8 KiB.
 	pageSize = 8 << 10
 	// commitQueue is how many writes may wait for the committer before writers block.
 	commitQueue = 1024
