@@ -83,7 +83,10 @@ func start(t *testing.T, dataDir string, env ...string) *Server {
 	}
 	s := &Server{DataDir: dataDir, cmd: cmd, logs: &logBuffer{}, exited: make(chan error, 1)}
 	addr := make(chan string, 1)
+	// cmd.Wait closes the pipe once the process has exited, and the lines not yet read with
+	// it (the last ones, such as "stopped"): Wait only after the reader has seen EOF.
 	go func() {
+		defer func() { s.exited <- cmd.Wait() }()
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
 			line := sc.Text()
@@ -96,8 +99,8 @@ func start(t *testing.T, dataDir string, env ...string) *Server {
 				addr <- rec.Addr
 			}
 		}
+		io.Copy(io.Discard, stderr) // past a line too long for the scanner, keep the pipe flowing
 	}()
-	go func() { s.exited <- cmd.Wait() }()
 	t.Cleanup(func() {
 		if cmd.ProcessState == nil {
 			cmd.Process.Kill()
