@@ -193,6 +193,10 @@ type IssueRequest struct {
 	// cap; spec 5 rule 3, the Free plan allows 1); 0 or less means no cap. Sandbox keys are
 	// never capped.
 	LiveKeyCap int
+	// Also, when set, returns writes to commit in the same transaction as the key (the
+	// console's audit entry, which names the new key), so that neither exists without the
+	// other. A failure of one of them fails the issuance.
+	Also func(Key) ([]store.Op, error)
 }
 
 // Issue creates a key and returns its raw secret, which is never stored and cannot be
@@ -233,10 +237,17 @@ func (k *Keys) Issue(ctx context.Context, req IssueRequest) (string, Key, error)
 		}
 		ops = append(ops, store.UpdateOp(liveCounterKey(key.OrgID), store.Update{Add: map[string]int64{attrActive: 1}}, cond))
 	}
+	if req.Also != nil {
+		also, err := req.Also(key)
+		if err != nil {
+			return "", Key{}, fmt.Errorf("apikey: issue key for organisation %s: %w", key.OrgID, err)
+		}
+		ops = append(ops, also...)
+	}
 	err := k.transact(ctx, ops)
 	var ce *store.ConditionError
 	switch {
-	case errors.As(err, &ce) && ce.Op == capOp:
+	case errors.As(err, &ce) && ce.Op == capOp && key.Environment == Live:
 		return "", Key{}, fmt.Errorf("issue live key for organisation %s: %w", key.OrgID, ErrLiveKeyCap)
 	case err != nil:
 		return "", Key{}, fmt.Errorf("apikey: issue key for organisation %s: %w", key.OrgID, err)
@@ -296,8 +307,10 @@ func (k *Keys) Get(ctx context.Context, org, keyID string) (Key, error) {
 
 // Revoke revokes the key keyID of organisation org and returns it as revoked. The key is
 // refused from the next request on. Revoking a revoked key changes nothing and returns it
-// with ErrAlreadyRevoked; an unknown key (or another organisation's) is ErrNotFound.
-func (k *Keys) Revoke(ctx context.Context, org, keyID string) (Key, error) {
+// with ErrAlreadyRevoked; an unknown key (or another organisation's) is ErrNotFound. also, when
+// not nil, returns writes to commit in the same transaction as the revocation (as
+// IssueRequest.Also); it is called only when the key is about to be revoked.
+func (k *Keys) Revoke(ctx context.Context, org, keyID string, also func(Key) ([]store.Op, error)) (Key, error) {
 	key, err := k.Get(ctx, org, keyID)
 	if err != nil {
 		return Key{}, err
@@ -314,6 +327,13 @@ func (k *Keys) Revoke(ctx context.Context, org, keyID string) (Key, error) {
 	}
 	if key.Environment == Live {
 		ops = append(ops, store.UpdateOp(liveCounterKey(org), store.Update{Add: map[string]int64{attrActive: -1}}, store.Condition{}))
+	}
+	if also != nil {
+		more, err := also(key)
+		if err != nil {
+			return Key{}, fmt.Errorf("apikey: revoke key %s of organisation %s: %w", keyID, org, err)
+		}
+		ops = append(ops, more...)
 	}
 	err = k.transact(ctx, ops)
 	var ce *store.ConditionError

@@ -205,7 +205,7 @@ func TestAuthenticate(t *testing.T) {
 			}
 		}
 
-		if _, err := e.keys.Revoke(ctx, "org_b", key.KeyID); err != nil {
+		if _, err := e.keys.Revoke(ctx, "org_b", key.KeyID, nil); err != nil {
 			t.Fatalf("Revoke = %v; want nil", err)
 		}
 		_, err = e.keys.Authenticate(ctx, raw)
@@ -235,7 +235,7 @@ func TestRevoke(t *testing.T) {
 		_, key := e.issue("org_c", apikey.Sandbox, "k")
 		tab.Clock.Advance(time.Hour)
 
-		got, err := e.keys.Revoke(ctx, "org_c", key.KeyID)
+		got, err := e.keys.Revoke(ctx, "org_c", key.KeyID, nil)
 		if err != nil || !got.Revoked || !got.RevokedAt.Equal(tables.Start.Add(time.Hour)) {
 			t.Fatalf("Revoke = %+v, %v; want revoked at %v", got, err, tables.Start.Add(time.Hour))
 		}
@@ -244,7 +244,7 @@ func TestRevoke(t *testing.T) {
 			t.Errorf("Get after Revoke = %+v, %v; want %+v", stored, err, got)
 		}
 		tab.Clock.Advance(time.Hour)
-		again, err := e.keys.Revoke(ctx, "org_c", key.KeyID)
+		again, err := e.keys.Revoke(ctx, "org_c", key.KeyID, nil)
 		if !errors.Is(err, apikey.ErrAlreadyRevoked) || again != got {
 			t.Errorf("Revoke(revoked) = %+v, %v; want %+v unchanged, ErrAlreadyRevoked", again, err, got)
 		}
@@ -252,7 +252,7 @@ func TestRevoke(t *testing.T) {
 			{"UnknownKey", "org_c", "key_nope"},
 			{"OtherOrganisation", "org_other", key.KeyID},
 		} {
-			if _, err := e.keys.Revoke(ctx, tc.org, tc.keyID); !errors.Is(err, apikey.ErrNotFound) {
+			if _, err := e.keys.Revoke(ctx, tc.org, tc.keyID, nil); !errors.Is(err, apikey.ErrNotFound) {
 				t.Errorf("Revoke(%s) = %v; want ErrNotFound", tc.name, err)
 			}
 		}
@@ -272,7 +272,7 @@ func TestList(t *testing.T) {
 		tab.Clock.Advance(time.Minute)
 		_, live2 := e.issue("org_d", apikey.Live, "live 2")
 		e.issue("org_other", apikey.Live, "someone else's")
-		if _, err := e.keys.Revoke(ctx, "org_d", live1.KeyID); err != nil {
+		if _, err := e.keys.Revoke(ctx, "org_d", live1.KeyID, nil); err != nil {
 			t.Fatalf("Revoke = %v", err)
 		}
 		cases := []struct {
@@ -349,7 +349,7 @@ func TestLiveKeyCap(t *testing.T) {
 		if _, _, err := e.keys.Issue(ctx, apikey.IssueRequest{OrgID: "org_e", Environment: apikey.Live, Label: "x", LiveKeyCap: 2}); err != nil {
 			t.Errorf("Issue(second live key, cap 2) = %v; want nil", err)
 		}
-		if _, err := e.keys.Revoke(ctx, "org_e", live[0].KeyID); err != nil {
+		if _, err := e.keys.Revoke(ctx, "org_e", live[0].KeyID, nil); err != nil {
 			t.Fatalf("Revoke = %v", err)
 		}
 		if _, _, err := e.keys.Issue(ctx, apikey.IssueRequest{OrgID: "org_e", Environment: apikey.Live, Label: "y", LiveKeyCap: 2}); err != nil {
@@ -473,4 +473,65 @@ func BenchmarkAuthenticate(b *testing.B) {
 	if err := keys.Wait(context.Background()); err != nil {
 		b.Fatalf("Wait = %v", err)
 	}
+}
+
+// TestAlsoCommitsWithTheKey: the writes of IssueRequest.Also and of Revoke's also commit in the
+// key's own transaction (the console's audit entry, contract 3): both or neither.
+func TestAlsoCommitsWithTheKey(t *testing.T) {
+	t.Parallel()
+	tables.Each(t, func(t *testing.T, tab tables.Table) {
+		t.Parallel()
+		e := newEnv(t, tab)
+		ctx := t.Context()
+		note := func(k apikey.Key) store.Key { return store.Key{PK: "note#" + k.OrgID, SK: k.KeyID} }
+		write := func(k apikey.Key) ([]store.Op, error) {
+			return []store.Op{store.PutOp(store.Item{store.AttrPK: note(k).PK, store.AttrSK: note(k).SK}, store.IfNotExists())}, nil
+		}
+		refused := func(k apikey.Key) ([]store.Op, error) { // its condition cannot hold
+			return []store.Op{store.PutOp(store.Item{store.AttrPK: note(k).PK, store.AttrSK: note(k).SK}, store.IfExists())}, nil
+		}
+		issue := func(env string, also func(apikey.Key) ([]store.Op, error)) (string, apikey.Key, error) {
+			return e.keys.Issue(ctx, apikey.IssueRequest{OrgID: "org_al", Environment: env, Label: "k", LiveKeyCap: 1, Also: also})
+		}
+
+		// Refused: no key, no live-key counted, and not mistaken for the cap.
+		for _, env := range []string{apikey.Live, apikey.Sandbox} {
+			if _, _, err := issue(env, refused); err == nil || errors.Is(err, apikey.ErrLiveKeyCap) {
+				t.Errorf("Issue(%s) with a refused Also = %v; want an error other than ErrLiveKeyCap", env, err)
+			}
+		}
+		if keys, err := e.keys.List(ctx, "org_al", "", true); err != nil || len(keys) != 0 {
+			t.Errorf("List after refused issuances = %d keys, %v; want none", len(keys), err)
+		}
+
+		// Accepted: the key and the extra write, and the one live key the cap allows.
+		raw, key, err := issue(apikey.Live, write)
+		if err != nil {
+			t.Fatalf("Issue(live) with Also = %v; want nil (the refused ones counted nothing)", err)
+		}
+		if _, err := tab.Get(ctx, note(key)); err != nil {
+			t.Errorf("Also's write after Issue: %v; want it stored", err)
+		}
+
+		// Revoke: refused leaves the key working; accepted revokes it with the write.
+		if _, err := e.keys.Revoke(ctx, "org_al", key.KeyID, func(k apikey.Key) ([]store.Op, error) {
+			return []store.Op{store.DeleteOp(store.Key{PK: "note#none", SK: "none"}, store.IfExists())}, nil
+		}); err == nil {
+			t.Errorf("Revoke with a refused also = nil; want an error")
+		}
+		if _, err := e.keys.Authenticate(ctx, raw); err != nil {
+			t.Errorf("Authenticate after a refused revocation = %v; want the key still valid", err)
+		}
+		if _, err := e.keys.Revoke(ctx, "org_al", key.KeyID, func(k apikey.Key) ([]store.Op, error) {
+			return []store.Op{store.DeleteOp(note(k), store.IfExists())}, nil
+		}); err != nil {
+			t.Fatalf("Revoke with also = %v; want nil", err)
+		}
+		if _, err := tab.Get(ctx, note(key)); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("also's delete after Revoke: Get = %v; want ErrNotFound", err)
+		}
+		if _, err := e.keys.Authenticate(ctx, raw); !errors.Is(err, apikey.ErrRevoked) {
+			t.Errorf("Authenticate after Revoke = %v; want ErrRevoked", err)
+		}
+	})
 }

@@ -86,7 +86,7 @@ func TestMiddleware(t *testing.T) {
 		if w := srv.do(t, "/v1/events", "Bearer "+rawRevoked); w.Code != http.StatusOK {
 			t.Fatalf("GET /v1/events with the key before revocation = %d %s; want 200", w.Code, w.Body)
 		}
-		if _, err := e.keys.Revoke(t.Context(), "org_m", revoked.KeyID); err != nil {
+		if _, err := e.keys.Revoke(t.Context(), "org_m", revoked.KeyID, nil); err != nil {
 			t.Fatalf("Revoke = %v", err)
 		}
 

@@ -264,7 +264,7 @@ func TestCredentials(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := h.keys.Revoke(t.Context(), "org_a", p.KeyID); err != nil {
+		if _, err := h.keys.Revoke(t.Context(), "org_a", p.KeyID, nil); err != nil {
 			t.Fatal(err)
 		}
 		check("revoked key", key, apikey.DetailInvalid)

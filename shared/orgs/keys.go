@@ -7,6 +7,7 @@ import (
 
 	"github.com/roadevents/roadevents/shared/apikey"
 	"github.com/roadevents/roadevents/shared/consoleauth"
+	"github.com/roadevents/roadevents/shared/store"
 )
 
 // ListKeys returns the organisation's keys, newest first, of one environment when env is not
@@ -49,16 +50,13 @@ func (s *Service) IssueKey(ctx context.Context, m Membership, c consoleauth.Call
 	raw, key, err := s.keys.Issue(ctx, apikey.IssueRequest{
 		OrgID: m.Org.OrgID, Environment: env, Label: label,
 		CreatedBy: actor.UserID, CreatedByEmail: actor.Email, LiveKeyCap: liveCap,
+		Also: s.auditKey(m.Org.OrgID, ActionKeyIssued, actor),
 	})
 	if errors.Is(err, apikey.ErrInvalidRequest) {
 		return "", apikey.Key{}, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	if err != nil {
 		return "", apikey.Key{}, err
-	}
-	if err := s.audit.Record(ctx, m.Org.OrgID, ActionKeyIssued, actor.UserID, actor.Email, key.KeyID,
-		map[string]any{"label": key.Label, "environment": key.Environment, "prefix": key.Prefix}); err != nil {
-		s.log.Error("orgs: audit a key issuance", "org_id", m.Org.OrgID, "key_id", key.KeyID, "error", err.Error())
 	}
 	s.notifyOwners(ctx, m.Org, actor, key)
 	return raw, key, nil
@@ -74,18 +72,26 @@ func (s *Service) RevokeKey(ctx context.Context, m Membership, actor Actor, keyI
 	if err := knownID("key", keyID); err != nil {
 		return err
 	}
-	key, err := s.keys.Revoke(ctx, m.Org.OrgID, keyID)
+	_, err := s.keys.Revoke(ctx, m.Org.OrgID, keyID, s.auditKey(m.Org.OrgID, ActionKeyRevoked, actor))
 	switch {
 	case errors.Is(err, apikey.ErrNotFound):
 		return fmt.Errorf("key %s: %w", keyID, ErrNotFound)
 	case errors.Is(err, apikey.ErrAlreadyRevoked):
 		return nil
-	case err != nil:
-		return err
 	}
-	if err := s.audit.Record(ctx, m.Org.OrgID, ActionKeyRevoked, actor.UserID, actor.Email, key.KeyID,
-		map[string]any{"label": key.Label, "environment": key.Environment, "prefix": key.Prefix}); err != nil {
-		s.log.Error("orgs: audit a key revocation", "org_id", m.Org.OrgID, "key_id", key.KeyID, "error", err.Error())
+	return err
+}
+
+// auditKey returns the audit entry of a key's issuance or revocation as a write of the same
+// transaction (contract 3), naming the key by its label, environment and prefix, never its
+// secret.
+func (s *Service) auditKey(org, action string, actor Actor) func(apikey.Key) ([]store.Op, error) {
+	return func(key apikey.Key) ([]store.Op, error) {
+		op, _, err := s.audit.PutOp(org, action, actor.UserID, actor.Email, key.KeyID,
+			map[string]any{"label": key.Label, "environment": key.Environment, "prefix": key.Prefix})
+		if err != nil {
+			return nil, err
+		}
+		return []store.Op{op}, nil
 	}
-	return nil
 }

@@ -69,7 +69,7 @@ func TestCredentials(t *testing.T) {
 		ticket := r.mint(t, r.liveKey).Ticket
 		revoked := r.issue(t, "org_r", apikey.Live)
 		keyID := mustKeyID(t, r, revoked)
-		if _, err := r.keys.Revoke(context.Background(), "org_r", keyID); err != nil {
+		if _, err := r.keys.Revoke(context.Background(), "org_r", keyID, nil); err != nil {
 			t.Fatal(err)
 		}
 		expired := r.mint(t, r.sandboxKey).Ticket

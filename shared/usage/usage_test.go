@@ -172,7 +172,7 @@ func TestVitality(t *testing.T) {
 		tab.Clock.Advance(time.Hour)
 		usedB := use(rawB)
 		r.count(t, "live", metering.Reads, 2)
-		if _, err := r.keys.Revoke(ctx, orgA, keyB.KeyID); err != nil {
+		if _, err := r.keys.Revoke(ctx, orgA, keyB.KeyID, nil); err != nil {
 			t.Fatal(err)
 		}
 
