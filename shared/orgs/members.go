@@ -113,10 +113,7 @@ func (s *Service) Invite(ctx context.Context, m Membership, actor Actor, email, 
 				m.Org.OrgID, len(members), len(invites), seatCap, ErrSeatCap)
 		}
 		if !counted {
-			if err := s.allow(ctx, s.inviteActorCap, InviteActorCap, actor.UserID); err != nil {
-				return Invitation{}, err
-			}
-			if err := s.allow(ctx, s.inviteRecipientCap, InviteRecipientCap, email); err != nil {
+			if err := s.allowInvitation(ctx, actor, email); err != nil {
 				return Invitation{}, err
 			}
 			counted = true
@@ -207,10 +204,7 @@ func (s *Service) Resend(ctx context.Context, m Membership, actor Actor, inviteI
 	if err != nil {
 		return Invitation{}, err
 	}
-	if err := s.allow(ctx, s.inviteActorCap, InviteActorCap, actor.UserID); err != nil {
-		return Invitation{}, err
-	}
-	if err := s.allow(ctx, s.inviteRecipientCap, InviteRecipientCap, old.Email); err != nil {
+	if err := s.allowInvitation(ctx, actor, old.Email); err != nil {
 		return Invitation{}, err
 	}
 	inv, token := s.newInvitation(m.Org.OrgID, actor, old.Email, old.Role)

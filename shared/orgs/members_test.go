@@ -147,9 +147,9 @@ func TestInvitationCaps(t *testing.T) {
 		if n := len(e.inbox.To("bob@example.com")); n != 3 {
 			t.Errorf("bob got %d e-mails; want 3", n)
 		}
-		// 4 counted for ada so far (the refused resend passed her own cap before the
-		// recipient's refused it); 16 more addresses fill her hour.
-		for i := range 16 {
+		// 3 counted for ada so far: the resend the recipient's cap refused spent nothing of
+		// hers; 17 more addresses fill her hour.
+		for i := range 17 {
 			e.invite(ada, o.OrgID, fmt.Sprintf("p%d@example.com", i), orgs.RoleMember)
 		}
 		r = e.call("POST", "/console/orgs/"+o.OrgID+"/members", ada.token, `{"email":"late@example.com"}`)

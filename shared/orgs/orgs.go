@@ -280,6 +280,19 @@ func (s *Service) allow(ctx context.Context, l *ratelimit.Limiter, rule ratelimi
 	return nil
 }
 
+// allowInvitation counts one invitation e-mail against both caps of contract 3, the actor's
+// 20 an hour and the recipient's 3 a day, in one transaction: a call refused by either spends
+// nothing of the other.
+func (s *Service) allowInvitation(ctx context.Context, actor Actor, email string) error {
+	err := ratelimit.AdmitAll(ctx, s.table, s.clock.Now(),
+		ratelimit.Check{Limiter: s.inviteActorCap, Subject: actor.UserID},
+		ratelimit.Check{Limiter: s.inviteRecipientCap, Subject: email})
+	if err != nil {
+		return fmt.Errorf("orgs: invitation caps: %w", err)
+	}
+	return nil
+}
+
 // transact runs ops, retrying a transaction refused for a collision with another write.
 func (s *Service) transact(ctx context.Context, ops []store.Op) error {
 	var err error

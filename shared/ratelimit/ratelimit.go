@@ -18,6 +18,9 @@
 // loading the item, a process that saw a window full refuses the rest of that window itself,
 // without a table call (counts only grow within a window, so this never refuses wrongly).
 //
+// A call under several rules (an invitation: per actor and per recipient) goes through
+// AdmitAll, which counts it in every window in one transaction, or in none when one is full.
+//
 // # Metering
 //
 // A refused signal is still counted by the meter (spec 8 rule 3): the caller counts every
@@ -117,32 +120,104 @@ func New(table store.Table, rule Rule) (*Limiter, error) {
 // When it did not, retryAfter is the time left in the window in whole seconds, rounded up and
 // at least one (contract 2: the Retry-After of the 429). A refused call is not counted.
 func (l *Limiter) Allow(ctx context.Context, subject string, now time.Time) (ok bool, retryAfter time.Duration, err error) {
-	if subject == "" {
-		return false, 0, fmt.Errorf("%w: empty subject for rule %s", ErrInvalid, l.rule.Name)
+	w, err := l.window(subject, now)
+	if err != nil {
+		return false, 0, err
 	}
-	now = now.UTC()
-	start := now.Truncate(l.rule.Window)
-	end := start.Add(l.rule.Window)
-	retryAfter = wholeSeconds(end.Sub(now))
-	pk := "ratelimit#" + l.rule.Name + "#" + subject + "#" + start.Format("20060102T150405Z")
-	if l.isExhausted(pk, now) {
-		return false, retryAfter, nil
+	if l.isExhausted(w.pk, now) {
+		return false, w.retryAfter, nil
 	}
-	_, err = l.table.Update(ctx, store.Key{PK: pk, SK: "window"},
-		store.Update{
-			Add: map[string]int64{"count": 1},
-			Set: map[string]any{store.AttrTTL: end.Add(ttlMargin).Unix()},
-		},
-		store.Or(store.IfAttrNotExists("count"), store.IfLess("count", l.rule.Limit)))
+	op := w.op()
+	_, err = l.table.Update(ctx, op.Key, op.Update, op.Cond)
 	switch {
 	case errors.Is(err, store.ErrConditionFailed):
-		l.markExhausted(pk, end, now)
-		return false, retryAfter, nil
+		l.markExhausted(w.pk, w.end, now)
+		return false, w.retryAfter, nil
 	case err != nil:
 		return false, 0, fmt.Errorf("ratelimit: count %s for %s: %w", l.rule.Name, subject, err)
 	}
 	return true, 0, nil
 }
+
+// window is the current window of one subject under one rule.
+type window struct {
+	l          *Limiter
+	pk         string
+	end        time.Time
+	retryAfter time.Duration
+}
+
+func (l *Limiter) window(subject string, now time.Time) (window, error) {
+	if subject == "" {
+		return window{}, fmt.Errorf("%w: empty subject for rule %s", ErrInvalid, l.rule.Name)
+	}
+	now = now.UTC()
+	start := now.Truncate(l.rule.Window)
+	end := start.Add(l.rule.Window)
+	return window{
+		l:          l,
+		pk:         "ratelimit#" + l.rule.Name + "#" + subject + "#" + start.Format("20060102T150405Z"),
+		end:        end,
+		retryAfter: wholeSeconds(end.Sub(now)),
+	}, nil
+}
+
+// op counts one call in the window, on condition that the window is not full.
+func (w window) op() store.Op {
+	return store.UpdateOp(store.Key{PK: w.pk, SK: "window"},
+		store.Update{
+			Add: map[string]int64{"count": 1},
+			Set: map[string]any{store.AttrTTL: w.end.Add(ttlMargin).Unix()},
+		},
+		store.Or(store.IfAttrNotExists("count"), store.IfLess("count", w.l.rule.Limit)))
+}
+
+// Check is one limit a call must pass: a limiter and the subject it counts.
+type Check struct {
+	Limiter *Limiter
+	Subject string
+}
+
+// AdmitAll counts one call against every check in one transaction on table (the limiters'
+// table): all of them count it, or, when a window is full, none does and the error is that
+// rule's *LimitedError. A call refused by one cap (an invitation past the recipient's 3 a
+// day) then spends nothing of another (the actor's 20 an hour).
+func AdmitAll(ctx context.Context, table store.Table, now time.Time, checks ...Check) error {
+	windows := make([]window, len(checks))
+	ops := make([]store.Op, len(checks))
+	for i, c := range checks {
+		w, err := c.Limiter.window(c.Subject, now)
+		if err != nil {
+			return err
+		}
+		windows[i], ops[i] = w, w.op()
+	}
+	for _, w := range windows {
+		if w.l.isExhausted(w.pk, now) {
+			return &LimitedError{Rule: w.l.rule.Name, RetryAfter: w.retryAfter}
+		}
+	}
+	var err error
+	for range maxConflictRetries {
+		if err = table.TransactWrite(ctx, ops); !errors.Is(err, store.ErrConflict) {
+			break
+		}
+	}
+	var ce *store.ConditionError
+	switch {
+	case errors.As(err, &ce) && ce.Op >= 0 && ce.Op < len(windows):
+		w := windows[ce.Op]
+		w.l.markExhausted(w.pk, w.end, now)
+		return &LimitedError{Rule: w.l.rule.Name, RetryAfter: w.retryAfter}
+	case err != nil:
+		return fmt.Errorf("ratelimit: count a call under %d rules: %w", len(checks), err)
+	}
+	return nil
+}
+
+// maxConflictRetries bounds AdmitAll's attempts when its transaction collides with another
+// write of the same windows.
+const maxConflictRetries = 4
 
 // Admit is Allow for callers that answer a refusal as an error: nil when the window allowed
 // the call, a *LimitedError with the Retry-After when it did not.

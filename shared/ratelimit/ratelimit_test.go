@@ -179,6 +179,54 @@ func TestAdmit(t *testing.T) {
 	}
 }
 
+// TestAdmitAll: a call under two caps (contract 3's invitations: per actor and per recipient)
+// counts against both or neither, and a refusal names the full rule with its Retry-After.
+func TestAdmitAll(t *testing.T) {
+	t.Parallel()
+	tables.Each(t, func(t *testing.T, tab tables.Table) {
+		t.Parallel()
+		ctx := t.Context()
+		actor, err := ratelimit.New(tab, ratelimit.Rule{Name: "test-actor", Limit: 2, Window: time.Hour})
+		if err != nil {
+			t.Fatalf("New = %v", err)
+		}
+		recipient, err := ratelimit.New(tab, ratelimit.Rule{Name: "test-recipient", Limit: 1, Window: 24 * time.Hour})
+		if err != nil {
+			t.Fatalf("New = %v", err)
+		}
+		both := func(to string, at time.Time) error {
+			return ratelimit.AdmitAll(ctx, tab, at,
+				ratelimit.Check{Limiter: actor, Subject: "ada"}, ratelimit.Check{Limiter: recipient, Subject: to})
+		}
+		if err := both("bob", hour); err != nil {
+			t.Fatalf("first call = %v; want nil", err)
+		}
+		for range 2 { // the second refusal comes from the process's memory of the full window
+			err := both("bob", hour.Add(30*time.Minute))
+			var limited *ratelimit.LimitedError
+			if !errors.As(err, &limited) || limited.Rule != "test-recipient" || limited.RetryAfter != 9*time.Hour+30*time.Minute {
+				t.Fatalf("second call to bob = %v; want test-recipient refusing, Retry-After 9h30m (to midnight UTC)", err)
+			}
+		}
+		// The refusals spent nothing of ada's 2: one more call passes, then her cap refuses.
+		if err := both("cy", hour.Add(30*time.Minute)); err != nil {
+			t.Fatalf("call to cy = %v; want nil (refused calls are not counted)", err)
+		}
+		err = both("dee", hour.Add(40*time.Minute))
+		var limited *ratelimit.LimitedError
+		if !errors.As(err, &limited) || limited.Rule != "test-actor" || limited.RetryAfter != 20*time.Minute {
+			t.Fatalf("third counted call = %v; want test-actor refusing, Retry-After 20m", err)
+		}
+		// ...and that refusal spent nothing of dee's: in the next hour she gets her one.
+		if err := both("dee", hour.Add(time.Hour)); err != nil {
+			t.Errorf("call to dee in the next hour = %v; want nil", err)
+		}
+		if err := both("", hour); !errors.Is(err, ratelimit.ErrInvalid) {
+			t.Errorf("empty subject = %v; want ErrInvalid", err)
+		}
+	})
+}
+
 func TestInvalid(t *testing.T) {
 	t.Parallel()
 	tab := tables.Embedded(t)
