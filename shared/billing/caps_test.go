@@ -28,6 +28,14 @@ func (users) User(_ context.Context, id string) (consoleauth.User, error) {
 	return consoleauth.User{ID: id, Email: id + "@example.com"}, nil
 }
 
+func (u users) Users(ctx context.Context, ids []string) (map[string]consoleauth.User, error) {
+	out := make(map[string]consoleauth.User, len(ids))
+	for _, id := range ids {
+		out[id], _ = u.User(ctx, id)
+	}
+	return out, nil
+}
+
 // noTOTP verifies no code: the owner of these tests has no TOTP.
 type noTOTP struct{}
 

@@ -29,13 +29,16 @@ func (s *Service) ListMembers(ctx context.Context, m Membership) ([]Member, []In
 	if err != nil {
 		return nil, nil, err
 	}
+	ids := make([]string, len(members))
+	for i, mem := range members {
+		ids[i] = mem.UserID
+	}
+	users, err := s.users.Users(ctx, ids)
+	if err != nil {
+		return nil, nil, fmt.Errorf("orgs: read the members of %s: %w", m.Org.OrgID, err)
+	}
 	for i := range members {
-		u, err := s.users.User(ctx, members[i].UserID)
-		switch {
-		case errors.Is(err, consoleauth.ErrUserNotFound):
-		case err != nil:
-			return nil, nil, fmt.Errorf("orgs: read member %s: %w", members[i].UserID, err)
-		default:
+		if u, ok := users[members[i].UserID]; ok {
 			members[i].DisplayName = u.DisplayName
 		}
 	}

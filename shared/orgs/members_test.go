@@ -318,3 +318,46 @@ func TestRoleChangeRemovalAndLeave(t *testing.T) {
 		}
 	})
 }
+
+// spec 4.3 GET .../members: each member shows the display name of their profile (null when
+// unset), read for all members at once.
+func TestMembersShowDisplayNames(t *testing.T) {
+	t.Parallel()
+	tables.Each(t, func(t *testing.T, tab tables.Table) {
+		t.Parallel()
+		e := newEnvCaps(t, tab, func(string) (int, int) { return 1, 0 }) // seats uncapped
+		ada := e.signIn("ada@example.com")
+		o := e.createOrg(ada, "Ada Fleet")
+		name := func(u user, n string) {
+			r := e.call("PATCH", "/console/auth/me", u.token, jsonBody(map[string]string{"display_name": n}))
+			e.expect(r, http.StatusOK, nil, "set the display name of "+u.email)
+		}
+		name(ada, "Ada L.")
+		want := map[string]string{"ada@example.com": "Ada L."}
+		for i := range 4 {
+			addr := fmt.Sprintf("m%d@example.com", i)
+			u := e.join(ada, o.OrgID, addr, orgs.RoleMember)
+			if i%2 == 0 {
+				name(u, fmt.Sprintf("Member %d", i))
+				want[addr] = fmt.Sprintf("Member %d", i)
+			}
+		}
+		list := e.members(ada, o.OrgID)
+		if len(list.Members) != 5 {
+			t.Fatalf("%d members; want 5", len(list.Members))
+		}
+		for _, m := range list.Members {
+			got := "<null>"
+			if m.DisplayName != nil {
+				got = *m.DisplayName
+			}
+			w, ok := want[m.Email]
+			if !ok {
+				w = "<null>"
+			}
+			if got != w {
+				t.Errorf("member %s display_name = %q; want %q", m.Email, got, w)
+			}
+		}
+	})
+}

@@ -164,6 +164,8 @@ type Invitation struct {
 // Users reads accounts; *consoleauth.Service is one.
 type Users interface {
 	User(ctx context.Context, id string) (consoleauth.User, error)
+	// Users returns the accounts with ids that exist, by id.
+	Users(ctx context.Context, ids []string) (map[string]consoleauth.User, error)
 }
 
 // TOTPVerifier checks and consumes a TOTP code (spec 5 rule 2); *consoleauth.Service is one.

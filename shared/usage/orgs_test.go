@@ -29,6 +29,14 @@ func (users) User(_ context.Context, id string) (consoleauth.User, error) {
 	return consoleauth.User{ID: id}, nil
 }
 
+func (u users) Users(ctx context.Context, ids []string) (map[string]consoleauth.User, error) {
+	out := make(map[string]consoleauth.User, len(ids))
+	for _, id := range ids {
+		out[id], _ = u.User(ctx, id)
+	}
+	return out, nil
+}
+
 type noTOTP struct{}
 
 func (noTOTP) VerifyTOTP(context.Context, string, string) error { return consoleauth.ErrTOTPNotEnabled }
