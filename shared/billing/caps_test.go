@@ -10,36 +10,11 @@ import (
 	"github.com/roadevents/roadevents/shared/audit"
 	"github.com/roadevents/roadevents/shared/billing"
 	"github.com/roadevents/roadevents/shared/consoleauth"
-	"github.com/roadevents/roadevents/shared/mail"
+	"github.com/roadevents/roadevents/shared/consoletest"
 	"github.com/roadevents/roadevents/shared/orgs"
 	"github.com/roadevents/roadevents/shared/plans"
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
 )
-
-// discard is a mailer that accepts every message.
-type discard struct{}
-
-func (discard) Send(context.Context, mail.Message) error { return nil }
-
-// users is the accounts of the organisations' tests.
-type users struct{}
-
-func (users) User(_ context.Context, id string) (consoleauth.User, error) {
-	return consoleauth.User{ID: id, Email: id + "@example.com"}, nil
-}
-
-func (u users) Users(ctx context.Context, ids []string) (map[string]consoleauth.User, error) {
-	out := make(map[string]consoleauth.User, len(ids))
-	for _, id := range ids {
-		out[id], _ = u.User(ctx, id)
-	}
-	return out, nil
-}
-
-// noTOTP verifies no code: the owner of these tests has no TOTP.
-type noTOTP struct{}
-
-func (noTOTP) VerifyTOTP(context.Context, string, string) error { return consoleauth.ErrTOTPNotEnabled }
 
 // Issue 7: "a plan change updates the live-key and seat caps". With the real organisations
 // and audit log: a completed checkout of team lifts the live-key cap from the free plan's 1 to
@@ -53,8 +28,8 @@ func TestPlanChangeMovesCaps(t *testing.T) {
 		catalogue := testPlans()
 		log := audit.New(tab, audit.Options{Clock: tab.Clock})
 		og, err := orgs.New(tab, orgs.Options{
-			Clock: tab.Clock, Mailer: discard{}, Keys: apikey.New(tab, apikey.Options{Clock: tab.Clock}),
-			Audit: log, Users: users{}, TOTP: noTOTP{}, ConsoleURL: consoleURL, Caps: catalogue.Caps,
+			Clock: tab.Clock, Mailer: consoletest.DiscardMail{}, Keys: apikey.New(tab, apikey.Options{Clock: tab.Clock}),
+			Audit: log, Users: consoletest.Accounts{}, TOTP: consoletest.NoTOTP{}, ConsoleURL: consoleURL, Caps: catalogue.Caps,
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -217,3 +217,33 @@ func EnableTOTP(t testing.TB, send Send, token string, now time.Time) (secret st
 		JSON(map[string]string{"code": TOTPCode(t, enr.Secret, now)}), consoleauth.RecoveryCodesSchema, "totp/confirm")
 	return enr.Secret, codes.Codes
 }
+
+// Accounts stands in for consoleauth's accounts where a test builds the organisations service
+// without the auth service: user id is an account whose address is <id>@example.com.
+type Accounts struct{}
+
+// User returns the account id.
+func (Accounts) User(_ context.Context, id string) (consoleauth.User, error) {
+	return consoleauth.User{ID: id, Email: id + "@example.com"}, nil
+}
+
+// Users returns the accounts ids.
+func (a Accounts) Users(ctx context.Context, ids []string) (map[string]consoleauth.User, error) {
+	out := make(map[string]consoleauth.User, len(ids))
+	for _, id := range ids {
+		out[id], _ = a.User(ctx, id)
+	}
+	return out, nil
+}
+
+// NoTOTP verifies no code: the accounts of these tests have no TOTP.
+type NoTOTP struct{}
+
+// VerifyTOTP answers consoleauth.ErrTOTPNotEnabled.
+func (NoTOTP) VerifyTOTP(context.Context, string, string) error { return consoleauth.ErrTOTPNotEnabled }
+
+// DiscardMail sends nothing.
+type DiscardMail struct{}
+
+// Send drops m.
+func (DiscardMail) Send(context.Context, mail.Message) error { return nil }

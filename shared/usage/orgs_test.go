@@ -12,34 +12,11 @@ import (
 	"github.com/roadevents/roadevents/shared/consoleauth"
 	"github.com/roadevents/roadevents/shared/consoletest"
 	"github.com/roadevents/roadevents/shared/httpapi"
-	"github.com/roadevents/roadevents/shared/mail"
 	"github.com/roadevents/roadevents/shared/metering"
 	"github.com/roadevents/roadevents/shared/orgs"
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
 	"github.com/roadevents/roadevents/shared/usage"
 )
-
-type discard struct{}
-
-func (discard) Send(context.Context, mail.Message) error { return nil }
-
-type users struct{}
-
-func (users) User(_ context.Context, id string) (consoleauth.User, error) {
-	return consoleauth.User{ID: id}, nil
-}
-
-func (u users) Users(ctx context.Context, ids []string) (map[string]consoleauth.User, error) {
-	out := make(map[string]consoleauth.User, len(ids))
-	for _, id := range ids {
-		out[id], _ = u.User(ctx, id)
-	}
-	return out, nil
-}
-
-type noTOTP struct{}
-
-func (noTOTP) VerifyTOTP(context.Context, string, string) error { return consoleauth.ErrTOTPNotEnabled }
 
 // With the real organisations: the creator of an organisation reads its usage and vitality,
 // a signed-in stranger gets 404 for both (spec 4.3), as does anyone for an unknown id.
@@ -47,7 +24,7 @@ func TestUsageWithRealOrganisations(t *testing.T) {
 	t.Parallel()
 	tab := tables.Embedded(t)
 	keys := apikey.New(tab, apikey.Options{Clock: tab.Clock})
-	og, err := orgs.New(tab, orgs.Options{Clock: tab.Clock, Mailer: discard{}, Keys: keys, Users: users{}, TOTP: noTOTP{}})
+	og, err := orgs.New(tab, orgs.Options{Clock: tab.Clock, Mailer: consoletest.DiscardMail{}, Keys: keys, Users: consoletest.Accounts{}, TOTP: consoletest.NoTOTP{}})
 	if err != nil {
 		t.Fatal(err)
 	}
