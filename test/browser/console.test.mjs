@@ -45,12 +45,21 @@ async function shot(page, name) {
  * its input and Enter submits. It stops where the code is accepted.
  */
 async function signIn(page, email) {
-  await page.getByLabel('E-mail address').waitFor();
-  await page.keyboard.type(email);
+  await typeWhenFocused(page, page.getByLabel('E-mail address'), email);
   await page.keyboard.press('Enter');
   await page.getByRole('heading', { name: 'Check your e-mail' }).waitFor();
-  await page.keyboard.type(await outbox.code(email));
+  await typeWhenFocused(page, page.getByLabel('Code', { exact: true }), await outbox.code(email));
   await page.keyboard.press('Enter');
+}
+
+/**
+ * typeWhenFocused types text once the page has put the focus in the input: typing as soon as
+ * the input exists lost the first keys when the focus came a moment later.
+ */
+async function typeWhenFocused(page, input, text) {
+  await input.waitFor();
+  await page.waitForFunction((el) => el === document.activeElement, await input.elementHandle());
+  await page.keyboard.type(text);
 }
 
 /** signInStart asks for a code and waits for the code step. */
