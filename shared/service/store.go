@@ -67,21 +67,20 @@ func OpenStore(ctx context.Context, cfg config.Config, clk clock.Clock, logger *
 	return nil, fmt.Errorf("service: unknown store %q", cfg.Store)
 }
 
-// idleConnections is how many idle connections to DynamoDB a long-running process keeps (the
-// SDK keeps 10 per host, 100 in all). A server or streamer makes hundreds of calls at once when
-// streams open together (each snapshot reads its area partitions in parallel): beyond the idle
-// limit every connection is closed after its call, and the next call opens a new one, a TLS
-// handshake on AWS. On DynamoDB Local with 1 000 streams opening 128 at a time (up to about
-// 800 calls at once), the connections closed fell from 7 300-7 700 to 3 200-4 700 (sockets in
-// TIME_WAIT, 2 interleaved runs of scripts/stream-load.sh); bounding the calls in flight would
-// remove the rest.
-const idleConnections = 256
+// dynamoDBConnections is how many connections to DynamoDB a long-running process (the server
+// on DynamoDB, the streamer) opens at most and keeps when idle. When streams open together each
+// snapshot reads its area partitions in parallel: 128 streams opening at once make about 800
+// calls. The SDK's defaults (10 idle connections per host, 2 048 in all) closed most
+// connections after one call and opened new ones, each a TLS handshake on AWS: on DynamoDB
+// Local 7 300-7 700 connections were closed while 1 000 streams opened (sockets in
+// TIME_WAIT). With the connections capped and kept, calls beyond the cap wait for a free one.
+const dynamoDBConnections = 256
 
-// pooledHTTPClient is the SDK's HTTP client with idleConnections kept. A Lambda function
-// handles one request at a time and does not need it.
+// pooledHTTPClient is the SDK's HTTP client with dynamoDBConnections. A Lambda function
+// handles one request at a time and keeps the SDK's defaults.
 func pooledHTTPClient() *awshttp.BuildableClient {
 	return awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
-		t.MaxIdleConns, t.MaxIdleConnsPerHost = idleConnections, idleConnections
+		t.MaxIdleConns, t.MaxIdleConnsPerHost, t.MaxConnsPerHost = dynamoDBConnections, dynamoDBConnections, dynamoDBConnections
 	})
 }
 
