@@ -5,27 +5,10 @@
 // scripts/build-lambdas.sh builds it as the bootstrap of provided.al2023 on arm64.
 package main
 
-import (
-	"context"
-	"os"
-
-	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
-
-	"github.com/roadevents/roadevents/shared/config"
-	"github.com/roadevents/roadevents/shared/service"
-)
+import "github.com/roadevents/roadevents/shared/service"
 
 // build identifies this build in GET /health; release builds set it with
 // -ldflags "-X main.build=<version>".
 var build = "dev"
 
-func main() {
-	ctx := context.Background()
-	h, err := service.NewLambda(ctx, service.GroupEvents, service.LambdaOptions{Build: build, Getenv: config.Getenv})
-	if err != nil {
-		service.ReportLambdaInitError(ctx, config.Getenv, err)
-		os.Exit(1)
-	}
-	lambda.Start(httpadapter.NewV2(h).ProxyWithContext)
-}
+func main() { service.StartLambda(service.GroupEvents, build) }

@@ -13,10 +13,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 
 	"github.com/roadevents/roadevents/shared/apikey"
 	"github.com/roadevents/roadevents/shared/clock"
@@ -293,15 +295,39 @@ func (routesOnlyTable) BatchGet(context.Context, []store.Key) ([]store.Item, err
 func (routesOnlyTable) TransactWrite(context.Context, []store.Op) error { return errRoutesOnly }
 func (routesOnlyTable) Close() error                                    { return nil }
 
+// StartLambda is the whole main of functions/<group>: it builds group's handler from the
+// environment and hands it to the Lambda runtime. A start that fails is reported to the
+// Runtime API (reportInitError) and ends the process. build identifies the build in GET
+// /health.
+func StartLambda(group Group, build string) {
+	ctx := context.Background()
+	l, err := NewLambda(ctx, group, LambdaOptions{Build: build, Getenv: config.Getenv})
+	if err != nil {
+		reportInitError(ctx, config.Getenv, err)
+		os.Exit(1)
+	}
+	lambda.Start(l.Handler())
+}
+
+// Handler is the function's Lambda handler: HTTP API requests (payload format 2.0) through
+// aws-lambda-go-api-proxy, and for the billing group the hourly overage job as well
+// (BillingHandler).
+func (l *Lambda) Handler() lambda.Handler {
+	if l.group == GroupBilling {
+		return l.BillingHandler()
+	}
+	return lambda.NewHandler(httpadapter.NewV2(l).ProxyWithContext)
+}
+
 // RuntimeAPIEnv is the variable through which Lambda tells a custom runtime where its
 // Runtime API listens (host:port).
 const RuntimeAPIEnv = "AWS_LAMBDA_RUNTIME_API"
 
-// ReportLambdaInitError tells the Lambda Runtime API that the function could not start
+// reportInitError tells the Lambda Runtime API that the function could not start
 // (POST /2018-06-01/runtime/init/error), so the failed start shows in the invocation's
 // error with its reason rather than as a bare exit, and writes err to stderr (CloudWatch).
 // The caller exits afterwards. Without RuntimeAPIEnv (not on Lambda) it only writes.
-func ReportLambdaInitError(ctx context.Context, getenv func(string) string, err error) {
+func reportInitError(ctx context.Context, getenv func(string) string, err error) {
 	fmt.Fprintln(os.Stderr, err)
 	api := getenv(RuntimeAPIEnv)
 	if api == "" {
