@@ -118,6 +118,12 @@ func (o *overageRig) run(t *testing.T) error {
 	return o.svc.ReportOverage(context.Background())
 }
 
+// mustRun runs the job once and fails the test if it fails.
+func (o *overageRig) mustRun(t *testing.T) {
+	t.Helper()
+	o.mustRun(t)
+}
+
 // wantRecords compares the records sent with want.
 func wantRecords(t *testing.T, step string, got []billing.UsageRecord, want ...billing.UsageRecord) {
 	t.Helper()
@@ -182,9 +188,7 @@ func TestOverageReportsUnitsBeyondIncluded(t *testing.T) {
 		if err := o.meter.Flush(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		if err := o.run(t); err != nil {
-			t.Fatal(err)
-		}
+		o.mustRun(t)
 		wantRecords(t, "after sandbox reads", o.p.sent(), want...)
 	})
 }
@@ -199,33 +203,25 @@ func TestOverageReportsTheClosedMonthOnce(t *testing.T) {
 		o := newOverageRig(t, tab, time.Date(2040, 3, 31, 23, 10, 0, 0, time.UTC))
 		o.subscribe(t, orgA, "evt_1", "active", map[string]string{priceTeam: "si_flat", priceTeamReads: meteredItem})
 		o.read(t, orgA, includedTeam+1500)
-		if err := o.run(t); err != nil {
-			t.Fatal(err)
-		}
+		o.mustRun(t)
 		lastHourly := record(2, tab.Clock.Now(), "2040-03")
 		// Reads in March's last minutes, flushed after its last hourly run.
 		tab.Clock.Set(time.Date(2040, 3, 31, 23, 59, 0, 0, time.UTC))
 		o.read(t, orgA, 1000)
 
 		tab.Clock.Set(time.Date(2040, 4, 1, 0, 10, 0, 0, time.UTC))
-		if err := o.run(t); err != nil {
-			t.Fatal(err)
-		}
+		o.mustRun(t)
 		final := record(3, time.Date(2040, 3, 31, 23, 59, 59, 0, time.UTC), "2040-03")
 		wantRecords(t, "first run of April", o.p.sent(), lastHourly, final)
 
 		for i := range 3 {
 			tab.Clock.Advance(billing.ReportInterval)
-			if err := o.run(t); err != nil {
-				t.Fatal(err)
-			}
+			o.mustRun(t)
 			wantRecords(t, fmt.Sprintf("April run %d", i+2), o.p.sent(), lastHourly, final)
 		}
 		// April's own overage starts from its own reads.
 		o.read(t, orgA, includedTeam+1)
-		if err := o.run(t); err != nil {
-			t.Fatal(err)
-		}
+		o.mustRun(t)
 		wantRecords(t, "April over", o.p.sent(), lastHourly, final, record(1, tab.Clock.Now(), "2040-04"))
 	})
 }
@@ -238,15 +234,11 @@ func TestOverageClosedMonthUnchangedNotResent(t *testing.T) {
 		o := newOverageRig(t, tab, time.Date(2040, 3, 31, 23, 10, 0, 0, time.UTC))
 		o.subscribe(t, orgA, "evt_1", "active", map[string]string{priceTeam: "si_flat", priceTeamReads: meteredItem})
 		o.read(t, orgA, includedTeam+1500)
-		if err := o.run(t); err != nil {
-			t.Fatal(err)
-		}
+		o.mustRun(t)
 		lastHourly := record(2, tab.Clock.Now(), "2040-03")
 		for _, at := range []time.Time{time.Date(2040, 4, 1, 0, 10, 0, 0, time.UTC), time.Date(2040, 4, 1, 1, 10, 0, 0, time.UTC)} {
 			tab.Clock.Set(at)
-			if err := o.run(t); err != nil {
-				t.Fatal(err)
-			}
+			o.mustRun(t)
 			wantRecords(t, "run at "+at.Format(time.RFC3339), o.p.sent(), lastHourly)
 		}
 	})
@@ -268,16 +260,12 @@ func TestOverageRetryResendsTheSameRecord(t *testing.T) {
 			t.Fatal("ReportOverage with Stripe failing = nil; want the error")
 		}
 		tab.Clock.Advance(billing.ReportInterval)
-		if err := o.run(t); err != nil {
-			t.Fatal(err)
-		}
+		o.mustRun(t)
 		want := record(2, first, "2040-03")
 		wantRecords(t, "attempts", o.p.attempts, want, want)
 		wantRecords(t, "sent", o.p.sent(), want)
 		tab.Clock.Advance(billing.ReportInterval)
-		if err := o.run(t); err != nil {
-			t.Fatal(err)
-		}
+		o.mustRun(t)
 		wantRecords(t, "after the retry", o.p.sent(), want)
 	})
 }
@@ -299,9 +287,7 @@ func TestOverageSkipsOrganisationsWithoutAMeteredSubscription(t *testing.T) {
 		for _, org := range []string{orgA, "org_b", "org_c"} {
 			o.read(t, org, includedTeam+5000)
 		}
-		if err := o.run(t); err != nil {
-			t.Fatal(err)
-		}
+		o.mustRun(t)
 		wantRecords(t, "no metered subscription", o.p.sent())
 		if n := len(o.p.attempts); n != 0 {
 			t.Errorf("%d sends attempted; want 0", n)
@@ -413,15 +399,11 @@ func TestOverageClosedMonthCrossedAfterTheLastRun(t *testing.T) {
 		o := newOverageRig(t, tab, time.Date(2040, 3, 31, 23, 10, 0, 0, time.UTC))
 		o.subscribe(t, orgA, "evt_1", "active", map[string]string{priceTeam: "si_flat", priceTeamReads: meteredItem})
 		o.read(t, orgA, includedTeam-10)
-		if err := o.run(t); err != nil {
-			t.Fatal(err)
-		}
+		o.mustRun(t)
 		wantRecords(t, "under at the last hourly run", o.p.sent())
 		o.read(t, orgA, 20)
 		tab.Clock.Set(time.Date(2040, 4, 1, 0, 10, 0, 0, time.UTC))
-		if err := o.run(t); err != nil {
-			t.Fatal(err)
-		}
+		o.mustRun(t)
 		wantRecords(t, "first run of April", o.p.sent(), record(1, time.Date(2040, 3, 31, 23, 59, 59, 0, time.UTC), "2040-03"))
 	})
 }
@@ -435,15 +417,11 @@ func TestOverageNewItemWithinTheMonth(t *testing.T) {
 		o := newOverageRig(t, tab, time.Date(2040, 3, 10, 9, 0, 0, 0, time.UTC))
 		o.subscribe(t, orgA, "evt_1", "active", map[string]string{priceTeam: "si_flat", priceTeamReads: meteredItem})
 		o.read(t, orgA, includedTeam+1500)
-		if err := o.run(t); err != nil {
-			t.Fatal(err)
-		}
+		o.mustRun(t)
 		first := record(2, tab.Clock.Now(), "2040-03")
 		tab.Clock.Advance(billing.ReportInterval)
 		o.subscribe(t, orgA, "evt_2", "active", map[string]string{priceTeam: "si_flat_2", priceTeamReads: "si_reads_2"})
-		if err := o.run(t); err != nil {
-			t.Fatal(err)
-		}
+		o.mustRun(t)
 		second := billing.UsageRecord{SubscriptionItemID: "si_reads_2", Quantity: 2, Timestamp: tab.Clock.Now(), IdempotencyKey: "si_reads_2-2040-03-2"}
 		wantRecords(t, "after the new item", o.p.sent(), first, second)
 	})
@@ -464,9 +442,7 @@ func TestOverageKeepsTwoMonthsOfReports(t *testing.T) {
 		} {
 			tab.Clock.Set(at)
 			o.read(t, orgA, includedTeam+1)
-			if err := o.run(t); err != nil {
-				t.Fatal(err)
-			}
+			o.mustRun(t)
 		}
 		got := o.state(t, orgA).Reported
 		if len(got) != 2 || got["2040-02"].Quantity != 1 || !got["2040-02"].Final || got["2040-03"].Quantity != 3 {
