@@ -12,6 +12,7 @@ import (
 	"github.com/roadevents/roadevents/shared/consoleauth"
 	"github.com/roadevents/roadevents/shared/httpapi"
 	"github.com/roadevents/roadevents/shared/metering"
+	"github.com/roadevents/roadevents/shared/orgs"
 	"github.com/roadevents/roadevents/shared/plans"
 	"github.com/roadevents/roadevents/shared/schema"
 	"github.com/roadevents/roadevents/shared/usage"
@@ -84,9 +85,7 @@ type checkoutIn struct {
 func Routes(s *Service) []httpapi.Route {
 	tags := []string{"console billing"}
 	session := []httpapi.Security{httpapi.SecuritySession}
-	orgID := schema.Path("org_id", schema.String())
-	notFound := httpapi.ErrorResponse("Not a member of the organisation, or no such organisation.")
-	ownerOnly := httpapi.ErrorResponse("The caller is a member, not an owner.")
+	orgID, notFound, ownerOnly := orgs.OrgIDParam, orgs.NotMemberResponse, orgs.OwnerOnlyResponse
 	unconfigured := httpapi.ErrorResponse("Billing is not configured (no Stripe key), or the payment provider failed.")
 	return []httpapi.Route{
 		{

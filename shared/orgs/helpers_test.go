@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/roadevents/roadevents/shared/apikey"
+	"github.com/roadevents/roadevents/shared/audit"
 	"github.com/roadevents/roadevents/shared/clock"
 	"github.com/roadevents/roadevents/shared/config"
 	"github.com/roadevents/roadevents/shared/consoletest"
@@ -233,15 +234,8 @@ func (e *env) auditLog(u user, org string) []auditEntry {
 	return decode[[]auditEntry](e.t, r)
 }
 
-type auditEntry struct {
-	AuditID     string         `json:"audit_id"`
-	Action      string         `json:"action"`
-	ActorUserID *string        `json:"actor_user_id"`
-	ActorEmail  *string        `json:"actor_email"`
-	Target      *string        `json:"target"`
-	Detail      map[string]any `json:"detail"`
-	CreatedAt   time.Time      `json:"created_at"`
-}
+// auditEntry is an entry as GET .../audit answers it.
+type auditEntry = audit.Entry
 
 // issueKey issues a key and returns the answer.
 func (e *env) issueKey(u user, org, env, label string) response {

@@ -185,6 +185,14 @@ const (
 	DetailInvalid           = "The request names a value the organisation cannot take"
 )
 
+// What every route under /console/orgs/{org_id} documents, in this group and in the others
+// (usage, billing) that the membership middleware guards.
+var (
+	OrgIDParam        = schema.Path("org_id", schema.String()).Describe("The organisation; 404 unless the caller is a member.")
+	NotMemberResponse = httpapi.ErrorResponse("The caller is not a member of the organisation, or it does not exist.")
+	OwnerOnlyResponse = httpapi.ErrorResponse("The caller is a member, not an owner.")
+)
+
 // Routes returns the console-orgs group's organisation, member, invitation, key and audit
 // routes (spec 4.3, 4.4). Every route takes a session token (consoleauth.Middleware).
 func Routes(s *Service) []httpapi.Route {
@@ -192,16 +200,16 @@ func Routes(s *Service) []httpapi.Route {
 	session := []httpapi.Security{httpapi.SecuritySession}
 	orgTags := []string{"console organisations"}
 	keyTags := []string{"console keys"}
-	orgID := schema.Path("org_id", schema.String()).Describe("The organisation; 404 unless the caller is a member.")
+	orgID := OrgIDParam
 	userID := schema.Path("user_id", schema.String()).Describe("A member of the organisation.")
 	inviteID := schema.Path("invite_id", schema.String()).Describe("A pending invitation of the organisation.")
 	keyID := schema.Path("key_id", schema.String()).Describe("A key of the organisation.")
 	ok := httpapi.JSONResponse("Done.", consoleauth.OkResponseSchema)
-	notMember := httpapi.ErrorResponse("The caller is not a member of the organisation, or it does not exist.")
+	notMember := NotMemberResponse
 	notFound := func(what string) httpapi.Response {
 		return httpapi.ErrorResponse("The caller is not a member of the organisation, or " + what + " is not the organisation's.")
 	}
-	ownerOnly := httpapi.ErrorResponse("The caller is a member, not an owner.")
+	ownerOnly := OwnerOnlyResponse
 	lastOwner := httpapi.ErrorResponse("The caller is the organisation's last owner.")
 	busy := httpapi.ErrorResponse("Concurrent changes to the organisation kept refusing the request; retry with backoff.")
 	inviteLimited := httpapi.ErrorResponse("More than 20 invitations by this user in the current hour, or 3 to this address today.", httpapi.RetryAfter)

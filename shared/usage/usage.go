@@ -20,6 +20,7 @@ import (
 	"github.com/roadevents/roadevents/shared/consoleauth"
 	"github.com/roadevents/roadevents/shared/httpapi"
 	"github.com/roadevents/roadevents/shared/metering"
+	"github.com/roadevents/roadevents/shared/orgs"
 	"github.com/roadevents/roadevents/shared/schema"
 )
 
@@ -163,9 +164,9 @@ func Routes(d Deps) []httpapi.Route {
 	h := handlers{d: d}
 	tags := []string{"console usage"}
 	session := []httpapi.Security{httpapi.SecuritySession}
-	orgID := schema.Path("org_id", schema.String())
+	orgID := orgs.OrgIDParam
 	env := schema.Query("environment", schema.Enum(apikey.Live, apikey.Sandbox).WithDefault(apikey.Live))
-	notFound := httpapi.ErrorResponse("Not a member of the organisation, or no such organisation.")
+	notFound := orgs.NotMemberResponse
 	return []httpapi.Route{
 		{
 			Method: http.MethodGet, Path: "/console/orgs/{org_id}/usage", OperationID: "getUsage", Tags: tags, Security: session,
