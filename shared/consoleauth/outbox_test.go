@@ -1,13 +1,8 @@
 package consoleauth_test
 
 import (
-	"bytes"
-	"io"
 	"log/slog"
-	"mime"
-	"mime/multipart"
 	"net/http"
-	"net/mail"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -17,6 +12,7 @@ import (
 	"github.com/roadevents/roadevents/shared/consoleauth"
 	"github.com/roadevents/roadevents/shared/consoletest"
 	rmail "github.com/roadevents/roadevents/shared/mail"
+	"github.com/roadevents/roadevents/shared/mail/mailtest"
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
 )
 
@@ -51,36 +47,23 @@ func TestOutboxMessage(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		msg, err := mail.ReadMessage(bytes.NewReader(raw))
-		if err != nil {
-			t.Fatalf("net/mail.ReadMessage = %v", err)
-		}
+		msg, parts := mailtest.Parse(t, raw)
 		if msg.Header.Get("To") != "ada@example.com" || msg.Header.Get("Subject") == "" || msg.Header.Get("From") == "" {
 			t.Errorf("headers To %q Subject %q From %q", msg.Header.Get("To"), msg.Header.Get("Subject"), msg.Header.Get("From"))
 		}
 		if d, err := msg.Header.Date(); err != nil || !d.Equal(tab.Clock.Now()) {
 			t.Errorf("Date %v (%v); want %v", d, err, tab.Clock.Now())
 		}
-		_, params, err := mime.ParseMediaType(msg.Header.Get("Content-Type"))
-		if err != nil {
-			t.Fatal(err)
+		if len(parts) != 2 || !strings.HasPrefix(parts[0].ContentType, "text/plain") || !strings.HasPrefix(parts[1].ContentType, "text/html") {
+			t.Fatalf("parts %+v; want text/plain then text/html", parts)
 		}
-		mr := multipart.NewReader(msg.Body, params["boundary"])
-		part, err := mr.NextPart()
-		if err != nil || !strings.HasPrefix(part.Header.Get("Content-Type"), "text/plain") {
-			t.Fatalf("first part %v (%v); want text/plain", part, err)
-		}
-		text, _ := io.ReadAll(part)
-		code := sixDigits.FindString(string(text))
-		if code == "" || !strings.Contains(string(text), "sign-in code") || !strings.Contains(string(text), "10 minutes") {
+		text := parts[0].Body
+		code := sixDigits.FindString(text)
+		if code == "" || !strings.Contains(text, "sign-in code") || !strings.Contains(text, "10 minutes") {
 			t.Errorf("plain text %q; want the code, what it is for and how long it lasts", text)
 		}
 		if strings.Contains(msg.Header.Get("Subject"), code) {
 			t.Errorf("subject %q holds the code", msg.Header.Get("Subject"))
-		}
-		html, err := mr.NextPart()
-		if err != nil || !strings.HasPrefix(html.Header.Get("Content-Type"), "text/html") {
-			t.Errorf("second part %v (%v); want text/html", html, err)
 		}
 		if strings.Contains(logs.String(), code) || strings.Count(logs.String(), "\n") != 1 {
 			t.Errorf("outbox log %q; want one line without the code", logs.String())

@@ -4,11 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"mime"
-	"mime/multipart"
-	"net/mail"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -22,6 +19,7 @@ import (
 
 	"github.com/roadevents/roadevents/shared/clock"
 	rmail "github.com/roadevents/roadevents/shared/mail"
+	"github.com/roadevents/roadevents/shared/mail/mailtest"
 )
 
 type syncBuffer struct {
@@ -46,43 +44,6 @@ var codeMessage = rmail.Message{
 	Subject: "Your Road Events sign-in code",
 	Text:    "Your sign-in code is 493817.\nIt expires in 10 minutes.\n",
 	HTML:    "<p>Your sign-in code is <b>493817</b>.</p><p>It expires in 10 minutes.</p>",
-}
-
-// Part is one decoded part of a multipart message.
-type part struct {
-	contentType string
-	body        string
-}
-
-// parse reads an RFC 5322 message with net/mail and its multipart/alternative body with
-// mime/multipart, which also undoes the quoted-printable encoding.
-func parse(t *testing.T, raw []byte) (*mail.Message, []part) {
-	t.Helper()
-	msg, err := mail.ReadMessage(bytes.NewReader(raw))
-	if err != nil {
-		t.Fatalf("net/mail.ReadMessage = %v; want a valid RFC 5322 message", err)
-	}
-	mt, params, err := mime.ParseMediaType(msg.Header.Get("Content-Type"))
-	if err != nil || mt != "multipart/alternative" {
-		t.Fatalf("Content-Type = %q (%v); want multipart/alternative", msg.Header.Get("Content-Type"), err)
-	}
-	mr := multipart.NewReader(msg.Body, params["boundary"])
-	var parts []part
-	for {
-		p, err := mr.NextPart()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatalf("NextPart = %v", err)
-		}
-		b, err := io.ReadAll(p)
-		if err != nil {
-			t.Fatalf("read part = %v", err)
-		}
-		parts = append(parts, part{p.Header.Get("Content-Type"), string(b)})
-	}
-	return msg, parts
 }
 
 // Contract 4: every outgoing message is an RFC 5322 file <data>/outbox/<time>-<id>.eml with
@@ -125,7 +86,7 @@ func TestOutboxWritesAnRFC5322Message(t *testing.T) {
 	if bytes.Contains(bytes.ReplaceAll(raw, []byte("\r\n"), nil), []byte("\n")) {
 		t.Errorf("a line ends in a bare LF; RFC 5322 lines end in CRLF")
 	}
-	msg, parts := parse(t, raw)
+	msg, parts := mailtest.Parse(t, raw)
 	for name, want := range map[string]string{
 		"To": "ada@example.com", "Subject": codeMessage.Subject,
 		"From": "Road Events <no-reply@roadevents.invalid>", "MIME-Version": "1.0",
@@ -137,14 +98,14 @@ func TestOutboxWritesAnRFC5322Message(t *testing.T) {
 	if d, err := msg.Header.Date(); err != nil || !d.Equal(clk.Now()) {
 		t.Errorf("Date = %v, %v; want %v", d, err, clk.Now())
 	}
-	if len(parts) != 2 || !strings.HasPrefix(parts[0].contentType, "text/plain") || !strings.HasPrefix(parts[1].contentType, "text/html") {
+	if len(parts) != 2 || !strings.HasPrefix(parts[0].ContentType, "text/plain") || !strings.HasPrefix(parts[1].ContentType, "text/html") {
 		t.Fatalf("parts = %+v; want text/plain then text/html", parts)
 	}
-	if !strings.Contains(parts[0].body, "493817") || !strings.Contains(parts[0].body, "10 minutes") {
-		t.Errorf("plain-text part %q lacks the code or its lifetime", parts[0].body)
+	if !strings.Contains(parts[0].Body, "493817") || !strings.Contains(parts[0].Body, "10 minutes") {
+		t.Errorf("plain-text part %q lacks the code or its lifetime", parts[0].Body)
 	}
-	if !strings.Contains(parts[1].body, "<b>493817</b>") {
-		t.Errorf("HTML part %q lacks the code", parts[1].body)
+	if !strings.Contains(parts[1].Body, "<b>493817</b>") {
+		t.Errorf("HTML part %q lacks the code", parts[1].Body)
 	}
 	log := logs.String()
 	if strings.Count(log, "\n") != 1 || !strings.Contains(log, name) || !strings.Contains(log, "ada@example.com") {
@@ -170,12 +131,12 @@ func TestComposeEncodesUTF8(t *testing.T) {
 			t.Errorf("line of %d characters; RFC 5322 says at most 78: %q", len(line), line)
 		}
 	}
-	msg, parts := parse(t, raw)
+	msg, parts := mailtest.Parse(t, raw)
 	subject, err := new(mime.WordDecoder).DecodeHeader(msg.Header.Get("Subject"))
 	if err != nil || subject != m.Subject {
 		t.Errorf("decoded Subject = %q, %v; want %q", subject, err, m.Subject)
 	}
-	if len(parts) != 1 || strings.ReplaceAll(parts[0].body, "\r\n", "\n") != m.Text {
+	if len(parts) != 1 || strings.ReplaceAll(parts[0].Body, "\r\n", "\n") != m.Text {
 		t.Errorf("parts = %+v; want the one text part %q", parts, m.Text)
 	}
 }

@@ -6,10 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"mime"
-	"mime/multipart"
 	"net/http"
-	"net/mail"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -17,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/roadevents/roadevents/shared/mail/mailtest"
 )
 
 // client is a customer's HTTP client against one running server.
@@ -96,26 +95,14 @@ func outboxText(t *testing.T, dataDir, addr string) string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		msg, err := mail.ReadMessage(bytes.NewReader(raw))
-		if err != nil {
-			t.Fatalf("%s is not an RFC 5322 message: %v", name, err)
-		}
+		msg, parts := mailtest.Parse(t, raw)
 		if msg.Header.Get("To") != addr {
 			continue
 		}
-		_, params, err := mime.ParseMediaType(msg.Header.Get("Content-Type"))
-		if err != nil {
-			t.Fatalf("%s: Content-Type: %v", name, err)
+		if len(parts) == 0 {
+			t.Fatalf("%s has no parts", name)
 		}
-		part, err := multipart.NewReader(msg.Body, params["boundary"]).NextPart()
-		if err != nil {
-			t.Fatalf("%s: first part: %v", name, err)
-		}
-		text, err := io.ReadAll(part) // quoted-printable is decoded by the reader
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(text)
+		return parts[0].Body
 	}
 	t.Fatalf("no message to %s in %s", addr, dir)
 	return ""
