@@ -377,8 +377,12 @@ func (s *Service) Resolve(ctx context.Context, orgID, userID string) (Membership
 }
 
 // Access tells billing the caller's role in an organisation and the organisation's plan; ok is
-// false when userID is not a member or the organisation does not exist (answer 404).
+// false when userID is not a member or the organisation does not exist (answer 404). Behind
+// MembershipMiddleware, which resolved the same membership for the request, it reads nothing.
 func (s *Service) Access(ctx context.Context, orgID, userID string) (role, plan string, ok bool, err error) {
+	if m, ok := MembershipFrom(ctx); ok && m.Org.OrgID == orgID && m.Self.UserID == userID {
+		return m.Org.Role, m.Org.Plan, true, nil
+	}
 	m, err := s.Resolve(ctx, orgID, userID)
 	if errors.Is(err, ErrNotFound) {
 		return "", "", false, nil
