@@ -21,6 +21,8 @@
 #   PUBLISH_EVENTS [20000] events per publish run (0: none)
 #   RATES_1000 [2000]     open-loop offered rates (queries/s) at 1000 m ("" for none)
 #   RATES_9780 [500 800]  open-loop offered rates (queries/s) at 9780 m ("" for none)
+#   SERVER_BIN       a server binary to measure instead of building this checkout (for A/B
+#                    comparisons of two builds in interleaved runs)
 #   PROFILE_DIR      when set, a CPU profile of the server per phase is written there
 #                    (through the loopback pprof listener of ROADEVENTS_PPROF_ADDR)
 # Exit status is non-zero when any phase had more than a few failed requests.
@@ -68,7 +70,11 @@ echo "EVENTS=$events CLIENTS=$clients DURATION=$duration RUNS=$runs SEED=$seed P
 echo "RATES_1000=\"$rates_1000\" RATES_9780=\"$rates_9780\""
 
 log "building"
-go build -o "$tmp/roadevents" .
+if [[ -n ${SERVER_BIN:-} ]]; then
+	cp "$SERVER_BIN" "$tmp/roadevents"
+else
+	go build -o "$tmp/roadevents" .
+fi
 go build -o "$tmp/loadgen" ./scripts/loadgen
 
 log "issuing a live API key"

@@ -1,6 +1,7 @@
 package embedded_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -156,6 +157,64 @@ func TestBackgroundSweeperDeletesExpired(t *testing.T) {
 	}
 	if c.Kind != store.ChangeRemove || !c.Expired || c.Key != k {
 		t.Errorf("record after expiry = %v %v expired=%v; want REMOVE %v expired=true", c.Kind, c.Key, c.Expired, k)
+	}
+}
+
+// TestSweepsEntriesOfTheEarlierLayout opens a file whose expiry index has the layout written
+// before the index keys carried a sequence number (TTL and item key -> ""): its items are still
+// swept.
+func TestSweepsEntriesOfTheEarlierLayout(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "store.db")
+	clk := clock.NewFake(epoch)
+	s := openStore(t, path, embedded.Options{Clock: clk, SweepInterval: -1})
+	k := key("old-layout")
+	mustPut(t, s, itemAt(k, store.AttrTTL, epoch.Add(time.Minute).Unix()))
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close = %v", err)
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatalf("bolt.Open = %v", err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		ttls := tx.Bucket([]byte("ttl"))
+		type entry struct{ k, v []byte }
+		var entries []entry
+		if err := ttls.ForEach(func(k, v []byte) error {
+			entries = append(entries, entry{bytes.Clone(k), bytes.Clone(v)})
+			return nil
+		}); err != nil {
+			return err
+		}
+		if len(entries) != 1 {
+			return fmt.Errorf("%d expiry index entries, want 1", len(entries))
+		}
+		e := entries[0]
+		if err := ttls.Delete(e.k); err != nil {
+			return err
+		}
+		return ttls.Put(append(e.k[:8:8], e.v...), []byte{})
+	})
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatalf("rewrite the expiry index: %v", err)
+	}
+
+	s = openStore(t, path, embedded.Options{Clock: clk, SweepInterval: -1})
+	cur, err := s.Follow(t.Context())
+	if err != nil {
+		t.Fatalf("Follow = %v", err)
+	}
+	clk.Advance(time.Minute)
+	if err := s.Sweep(t.Context()); err != nil {
+		t.Fatalf("Sweep = %v", err)
+	}
+	c, err := nextWithin(t, cur)
+	if err != nil || c.Kind != store.ChangeRemove || !c.Expired || c.Key != k {
+		t.Errorf("record after the sweep = %v %v expired=%v, %v; want REMOVE %v expired=true", c.Kind, c.Key, c.Expired, err, k)
 	}
 }
 

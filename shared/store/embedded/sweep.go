@@ -3,6 +3,7 @@ package embedded
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -62,33 +63,34 @@ func (s *Store) sweepExpired(at time.Time, now int64) (int, error) {
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		n = 0
 		items, ttls := tx.Bucket(bucketItems), tx.Bucket(bucketTTL)
-		var due [][]byte
+		type entry struct{ k, ik []byte }
+		var due []entry
 		c := ttls.Cursor()
-		for k, _ := c.First(); k != nil && len(due) < sweepBatch; k, _ = c.Next() {
-			ttl, _, err := ttlKeyTime(k)
+		for k, v := c.First(); k != nil && len(due) < sweepBatch; k, v = c.Next() {
+			ttl, ik, err := ttlEntry(k, v)
 			if err != nil {
 				return err
 			}
 			if ttl > now {
 				break
 			}
-			due = append(due, append([]byte(nil), k...))
+			due = append(due, entry{k: slices.Clone(k), ik: slices.Clone(ik)})
 		}
 		n = len(due)
-		for _, k := range due {
-			_, ik, _ := ttlKeyTime(k)
-			if err := ttls.Delete(k); err != nil {
+		for _, e := range due {
+			if err := ttls.Delete(e.k); err != nil {
 				return fmt.Errorf("delete index entry: %w", err)
 			}
-			it, err := storedItem(items, ik)
+			it, err := storedItem(items, e.ik)
 			if err != nil {
 				return err
 			}
-			// The index entry may be stale only if the file was damaged; the item decides.
+			// Writes leave entries behind (indexTTL): the item, gone, rewritten with another
+			// TTL or not yet expired, decides.
 			if it == nil || !it.ExpiredAt(now) {
 				continue
 			}
-			if err := items.Delete(ik); err != nil {
+			if err := items.Delete(e.ik); err != nil {
 				return fmt.Errorf("delete %s: %w", it.Key(), err)
 			}
 			err = appendChange(tx, store.Change{Kind: store.ChangeRemove, Key: it.Key(), Old: it, Expired: true, At: at})

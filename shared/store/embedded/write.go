@@ -335,7 +335,7 @@ func (s *Store) commitItem(tx *bolt.Tx, p pending, at time.Time) (bool, error) {
 	} else if err := items.Put(p.op.ik, p.nextRaw); err != nil {
 		return false, fmt.Errorf("write %s: %w", p.op.key, err)
 	}
-	if err := reindexTTL(ttls, p.op.ik, p.stored, p.next); err != nil {
+	if err := indexTTL(ttls, p.op.ik, p.stored, p.next); err != nil {
 		return false, fmt.Errorf("index %s: %w", p.op.key, err)
 	}
 	if err := appendChangeRaw(tx, p.op.key, rec); err != nil {
@@ -344,21 +344,21 @@ func (s *Store) commitItem(tx *bolt.Tx, p pending, at time.Time) (bool, error) {
 	return true, nil
 }
 
-// reindexTTL moves an item's entry in the expiry index from its old TTL to its new one.
-func reindexTTL(ttls *bolt.Bucket, ik []byte, old, next store.Item) error {
+// indexTTL adds an expiry-index entry for an item whose TTL is new or changed. An entry is never
+// deleted by a write: one left behind by a TTL change or a delete is dropped by the sweeper,
+// which lets the item decide, and a write then costs one append rather than a delete at a
+// random place in the index too.
+func indexTTL(ttls *bolt.Bucket, ik []byte, old, next store.Item) error {
 	oldTTL, hadOld := ttlOf(old)
 	newTTL, hasNew := ttlOf(next)
-	if hadOld && (!hasNew || oldTTL != newTTL) {
-		if err := ttls.Delete(ttlKey(oldTTL, ik)); err != nil {
-			return err
-		}
+	if !hasNew || (hadOld && oldTTL == newTTL) {
+		return nil
 	}
-	if hasNew && (!hadOld || oldTTL != newTTL) {
-		if err := ttls.Put(ttlKey(newTTL, ik), []byte{}); err != nil {
-			return err
-		}
+	n, err := ttls.NextSequence()
+	if err != nil {
+		return err
 	}
-	return nil
+	return ttls.Put(ttlKey(newTTL, n), ik)
 }
 
 // appendChange adds a record at the next feed position, inside the writing transaction.

@@ -322,6 +322,44 @@ func testFeedSweep(e *env) {
 	}
 }
 
+// testSweepLatestTTL rewrites items with another TTL, or none, before the sweeper runs: only
+// the TTL an item has when the sweeper comes decides, whatever it had before. A marker written
+// after each sweep shows that the sweep's records were all the ones wanted.
+func testSweepLatestTTL(e *env) {
+	renewed, shortened, recreated := e.key("p", "renewed"), e.key("p", "shortened"), e.key("p", "recreated")
+	e.put(item(renewed, store.AttrTTL, e.ttlIn(time.Minute)))
+	renewedItem := item(renewed, store.AttrTTL, e.ttlIn(time.Hour))
+	e.put(renewedItem)
+	e.put(item(shortened, store.AttrTTL, e.ttlIn(time.Hour)))
+	shortenedItem := item(shortened, store.AttrTTL, e.ttlIn(time.Minute))
+	e.put(shortenedItem)
+	e.put(item(recreated, store.AttrTTL, e.ttlIn(time.Minute)))
+	if err := e.h.Table.Delete(e.ctx, recreated, store.Condition{}); err != nil {
+		e.t.Fatalf("Delete(%s) = %v; want nil", recreated, err)
+	}
+	e.put(item(recreated))
+	f := e.follow()
+	sweepThenMark := func(after time.Duration, marker string) {
+		e.t.Helper()
+		e.h.Clock.Advance(after)
+		if err := e.h.Sweep(e.ctx); err != nil {
+			e.t.Fatalf("Sweep = %v; want nil", err)
+		}
+		e.put(item(e.key("marker", marker)))
+	}
+
+	sweepThenMark(time.Minute, "1")
+	f.want(change{Kind: store.ChangeRemove, Key: shortened, Old: shortenedItem, Expired: true})
+	f.want(change{Kind: store.ChangeInsert, Key: e.key("marker", "1"), New: item(e.key("marker", "1"))})
+	e.get(renewed)
+	e.get(recreated)
+
+	sweepThenMark(time.Hour, "2")
+	f.want(change{Kind: store.ChangeRemove, Key: renewed, Old: renewedItem, Expired: true})
+	f.want(change{Kind: store.ChangeInsert, Key: e.key("marker", "2"), New: item(e.key("marker", "2"))})
+	e.get(recreated)
+}
+
 // testFeedWaitingFollower has a reader wait in Next before each write, as the streamer does:
 // every write must wake it. Each write waits until the reader has its previous record, so the
 // reader is almost always already waiting when the next write commits.

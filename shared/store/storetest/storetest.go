@@ -86,6 +86,10 @@ func RunSweep(t *testing.T, open func(t *testing.T) Harness) {
 		t.Parallel()
 		testFeedSweep(newEnv(t, open(t)))
 	})
+	t.Run("SweepGoesByTheLatestTTL", func(t *testing.T) {
+		t.Parallel()
+		testSweepLatestTTL(newEnv(t, open(t)))
+	})
 }
 
 type testCase struct {
