@@ -34,13 +34,20 @@ func bodyLoc(parts ...any) []any { return append([]any{"body"}, parts...) }
 // spec 2.2, with now as the server's clock for the occurred_at slack. It returns every error,
 // or nil.
 func ValidateEventIn(body any, now time.Time) schema.Errors {
+	_, errs := DecodeEventIn(body, now)
+	return errs
+}
+
+// DecodeEventIn is ValidateEventIn that also returns the body decoded and normalised, which is
+// only complete when there is no error.
+func DecodeEventIn(body any, now time.Time) (EventIn, schema.Errors) {
+	var in EventIn
 	errs := EventInSchema.Validate(body, bodyLoc())
 	obj, ok := body.(map[string]any)
 	if !ok {
-		return errs
+		return in, errs
 	}
 	errs = append(errs, checkPositionLatitudes(obj, errs)...)
-	var in EventIn
 	valid := decodeValid(EventInSchema, obj, errs, &in)
 	if valid["lat"] && valid["lon"] && valid["geometry"] {
 		if e := checkGeometryStart(in.Lat, in.Lon, in.Geometry, obj["geometry"]); e != nil {
@@ -59,7 +66,7 @@ func ValidateEventIn(body any, now time.Time) schema.Errors {
 			errs = append(errs, *e)
 		}
 	}
-	return ordered(EventInSchema, errs)
+	return in, ordered(EventInSchema, errs)
 }
 
 // ValidateRevisionIn validates a decoded revision body (spec 2.4, contract 2). storedType is
@@ -67,13 +74,20 @@ func ValidateEventIn(body any, now time.Time) schema.Errors {
 // under the stored type"); pass "" to skip that rule before the event has been read, as
 // Revise checks it again.
 func ValidateRevisionIn(body any, storedType string) schema.Errors {
+	_, errs := DecodeRevisionIn(body, storedType)
+	return errs
+}
+
+// DecodeRevisionIn is ValidateRevisionIn that also returns the body decoded and normalised,
+// which is only complete when there is no error.
+func DecodeRevisionIn(body any, storedType string) (RevisionIn, schema.Errors) {
+	var in RevisionIn
 	errs := RevisionInSchema.Validate(body, bodyLoc())
 	obj, ok := body.(map[string]any)
 	if !ok {
-		return errs
+		return in, errs
 	}
 	errs = append(errs, checkPositionLatitudes(obj, errs)...)
-	var in RevisionIn
 	valid := decodeValid(RevisionInSchema, obj, errs, &in)
 	if valid["lat"] && valid["lon"] && valid["geometry"] {
 		if e := checkGeometryStart(in.Lat, in.Lon, in.Geometry, obj["geometry"]); e != nil {
@@ -85,7 +99,7 @@ func ValidateRevisionIn(body any, storedType string) schema.Errors {
 			errs = append(errs, *e)
 		}
 	}
-	return ordered(RevisionInSchema, errs)
+	return in, ordered(RevisionInSchema, errs)
 }
 
 // ValidateSignalIn validates a decoded signal body (spec 2.5, contract 2): the reporter

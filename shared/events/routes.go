@@ -74,8 +74,8 @@ func Routes(d Deps) []httpapi.Route {
 				"With a client_event_id, publishing the same content again returns the stored event with 200 " +
 				"and creates nothing; different content, or an id already used in the other environment, is 409.",
 			Body: event.EventInSchema,
-			Validate: func(body any) schema.Errors {
-				return event.ValidateEventIn(body, d.Clock.Now())
+			Validate: func(body any) (any, schema.Errors) {
+				return event.DecodeEventIn(body, d.Clock.Now())
 			},
 			Responses: map[int]httpapi.Response{
 				http.StatusCreated: {Description: "Created.", Schema: public, Headers: []httpapi.Header{{
@@ -127,9 +127,9 @@ func Routes(d Deps) []httpapi.Route {
 				"ceiling, except for wrong_way_vehicle.",
 			Params: []schema.Param{eventID},
 			Body:   event.RevisionInSchema,
-			Validate: func(body any) schema.Errors {
+			Validate: func(body any) (any, schema.Errors) {
 				// The stored type is not known yet: Revise checks the subtype against it.
-				return event.ValidateRevisionIn(body, "")
+				return event.DecodeRevisionIn(body, "")
 			},
 			Responses: map[int]httpapi.Response{
 				http.StatusOK: httpapi.JSONResponse("Revised.", public),
@@ -148,8 +148,8 @@ func Routes(d Deps) []httpapi.Route {
 				"counts as one reporter. Repeating the standing action changes nothing (200).",
 			Params: []schema.Param{eventID},
 			Body:   event.SignalInSchema,
-			Validate: func(body any) schema.Errors {
-				return event.ValidateSignalIn(body)
+			Validate: func(body any) (any, schema.Errors) {
+				return nil, event.ValidateSignalIn(body)
 			},
 			Responses: map[int]httpapi.Response{
 				http.StatusOK:        httpapi.JSONResponse("Accepted, or a repeat of the standing action (no change).", public),

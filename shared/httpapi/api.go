@@ -293,7 +293,7 @@ func (a *API) validate(rt *Route, w http.ResponseWriter, r *http.Request) {
 		r = r.WithContext(context.WithValue(r.Context(), routeKey, data))
 	}
 	vals, errs := schema.ParseParams(rt.Params, r.URL.Query(), r.PathValue)
-	var body any
+	var body, decoded any
 	if rt.Body != nil {
 		limit := rt.MaxBodyBytes
 		if limit <= 0 {
@@ -308,7 +308,9 @@ func (a *API) validate(rt *Route, w http.ResponseWriter, r *http.Request) {
 			errs = append(errs, schema.ValidationError{Type: schema.ErrMissing, Loc: []any{"body"}, Msg: "Field required", Input: nil})
 		} else {
 			if rt.Validate != nil {
-				errs = append(errs, rt.Validate(v)...)
+				var verrs schema.Errors
+				decoded, verrs = rt.Validate(v)
+				errs = append(errs, verrs...)
 			} else {
 				errs = append(errs, rt.Body.Validate(v, []any{"body"})...)
 			}
@@ -320,14 +322,7 @@ func (a *API) validate(rt *Route, w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	data.params = vals
-	if rt.Body != nil {
-		raw, err := marshalBody(rt.Body.Normalize(body))
-		if err != nil {
-			WriteError(w, r, fmt.Errorf("httpapi: re-encode validated body: %w", err))
-			return
-		}
-		data.body = raw
-	}
+	data.body, data.decoded = body, decoded
 	rt.Handler.ServeHTTP(w, r)
 }
 

@@ -402,7 +402,7 @@ func TestHandleRejectsBadDeclarations(t *testing.T) {
 		{"two schemas with one name", httpapi.Route{Method: "POST", Path: "/c", Handler: ok,
 			Body: schema.Object(schema.Req("x", schema.String())).Named("EventIn")}},
 		{"Validate without Body", httpapi.Route{Method: "POST", Path: "/d", Handler: ok,
-			Validate: func(any) schema.Errors { return nil }}},
+			Validate: func(any) (any, schema.Errors) { return nil, nil }}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -455,7 +455,7 @@ func TestRouteValidateReportsCrossFieldErrorsWithSchemaErrors(t *testing.T) {
 	api := httpapi.New(httpapi.Config{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 	api.Handle(httpapi.Route{
 		Method: "POST", Path: "/ranges", Body: body,
-		Validate: func(v any) schema.Errors {
+		Validate: func(v any) (any, schema.Errors) {
 			errs := body.Validate(v, []any{"body"})
 			obj, _ := v.(map[string]any)
 			from, err1 := jsonInt(obj["from"])
@@ -463,7 +463,7 @@ func TestRouteValidateReportsCrossFieldErrorsWithSchemaErrors(t *testing.T) {
 			if err1 == nil && err2 == nil && from > to {
 				errs = append(errs, schema.ValueError([]any{"body", "to"}, "to must not be before from", obj["to"]))
 			}
-			return errs
+			return nil, errs
 		},
 		Handler: httpapi.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
 			return httpapi.WriteJSON(w, http.StatusOK, map[string]string{"ok": "yes"})
@@ -509,6 +509,47 @@ func TestRouteValidateReportsCrossFieldErrorsWithSchemaErrors(t *testing.T) {
 				t.Errorf("errors = %v; want %v", pairs, tc.wantErrors)
 			}
 		})
+	}
+}
+
+// A route's Validate may return the body already decoded: the handler's Body gets that value
+// rather than the body decoded again, and a Validate returning nil, or a value of another
+// type, leaves Body decoding the body itself.
+func TestRouteValidateHandsOverTheDecodedBody(t *testing.T) {
+	t.Parallel()
+	type rangeIn struct {
+		From int64  `json:"from"`
+		Note string `json:"note"`
+	}
+	body := schema.Object(schema.Req("from", schema.Integer()), schema.Prop("note", schema.String())).Named("RangeIn")
+	api := httpapi.New(httpapi.Config{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	for path, decoded := range map[string]any{
+		"/handed-over": rangeIn{From: 7, Note: "decoded by Validate"},
+		"/nil":         nil,
+		"/other-type":  map[string]int{"from": 7},
+	} {
+		api.Handle(httpapi.Route{
+			Method: "POST", Path: path, Body: body,
+			Validate: func(v any) (any, schema.Errors) { return decoded, body.Validate(v, []any{"body"}) },
+			Handler: httpapi.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
+				in, err := httpapi.Body[rangeIn](r)
+				if err != nil {
+					return err
+				}
+				return httpapi.WriteJSON(w, http.StatusOK, in)
+			}),
+		})
+	}
+	h := api.Handler()
+	for path, want := range map[string]string{
+		"/handed-over": `{"from":7,"note":"decoded by Validate"}`,
+		"/nil":         `{"from":1,"note":"sent"}`,
+		"/other-type":  `{"from":1,"note":"sent"}`,
+	} {
+		rec := call(t, h, "POST", path, strings.NewReader(`{"from":1,"note":"sent"}`), nil)
+		if got := strings.TrimSpace(rec.Body.String()); rec.Code != 200 || got != want {
+			t.Errorf("POST %s = %d %s; want 200 %s", path, rec.Code, got, want)
+		}
 	}
 }
 

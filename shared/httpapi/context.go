@@ -31,9 +31,10 @@ type requestInfo struct {
 
 // routeData is set once a route matched.
 type routeData struct {
-	route  *Route
-	params schema.Values
-	body   []byte // the validated, normalised body as JSON
+	route   *Route
+	params  schema.Values
+	body    any // the validated body, as decoded with UseNumber
+	decoded any // the body decoded by Route.Validate, when it does
 }
 
 func infoFrom(ctx context.Context) *requestInfo {
@@ -97,7 +98,14 @@ func Body[T any](r *http.Request) (T, error) {
 	if err := checkBodyType(d.route.Body, reflect.TypeFor[T]()); err != nil {
 		return out, err
 	}
-	if err := decodeInto(d.body, &out); err != nil {
+	if v, ok := d.decoded.(T); ok {
+		return v, nil
+	}
+	raw, err := marshalBody(d.route.Body.Normalize(d.body))
+	if err != nil {
+		return out, fmt.Errorf("httpapi: re-encode validated body: %w", err)
+	}
+	if err := decodeInto(raw, &out); err != nil {
 		return out, fmt.Errorf("httpapi: decode validated body into %T: %w", out, err)
 	}
 	return out, nil

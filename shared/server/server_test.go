@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"runtime/debug"
 	"testing"
 	"time"
 
@@ -82,4 +83,29 @@ func TestServeRunsShutdownHooks(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-called
+}
+
+// TuneGC leaves the collector to an operator who set GOGC or GOMEMLIMIT, and otherwise sets
+// this package's defaults.
+func TestTuneGCYieldsToTheEnvironment(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
+	for _, env := range []map[string]string{{"GOGC": "50"}, {"GOMEMLIMIT": "2GiB"}} {
+		debug.SetGCPercent(100)
+		if server.TuneGC(func(k string) string { return env[k] }) {
+			t.Errorf("TuneGC with %v = true; want false", env)
+		}
+		if got := debug.SetGCPercent(100); got != 100 {
+			t.Errorf("with %v the GC percent became %d; want it left at 100", env, got)
+		}
+	}
+	if !server.TuneGC(func(string) string { return "" }) {
+		t.Fatal("TuneGC without GOGC and GOMEMLIMIT = false; want true")
+	}
+	if got := debug.SetGCPercent(100); got != server.GCPercent {
+		t.Errorf("GC percent = %d; want %d", got, server.GCPercent)
+	}
+	if got := debug.SetMemoryLimit(-1); got != server.MemoryLimit {
+		t.Errorf("memory limit = %d; want %d", got, server.MemoryLimit)
+	}
 }
