@@ -209,3 +209,10 @@ type Cursor interface {
 	Next(ctx context.Context) (Change, error)
 	Close() error
 }
+
+// ImageFilter is implemented by a Cursor that can leave out the images (Old and New) of the
+// changes whose key wants rejects, so that a reader that ignores those items does not pay for
+// decoding them; such changes are still delivered, with their key, kind and position.
+type ImageFilter interface {
+	FilterImages(wants func(Key) bool)
+}

@@ -215,7 +215,8 @@ func (h *Hub) Run(ctx context.Context, feed store.Feed, dec Decoder) error {
 
 // pump dispatches the changes of cur. Its cost per record follows what can match: a record
 // the decoder says it ignores by key (KeyFilter: the area-index and vote items of a publish)
-// is dropped before decoding, and while no subscription exists no record is decoded at all.
+// is dropped before decoding (and a cursor that can, store.ImageFilter, does not decode its
+// images either), and while no subscription exists no record is decoded at all.
 //
 // Skipping on an empty hub never loses a change a subscriber is owed (ARCHITECTURE.md,
 // Streaming: register, then snapshot, then deltas). The count is read after Next has returned
@@ -227,6 +228,9 @@ func (h *Hub) Run(ctx context.Context, feed store.Feed, dec Decoder) error {
 // subscriber register between it and a later commit): TestEmptyHubSkipsWithoutLosingChanges.
 func (h *Hub) pump(ctx context.Context, cur store.Cursor, dec Decoder) error {
 	kf, _ := dec.(KeyFilter)
+	if f, ok := cur.(store.ImageFilter); ok && kf != nil {
+		f.FilterImages(kf.Wants)
+	}
 	for {
 		ch, err := cur.Next(ctx)
 		if err != nil {

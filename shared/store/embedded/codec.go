@@ -360,6 +360,12 @@ func changeTime(raw []byte) (time.Time, error) {
 
 // decodeChange reads a change record stored at feed position seq.
 func decodeChange(seq uint64, raw []byte) (store.Change, error) {
+	return decodeChangeImages(seq, raw, nil)
+}
+
+// decodeChangeImages is decodeChange that decodes the images only of the records whose key
+// images accepts (all of them when images is nil); the others come without Old and New.
+func decodeChangeImages(seq uint64, raw []byte, images func(store.Key) bool) (store.Change, error) {
 	d := &decoder{b: raw}
 	c := store.Change{Seq: formatSeq(seq)}
 	nanos := d.uint64()
@@ -379,15 +385,20 @@ func decodeChange(seq uint64, raw []byte) (store.Change, error) {
 	flags := d.byte()
 	c.Key.PK = d.string()
 	c.Key.SK = d.string()
+	decode := d.err == nil && (images == nil || images(c.Key))
 	var err error
 	if flags&flagOld != 0 && d.err == nil {
-		if c.Old, err = decodeItem(d.bytes()); err != nil {
-			d.fail("old image: %v", err)
+		if raw := d.bytes(); decode {
+			if c.Old, err = decodeItem(raw); err != nil {
+				d.fail("old image: %v", err)
+			}
 		}
 	}
 	if flags&flagNew != 0 && d.err == nil {
-		if c.New, err = decodeItem(d.bytes()); err != nil {
-			d.fail("new image: %v", err)
+		if raw := d.bytes(); decode {
+			if c.New, err = decodeItem(raw); err != nil {
+				d.fail("new image: %v", err)
+			}
 		}
 	}
 	if d.err != nil {

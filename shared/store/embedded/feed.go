@@ -12,7 +12,10 @@ import (
 	"github.com/roadevents/roadevents/shared/store"
 )
 
-var _ store.Cursor = (*Cursor)(nil)
+var (
+	_ store.Cursor      = (*Cursor)(nil)
+	_ store.ImageFilter = (*Cursor)(nil)
+)
 
 // ErrCursorClosed is returned by Next on a cursor that was closed.
 var ErrCursorClosed = errors.New("embedded: cursor closed")
@@ -46,6 +49,8 @@ type Cursor struct {
 	s    *Store
 	next uint64 // feed position of the next record to deliver
 	buf  []store.Change
+	// images, when set (FilterImages), tells which records' images to decode.
+	images func(store.Key) bool
 
 	done      chan struct{}
 	closeOnce sync.Once
@@ -109,7 +114,7 @@ func (c *Cursor) fill(ctx context.Context) error {
 				// means the sweeper trimmed records this cursor had not read.
 				return fmt.Errorf("%w: position %d, next available %d", ErrTrimmed, want, seq)
 			}
-			ch, err := decodeChange(seq, v)
+			ch, err := decodeChangeImages(seq, v, c.images)
 			if err != nil {
 				return err
 			}
@@ -120,6 +125,10 @@ func (c *Cursor) fill(ctx context.Context) error {
 		return nil
 	})
 }
+
+// FilterImages makes Next leave out the images of the changes whose key wants rejects: their
+// decoding is most of what reading the feed costs. Call it before the first Next.
+func (c *Cursor) FilterImages(wants func(store.Key) bool) { c.images = wants }
 
 // Close ends the cursor: a Next in progress or later returns ErrCursorClosed.
 func (c *Cursor) Close() error {

@@ -218,6 +218,35 @@ func TestSweepsEntriesOfTheEarlierLayout(t *testing.T) {
 	}
 }
 
+// A cursor told which keys' images it should decode still delivers every change, in order,
+// and leaves out only the images of the others.
+func TestCursorFilterImages(t *testing.T) {
+	t.Parallel()
+	s := openStore(t, filepath.Join(t.TempDir(), "store.db"), embedded.Options{SweepInterval: -1})
+	cur, err := s.Follow(t.Context())
+	if err != nil {
+		t.Fatalf("Follow = %v", err)
+	}
+	cur.(store.ImageFilter).FilterImages(func(k store.Key) bool { return k.SK == "wanted" })
+	mustPut(t, s, itemAt(key("ignored"), "v", "x"))
+	mustPut(t, s, itemAt(key("wanted"), "v", "y"))
+	for _, want := range []struct {
+		sk     string
+		images bool
+	}{{"ignored", false}, {"wanted", true}} {
+		c, err := nextWithin(t, cur)
+		if err != nil {
+			t.Fatalf("Next = %v", err)
+		}
+		if c.Key != key(want.sk) || c.Kind != store.ChangeInsert || (c.New != nil) != want.images || c.Old != nil {
+			t.Errorf("change = %v %v old=%v new=%v; want INSERT %v with images %v", c.Kind, c.Key, c.Old, c.New, key(want.sk), want.images)
+		}
+		if want.images && c.New.String("v") != "y" {
+			t.Errorf("new image of %v = %v; want v=y", c.Key, c.New)
+		}
+	}
+}
+
 func TestSeqKeepsIncreasingAcrossRestart(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "store.db")
