@@ -76,7 +76,10 @@ type cachedRec struct {
 	// its distance is at least the nearest vertex's less half (matcher.add).
 	coss    []float64
 	halfSeg float64
-	size    int64
+	// path is a LineString's extent prepared for exact distances, in records that stay (the
+	// cache's); nil otherwise, and matcher.add measures ext itself.
+	path *geo.Path
+	size int64
 }
 
 // recOverhead is what a cached record costs besides its bytes (struct, id, map entry), and
@@ -225,7 +228,7 @@ func (c *partCache) apply(ops []store.Op, err error, now int64) {
 			delta -= p.bytes
 			p.loaded, p.recs, p.idx, p.bytes = false, nil, nil, 0
 		case op.Kind == store.OpPut:
-			r, perr := cacheRecord(op.Item)
+			r, perr := cacheRecord(op.Item, true)
 			if perr != nil {
 				delta -= p.bytes
 				p.loaded, p.recs, p.idx, p.bytes = false, nil, nil, 0
@@ -280,8 +283,9 @@ func (c *partCache) evict() {
 	}
 }
 
-// cacheRecord decodes an index item for the cache.
-func cacheRecord(it store.Item) (cachedRec, error) {
+// cacheRecord decodes an index item, with a prepared path when it is to be kept (the cache's
+// records are measured by query after query; a record read for one query is not worth it).
+func cacheRecord(it store.Item, keep bool) (cachedRec, error) {
 	d := it.Bytes(attrRecord)
 	r, err := parseRecord(d)
 	if err != nil {
@@ -306,5 +310,9 @@ func cacheRecord(it store.Item) (cachedRec, error) {
 	widen := c.halfSeg / geo.EarthRadius / degToRad
 	c.latLo, c.latHi = c.latLo-widen, c.latHi+widen
 	c.size += int64(8 * len(ext))
+	if keep {
+		c.path = geo.NewPath(ext)
+		c.size += c.path.Bytes()
+	}
 	return c, nil
 }

@@ -47,7 +47,7 @@ func TestPartCacheFollowsWrites(t *testing.T) {
 	if hit {
 		t.Fatal("empty cache: hit; want a miss")
 	}
-	a, _ := cacheRecord(cacheItem(t, pk, "ev_a", 1))
+	a, _ := cacheRecord(cacheItem(t, pk, "ev_a", 1), true)
 	c.fill(tk, []cachedRec{a})
 	if got := versions(c, pk); fmt.Sprint(got) != "map[ev_a:1]" {
 		t.Fatalf("after fill: %v; want ev_a at version 1", got)
@@ -81,7 +81,7 @@ func TestPartCacheFollowsWrites(t *testing.T) {
 func TestPartCacheRefusesAStaleFill(t *testing.T) {
 	t.Parallel()
 	const pk = "area#live#cell"
-	old, _ := cacheRecord(cacheItem(t, pk, "ev_a", 1))
+	old, _ := cacheRecord(cacheItem(t, pk, "ev_a", 1), true)
 	t.Run("write in between", func(t *testing.T) {
 		c := newPartCache(1 << 20)
 		_, tk := c.view(pk, 0, func([]cachedRec) {})
@@ -110,7 +110,7 @@ func TestPartCacheLimit(t *testing.T) {
 	for i := range 1000 {
 		pk := fmt.Sprintf("area#live#%d", i)
 		_, tk := c.view(pk, 0, func([]cachedRec) {})
-		r, _ := cacheRecord(cacheItem(t, pk, "ev_a", 1))
+		r, _ := cacheRecord(cacheItem(t, pk, "ev_a", 1), true)
 		c.fill(tk, []cachedRec{r, r})
 		if got := c.size.Load(); got > limit {
 			t.Fatalf("after %d partitions: %d bytes; want at most %d", i+1, got, limit)
@@ -141,7 +141,7 @@ func TestPartCachePrunesExpired(t *testing.T) {
 	const pk = "area#live#cell"
 	expires := time.Date(2040, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano() // cacheItem's expiry
 	_, tk := c.view(pk, expires-1, func([]cachedRec) {})
-	a, _ := cacheRecord(cacheItem(t, pk, "ev_a", 1))
+	a, _ := cacheRecord(cacheItem(t, pk, "ev_a", 1), true)
 	c.fill(tk, []cachedRec{a})
 	before := c.size.Load()
 	c.view(pk, expires, func([]cachedRec) {}) // the first view prunes at once
@@ -191,7 +191,7 @@ func TestAddPartAgreesWithAdd(t *testing.T) {
 				ext = append(ext, near(0.1))
 			}
 		}
-		rec, err := cacheRecord(scanItem(t, "area#live#cell", fmt.Sprintf("ev_%05d", i), expires, ext...))
+		rec, err := cacheRecord(scanItem(t, "area#live#cell", fmt.Sprintf("ev_%05d", i), expires, ext...), i%2 == 0)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -213,7 +213,7 @@ func (s *Store) readWave(ctx context.Context, pks []string, m *matcher, res *Are
 			recs = make([]cachedRec, 0, len(items))
 		}
 		for _, it := range items {
-			r, err := cacheRecord(it)
+			r, err := cacheRecord(it, s.cache != nil)
 			if err != nil {
 				m.bad++
 				continue
@@ -451,7 +451,12 @@ func (m *matcher) add(c *cachedRec) {
 		}
 		return
 	}
-	if d = geo.DistanceToExtent(m.center, c.ext); d > m.radius {
+	if c.path != nil {
+		d = c.path.Distance(m.center)
+	} else {
+		d = geo.DistanceToExtent(m.center, c.ext)
+	}
+	if d > m.radius {
 		m.far[c.id] = r.version
 		return
 	}

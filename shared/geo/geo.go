@@ -9,6 +9,7 @@ package geo
 
 import (
 	"math"
+	"unsafe"
 )
 
 // EarthRadius is the mean Earth radius in metres (IUGG R1), the radius every distance here uses.
@@ -55,6 +56,42 @@ func DistanceToExtent(p Point, extent []Point) float64 {
 		a = b
 	}
 	return best * EarthRadius
+}
+
+// Path is an extent prepared for many distance measures: the great circle of each segment is
+// computed once rather than on every DistanceToExtent. A query measures the same cached
+// LineStrings again and again, and their segments were most of the exact distances' cost.
+type Path struct {
+	start vec
+	arcs  []arc
+}
+
+// NewPath prepares a non-empty extent.
+func NewPath(extent []Point) *Path {
+	p := &Path{start: toVec(extent[0]), arcs: make([]arc, 0, len(extent)-1)}
+	a := p.start
+	for _, q := range extent[1:] {
+		b := toVec(q)
+		p.arcs = append(p.arcs, newArc(a, b))
+		a = b
+	}
+	return p
+}
+
+// Distance is DistanceToExtent(q, the extent), to the bit: the same operations on the same
+// values (TestPathDistanceIsDistanceToExtent).
+func (p *Path) Distance(q Point) float64 {
+	pv := toVec(q)
+	best := angle(pv, p.start)
+	for _, g := range p.arcs {
+		best = min(best, g.angleTo(pv))
+	}
+	return best * EarthRadius
+}
+
+// Bytes is roughly the memory a Path holds, for caches that count theirs.
+func (p *Path) Bytes() int64 {
+	return int64(unsafe.Sizeof(*p)) + int64(len(p.arcs))*int64(unsafe.Sizeof(arc{}))
 }
 
 // Length returns the length in metres of an extent along its great-circle segments; a single

@@ -246,3 +246,37 @@ func randomPoint(rng *rand.Rand) geo.Point {
 		return geo.Point{Lat: math.Asin(2*rng.Float64()-1) / rad, Lon: rng.Float64()*360 - 180}
 	}
 }
+
+// A prepared Path measures exactly what DistanceToExtent measures, to the bit, for extents
+// anywhere (across the antimeridian, over the poles, with repeated and antipodal vertices).
+func TestPathDistanceIsDistanceToExtent(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(4, 2))
+	randomPoint := func() geo.Point { return geo.Point{Lat: rng.Float64()*180 - 90, Lon: rng.Float64()*360 - 180} }
+	extents := [][]geo.Point{
+		{{Lat: 0, Lon: 179.99}, {Lat: 0, Lon: -179.99}},
+		{{Lat: 89.9, Lon: 0}, {Lat: 89.9, Lon: 180}},
+		{{Lat: 10, Lon: 10}, {Lat: 10, Lon: 10}, {Lat: 10.01, Lon: 10}},
+		{{Lat: 0, Lon: 0}, {Lat: 0, Lon: 180}},
+	}
+	for range 300 {
+		base := randomPoint()
+		ext := []geo.Point{base}
+		for range rng.IntN(8) {
+			ext = append(ext, geo.Point{Lat: max(-90, min(90, base.Lat+rng.NormFloat64()*0.05)), Lon: base.Lon + rng.NormFloat64()*0.05})
+		}
+		extents = append(extents, ext)
+	}
+	for _, ext := range extents {
+		path := geo.NewPath(ext)
+		for range 20 {
+			q := randomPoint()
+			if rng.IntN(2) == 0 {
+				q = geo.Point{Lat: max(-90, min(90, ext[0].Lat+rng.NormFloat64()*0.02)), Lon: ext[0].Lon + rng.NormFloat64()*0.02}
+			}
+			if got, want := path.Distance(q), geo.DistanceToExtent(q, ext); got != want {
+				t.Fatalf("extent %v from %v: Path.Distance %v, DistanceToExtent %v", ext, q, got, want)
+			}
+		}
+	}
+}
