@@ -160,7 +160,7 @@ const boundSlack = 1e-9
 // (cv is outside every cell but origin, so the geodesic to the centre crosses the boundary,
 // at least the inner radius from the centre) and at least dc minus its reach (every boundary
 // point is within reach of the centre). The exact distance, six arcs, is computed only
-// between the two, a band as wide as reach minus inner radius, an eighth of a hexagon's
+// between the two, a band as wide as reach minus inner radius, 13 % of a hexagon's
 // reach. The cells kept are the same either way (TestCoverBoundsChangeNothing).
 func coverFrom(origin h3.Cell, cv vec, limit float64, res int, radiusM float64, bounds bool) ([]h3.Cell, error) {
 	seen := map[h3.Cell]bool{origin: true}
@@ -253,7 +253,7 @@ type cellCache struct {
 
 var cells = &cellCache{shapes: map[h3.Cell]*cellShape{}, rings: map[h3.Cell][]h3.Cell{}}
 
-// shape returns c's edges, centre and reach.
+// shape returns c's edges, centre, reach and inner radius.
 func (cc *cellCache) shape(c h3.Cell) (*cellShape, error) {
 	cc.mu.RLock()
 	sh, ok := cc.shapes[c]
