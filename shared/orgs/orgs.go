@@ -286,7 +286,7 @@ func (s *Service) allow(ctx context.Context, l *ratelimit.Limiter, rule ratelimi
 // 20 an hour and the recipient's 3 a day, in one transaction: a call refused by either spends
 // nothing of the other.
 func (s *Service) allowInvitation(ctx context.Context, actor Actor, email string) error {
-	err := ratelimit.AdmitAll(ctx, s.table, s.clock.Now(),
+	err := ratelimit.AdmitAll(ctx, s.clock.Now(),
 		ratelimit.Check{Limiter: s.inviteActorCap, Subject: actor.UserID},
 		ratelimit.Check{Limiter: s.inviteRecipientCap, Subject: email})
 	if err != nil {

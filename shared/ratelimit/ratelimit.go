@@ -178,11 +178,15 @@ type Check struct {
 	Subject string
 }
 
-// AdmitAll counts one call against every check in one transaction on table (the limiters'
-// table): all of them count it, or, when a window is full, none does and the error is that
-// rule's *LimitedError. A call refused by one cap (an invitation past the recipient's 3 a
-// day) then spends nothing of another (the actor's 20 an hour).
-func AdmitAll(ctx context.Context, table store.Table, now time.Time, checks ...Check) error {
+// AdmitAll counts one call against every check in one transaction: all of them count it, or,
+// when a window is full, none does and the error is that rule's *LimitedError. A call refused
+// by one cap (an invitation past the recipient's 3 a day) then spends nothing of another (the
+// actor's 20 an hour). The checks' limiters must share one table; the transaction runs on it.
+func AdmitAll(ctx context.Context, now time.Time, checks ...Check) error {
+	if len(checks) == 0 {
+		return nil
+	}
+	table := checks[0].Limiter.table
 	windows := make([]window, len(checks))
 	ops := make([]store.Op, len(checks))
 	for i, c := range checks {

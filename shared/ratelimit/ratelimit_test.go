@@ -195,7 +195,7 @@ func TestAdmitAll(t *testing.T) {
 			t.Fatalf("New = %v", err)
 		}
 		both := func(to string, at time.Time) error {
-			return ratelimit.AdmitAll(ctx, tab, at,
+			return ratelimit.AdmitAll(ctx, at,
 				ratelimit.Check{Limiter: actor, Subject: "ada"}, ratelimit.Check{Limiter: recipient, Subject: to})
 		}
 		if err := both("bob", hour); err != nil {
