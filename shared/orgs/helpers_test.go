@@ -90,6 +90,10 @@ func newEnv(t *testing.T, tab tables.Table) *env {
 	return newEnvCaps(t, tab, nil)
 }
 
+// seatsUncapped is a plan's caps (live keys, seats) for tests about other limits: one live
+// key, no seat cap.
+func seatsUncapped(string) (int, int) { return 1, 0 }
+
 func newEnvCaps(t *testing.T, tab tables.Table, caps func(string) (int, int)) *env {
 	t.Helper()
 	return newEnvGroups(t, tab, caps, service.GroupConsoleAuth, service.GroupConsoleOrgs, service.GroupEvents)

@@ -130,7 +130,7 @@ func TestInvitationCaps(t *testing.T) {
 	t.Parallel()
 	tables.Each(t, func(t *testing.T, tab tables.Table) {
 		t.Parallel()
-		e := newEnvCaps(t, tab, func(string) (int, int) { return 1, 0 }) // seats uncapped
+		e := newEnvCaps(t, tab, seatsUncapped)
 		ada := e.signIn("ada@example.com")
 		o := e.createOrg(ada, "Ada Fleet")
 		inv := e.invite(ada, o.OrgID, "bob@example.com", orgs.RoleMember)
@@ -325,7 +325,7 @@ func TestMembersShowDisplayNames(t *testing.T) {
 	t.Parallel()
 	tables.Each(t, func(t *testing.T, tab tables.Table) {
 		t.Parallel()
-		e := newEnvCaps(t, tab, func(string) (int, int) { return 1, 0 }) // seats uncapped
+		e := newEnvCaps(t, tab, seatsUncapped)
 		ada := e.signIn("ada@example.com")
 		o := e.createOrg(ada, "Ada Fleet")
 		name := func(u user, n string) {

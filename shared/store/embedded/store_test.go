@@ -173,11 +173,7 @@ func TestSweepsEntriesOfTheEarlierLayout(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatalf("Close = %v", err)
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
-	if err != nil {
-		t.Fatalf("bolt.Open = %v", err)
-	}
-	err = db.Update(func(tx *bolt.Tx) error {
+	rewriteFile(t, path, func(tx *bolt.Tx) error {
 		ttls := tx.Bucket([]byte("ttl"))
 		type entry struct{ k, v []byte }
 		var entries []entry
@@ -196,12 +192,6 @@ func TestSweepsEntriesOfTheEarlierLayout(t *testing.T) {
 		}
 		return ttls.Put(append(e.k[:8:8], e.v...), []byte{})
 	})
-	if cerr := db.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		t.Fatalf("rewrite the expiry index: %v", err)
-	}
 
 	s = openStore(t, path, embedded.Options{Clock: clk, SweepInterval: -1})
 	cur, err := s.Follow(t.Context())
@@ -313,12 +303,7 @@ func TestCorruptRecordsAreErrors(t *testing.T) {
 // rewriteItems replaces the value of every item in the file with raw.
 func rewriteItems(t *testing.T, path string, raw []byte) {
 	t.Helper()
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
-	if err != nil {
-		t.Fatalf("bolt.Open = %v", err)
-	}
-	defer db.Close()
-	err = db.Update(func(tx *bolt.Tx) error {
+	rewriteFile(t, path, func(tx *bolt.Tx) error {
 		b := tx.Bucket([]byte("items"))
 		var keys [][]byte
 		if err := b.ForEach(func(k, _ []byte) error {
@@ -334,8 +319,21 @@ func rewriteItems(t *testing.T, path string, raw []byte) {
 		}
 		return nil
 	})
+}
+
+// rewriteFile changes a closed store's file behind its back, in one bbolt transaction.
+func rewriteFile(t *testing.T, path string, fn func(*bolt.Tx) error) {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
 	if err != nil {
-		t.Fatalf("rewrite items: %v", err)
+		t.Fatalf("bolt.Open = %v", err)
+	}
+	err = db.Update(fn)
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatalf("rewrite %s: %v", path, err)
 	}
 }
 
