@@ -77,7 +77,8 @@ type cachedRec struct {
 	coss    []float64
 	halfSeg float64
 	// path is a LineString's extent prepared for exact distances, in records that stay (the
-	// cache's); nil otherwise, and matcher.add measures ext itself.
+	// cache's); nil otherwise, and matcher.add measures ext itself. Each cell's copy has its
+	// own: the whole 100 000-event city takes 122 MB of cache with them, 104 MB without.
 	path *geo.Path
 	size int64
 }
