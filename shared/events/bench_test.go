@@ -103,7 +103,7 @@ func benchmarkQuery(b *testing.B, q events.AreaQuery, cached bool) {
 	} else {
 		s = bigCity.plain
 	}
-	var lookups, items, found, seed atomic.Int64
+	var lookups, hits, items, found, seed atomic.Int64
 	b.SetParallelism(32)
 	cpu := startCPU(b)
 	b.ResetTimer()
@@ -118,12 +118,14 @@ func benchmarkQuery(b *testing.B, q events.AreaQuery, cached bool) {
 				return
 			}
 			lookups.Add(int64(res.Lookups))
+			hits.Add(int64(res.Cached))
 			items.Add(int64(res.ItemsRead))
 			found.Add(int64(len(res.Events)))
 		}
 	})
 	cpu.report(b)
 	b.ReportMetric(float64(lookups.Load())/float64(b.N), "lookups/op")
+	b.ReportMetric(float64(hits.Load())/float64(b.N), "cached/op")
 	b.ReportMetric(float64(items.Load())/float64(b.N), "items/op")
 	b.ReportMetric(float64(found.Load())/float64(b.N), "events/op")
 }

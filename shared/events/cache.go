@@ -46,10 +46,103 @@ type part struct {
 	mu      sync.RWMutex
 	gen     uint64 // writes applied or refused since the part was made
 	loaded  bool
-	recs    []cachedRec
-	idx     map[string]int // event id -> index in recs
+	groups  []group          // the records, by the grid square of their first position
+	byKey   map[groupKey]int // grid square -> index in groups
+	where   map[string]slot  // event id -> place of its record
 	bytes   int64
 	pruneAt int64 // Unix nanoseconds after which expired records are dropped (prune)
+}
+
+// group is the records of a partition of one kind (points or LineStrings) whose first
+// position lies in one grid square of groupStep degrees. A wide query measures the group once and skips all of its records when
+// none can be near enough (matcher.addPart): the 500 nearest events of a 9780 m query lie
+// within a few kilometres, in a few of the hundred or so squares of the cells it reads.
+type group struct {
+	centre geo.Point // of the square, clamped to the poles' latitudes
+	cos    float64   // cosine of centre's latitude (pointDistance)
+	// span is a distance in metres within which every record of the group, whole extent
+	// included, lies from centre: the largest distance of a first position plus its record's
+	// reach, over the records ever put in the group. Removing a record leaves it as it was:
+	// too large a span only skips less.
+	span float64
+	line bool // LineStrings; otherwise points
+	recs []cachedRec
+}
+
+// groupKey names a grid square, latitude and longitude divided by groupStep and rounded down,
+// and the kind of its records. Points and LineStrings are kept apart: a LineString's reach,
+// often kilometres, would widen the span of the points' group and skip nothing.
+type groupKey struct {
+	lat, lon int32
+	line     bool
+}
+
+// slot is where a record is: its group and its index there.
+type slot struct{ group, i int }
+
+// groupStep is the side of the grid squares in degrees: about 1.1 km by 0.7 km at 50°, some
+// 40 events of the load test's city each. A square much smaller would cost more in distances
+// to squares than it saves in records; much larger, it would hold too many records nobody needs.
+const groupStep = 0.01
+
+func keyOf(r *cachedRec) groupKey {
+	return groupKey{int32(math.Floor(r.p0.Lat / groupStep)), int32(math.Floor(r.p0.Lon / groupStep)), r.rec.n > 1}
+}
+
+// put adds r to its group, or replaces the record of the same event. It returns the bytes the
+// part grows by. The caller holds p.mu.
+func (p *part) put(r cachedRec) (grown int64) {
+	if at, ok := p.where[r.id]; ok {
+		grown -= p.groups[at.group].recs[at.i].size
+		p.remove(at)
+	}
+	k := keyOf(&r)
+	gi, ok := p.byKey[k]
+	if !ok {
+		gi = len(p.groups)
+		p.byKey[k] = gi
+		c := geo.Point{Lat: min(90, max(-90, (float64(k.lat)+0.5)*groupStep)), Lon: (float64(k.lon) + 0.5) * groupStep}
+		p.groups = append(p.groups, group{centre: c, cos: math.Cos(c.Lat * degToRad), line: k.line})
+		grown += groupOverhead
+	}
+	g := &p.groups[gi]
+	g.span = max(g.span, geo.Distance(g.centre, r.p0)+r.rec.reach)
+	p.where[r.id] = slot{gi, len(g.recs)}
+	g.recs = append(g.recs, r)
+	grown += r.size
+	p.bytes += grown
+	return grown
+}
+
+// remove drops the record at at, moving the last of its group into its place. The caller
+// holds p.mu and adjusts p.bytes.
+func (p *part) remove(at slot) {
+	g := &p.groups[at.group]
+	delete(p.where, g.recs[at.i].id)
+	last := len(g.recs) - 1
+	if at.i != last {
+		g.recs[at.i] = g.recs[last]
+		p.where[g.recs[at.i].id] = at
+	}
+	g.recs[last] = cachedRec{}
+	g.recs = g.recs[:last]
+}
+
+// load makes the part hold recs, and returns their bytes. The caller holds p.mu.
+func (p *part) load(recs []cachedRec) int64 {
+	p.loaded, p.groups, p.pruneAt, p.bytes = true, nil, 0, 0
+	p.byKey, p.where = map[groupKey]int{}, make(map[string]slot, len(recs))
+	for _, r := range recs {
+		p.put(r)
+	}
+	return p.bytes
+}
+
+// unload forgets the records, and returns the bytes freed. The caller holds p.mu.
+func (p *part) unload() int64 {
+	freed := p.bytes
+	p.loaded, p.groups, p.byKey, p.where, p.bytes = false, nil, nil, nil, 0
+	return freed
 }
 
 // pruneEvery is how often a loaded partition drops its expired records. The table's TTL
@@ -64,7 +157,8 @@ type cachedRec struct {
 	// following ext to another cache line for each of thousands of records costs memory
 	// latency on top of the distance.
 	p0  geo.Point
-	cos float64 // cosine of p0's latitude (pointDistance)
+	cos float64  // cosine of p0's latitude (pointDistance)
+	u   geo.Unit // p0 as a unit vector (matcher.add's chord tests)
 	id  string
 	rec record
 	ext []geo.Point // the record's extent, decoded once
@@ -72,9 +166,9 @@ type cachedRec struct {
 	// half its longest segment, as every point of a segment is within half its length of an
 	// end. matcher.add uses it to skip the exact distance.
 	latLo, latHi float64
-	// For a LineString, the cosine of each vertex's latitude and half its longest segment:
-	// its distance is at least the nearest vertex's less half (matcher.add).
-	coss    []float64
+	// For a LineString, each vertex as a unit vector and half its longest segment: its
+	// distance is at least the nearest vertex's less half (matcher.add).
+	units   []geo.Unit
 	halfSeg float64
 	// path is a LineString's extent prepared for exact distances, in records that stay (the
 	// cache's); nil otherwise, and matcher.add measures ext itself. Each cell's copy has its
@@ -83,12 +177,13 @@ type cachedRec struct {
 	size int64
 }
 
-// recOverhead is what a cached record costs besides its bytes (struct, id, map entry), and
-// partOverhead what a partition costs, loaded or not: counted so that the limit bounds the
+// recOverhead is what a cached record costs besides its bytes (struct, id, map entry),
+// groupOverhead what a group costs, and partOverhead what a partition costs, loaded or not: counted so that the limit bounds the
 // cache however many empty cells queries and writes touch.
 const (
-	recOverhead  = 176
-	partOverhead = 256
+	recOverhead   = 176
+	partOverhead  = 256
+	groupOverhead = 128
 )
 
 func newPartCache(limit int64) *partCache {
@@ -130,7 +225,7 @@ type ticket struct {
 
 // view calls fn with the records of pk while they cannot change, when the partition is
 // loaded; otherwise it returns a ticket for fill. now (Unix nanoseconds) decides pruning.
-func (c *partCache) view(pk string, now int64, fn func([]cachedRec)) (hit bool, t ticket) {
+func (c *partCache) view(pk string, now int64, fn func([]group)) (hit bool, t ticket) {
 	t.epoch = c.epoch.Load()
 	p := c.get(pk)
 	p.mu.RLock()
@@ -139,7 +234,7 @@ func (c *partCache) view(pk string, now int64, fn func([]cachedRec)) (hit bool, 
 		p.mu.RUnlock()
 		return false, t
 	}
-	fn(p.recs)
+	fn(p.groups)
 	stale := p.pruneAt <= now
 	p.mu.RUnlock()
 	if stale {
@@ -157,46 +252,29 @@ func (p *part) prune(now int64) (freed int64) {
 		return 0
 	}
 	p.pruneAt = now + pruneEvery
-	for i := 0; i < len(p.recs); {
-		if r := p.recs[i]; r.rec.expires <= now {
-			freed += r.size
-			p.remove(i)
-			continue
+	for gi := range p.groups {
+		g := &p.groups[gi]
+		for i := 0; i < len(g.recs); {
+			if r := g.recs[i]; r.rec.expires <= now {
+				freed += r.size
+				p.remove(slot{gi, i})
+				continue
+			}
+			i++
 		}
-		i++
 	}
 	p.bytes -= freed
 	return freed
-}
-
-// remove drops record i, moving the last one into its place. The caller holds p.mu and
-// adjusts p.bytes.
-func (p *part) remove(i int) {
-	delete(p.idx, p.recs[i].id)
-	last := len(p.recs) - 1
-	if i != last {
-		p.recs[i] = p.recs[last]
-		p.idx[p.recs[i].id] = i
-	}
-	p.recs[last] = cachedRec{}
-	p.recs = p.recs[:last]
 }
 
 // fill stores the records read from the table for a ticket's partition, unless a write or an
 // eviction came in between (the records might then be older than what the table holds).
 func (c *partCache) fill(t ticket, recs []cachedRec) {
 	var bytes int64
-	for _, r := range recs {
-		bytes += r.size
-	}
 	t.p.mu.Lock()
 	ok := !t.p.loaded && t.p.gen == t.gen && c.epoch.Load() == t.epoch
 	if ok {
-		t.p.loaded, t.p.recs, t.p.bytes, t.p.pruneAt = true, recs, bytes, 0
-		t.p.idx = make(map[string]int, len(recs))
-		for i, r := range recs {
-			t.p.idx[r.id] = i
-		}
+		bytes = t.p.load(recs)
 	}
 	t.p.mu.Unlock()
 	if ok && c.size.Add(bytes) > c.limit {
@@ -226,30 +304,20 @@ func (c *partCache) apply(ops []store.Op, err error, now int64) {
 		switch {
 		case !p.loaded:
 		case err != nil:
-			delta -= p.bytes
-			p.loaded, p.recs, p.idx, p.bytes = false, nil, nil, 0
+			delta -= p.unload()
 		case op.Kind == store.OpPut:
 			r, perr := cacheRecord(op.Item, true)
 			if perr != nil {
-				delta -= p.bytes
-				p.loaded, p.recs, p.idx, p.bytes = false, nil, nil, 0
+				delta -= p.unload()
 				break
 			}
-			delta += r.size
-			p.bytes += r.size
-			if i, ok := p.idx[k.SK]; ok {
-				delta -= p.recs[i].size
-				p.bytes -= p.recs[i].size
-				p.recs[i] = r
-			} else {
-				p.idx[k.SK] = len(p.recs)
-				p.recs = append(p.recs, r)
-			}
+			delta += p.put(r)
 		case op.Kind == store.OpDelete:
-			if i, ok := p.idx[k.SK]; ok {
-				delta -= p.recs[i].size
-				p.bytes -= p.recs[i].size
-				p.remove(i)
+			if at, ok := p.where[k.SK]; ok {
+				size := p.groups[at.group].recs[at.i].size
+				delta -= size
+				p.bytes -= size
+				p.remove(at)
 			}
 		}
 		delta -= p.prune(now)
@@ -275,8 +343,7 @@ func (c *partCache) evict() {
 				return
 			}
 			p.mu.Lock()
-			c.size.Add(-p.bytes - partOverhead)
-			p.loaded, p.recs, p.idx, p.bytes = false, nil, nil, 0
+			c.size.Add(-p.unload() - partOverhead)
 			p.mu.Unlock()
 			delete(sh.parts, pk)
 		}
@@ -294,23 +361,23 @@ func cacheRecord(it store.Item, keep bool) (cachedRec, error) {
 	}
 	id := it.String(store.AttrSK)
 	ext := r.extent()
-	c := cachedRec{id: id, rec: r, ext: ext, p0: ext[0], cos: math.Cos(ext[0].Lat * degToRad),
+	c := cachedRec{id: id, rec: r, ext: ext, p0: ext[0], cos: math.Cos(ext[0].Lat * degToRad), u: ext[0].Unit(),
 		latLo: ext[0].Lat, latHi: ext[0].Lat, size: int64(len(d)+len(id)+16*r.n) + recOverhead}
 	if len(ext) == 1 {
 		return c, nil
 	}
 	var seg float64
-	c.coss = make([]float64, len(ext))
-	c.coss[0] = c.cos
+	c.units = make([]geo.Unit, len(ext))
+	c.units[0] = c.u
 	for i := 1; i < len(ext); i++ {
 		c.latLo, c.latHi = min(c.latLo, ext[i].Lat), max(c.latHi, ext[i].Lat)
 		seg = max(seg, geo.Distance(ext[i-1], ext[i]))
-		c.coss[i] = math.Cos(ext[i].Lat * degToRad)
+		c.units[i] = ext[i].Unit()
 	}
 	c.halfSeg = seg/2 + 1
 	widen := c.halfSeg / geo.EarthRadius / degToRad
 	c.latLo, c.latHi = c.latLo-widen, c.latHi+widen
-	c.size += int64(8 * len(ext))
+	c.size += int64(24 * len(ext))
 	if keep {
 		c.path = geo.NewPath(ext)
 		c.size += c.path.Bytes()

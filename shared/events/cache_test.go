@@ -29,10 +29,12 @@ func cacheItem(t *testing.T, pk, id string, version int64) store.Item {
 // partition is not loaded.
 func versions(c *partCache, pk string) map[string]int64 {
 	var out map[string]int64
-	c.view(pk, 0, func(recs []cachedRec) {
+	c.view(pk, 0, func(groups []group) {
 		out = map[string]int64{}
-		for _, r := range recs {
-			out[r.id] = r.rec.version
+		for _, g := range groups {
+			for _, r := range g.recs {
+				out[r.id] = r.rec.version
+			}
 		}
 	})
 	return out
@@ -43,7 +45,7 @@ func TestPartCacheFollowsWrites(t *testing.T) {
 	t.Parallel()
 	c := newPartCache(1 << 20)
 	const pk = "area#live#cell"
-	hit, tk := c.view(pk, 0, func([]cachedRec) {})
+	hit, tk := c.view(pk, 0, func([]group) {})
 	if hit {
 		t.Fatal("empty cache: hit; want a miss")
 	}
@@ -84,7 +86,7 @@ func TestPartCacheRefusesAStaleFill(t *testing.T) {
 	old, _ := cacheRecord(cacheItem(t, pk, "ev_a", 1), true)
 	t.Run("write in between", func(t *testing.T) {
 		c := newPartCache(1 << 20)
-		_, tk := c.view(pk, 0, func([]cachedRec) {})
+		_, tk := c.view(pk, 0, func([]group) {})
 		c.apply([]store.Op{store.PutOp(cacheItem(t, pk, "ev_a", 2), store.Condition{})}, nil, 0)
 		c.fill(tk, []cachedRec{old})
 		if got := versions(c, pk); got != nil {
@@ -93,7 +95,7 @@ func TestPartCacheRefusesAStaleFill(t *testing.T) {
 	})
 	t.Run("eviction in between", func(t *testing.T) {
 		c := newPartCache(1 << 20)
-		_, tk := c.view(pk, 0, func([]cachedRec) {})
+		_, tk := c.view(pk, 0, func([]group) {})
 		c.evict()
 		c.fill(tk, []cachedRec{old})
 		if got := versions(c, pk); got != nil {
@@ -109,7 +111,7 @@ func TestPartCacheLimit(t *testing.T) {
 	c := newPartCache(limit)
 	for i := range 1000 {
 		pk := fmt.Sprintf("area#live#%d", i)
-		_, tk := c.view(pk, 0, func([]cachedRec) {})
+		_, tk := c.view(pk, 0, func([]group) {})
 		r, _ := cacheRecord(cacheItem(t, pk, "ev_a", 1), true)
 		c.fill(tk, []cachedRec{r, r})
 		if got := c.size.Load(); got > limit {
@@ -140,11 +142,11 @@ func TestPartCachePrunesExpired(t *testing.T) {
 	c := newPartCache(1 << 20)
 	const pk = "area#live#cell"
 	expires := time.Date(2040, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano() // cacheItem's expiry
-	_, tk := c.view(pk, expires-1, func([]cachedRec) {})
+	_, tk := c.view(pk, expires-1, func([]group) {})
 	a, _ := cacheRecord(cacheItem(t, pk, "ev_a", 1), true)
 	c.fill(tk, []cachedRec{a})
 	before := c.size.Load()
-	c.view(pk, expires, func([]cachedRec) {}) // the first view prunes at once
+	c.view(pk, expires, func([]group) {}) // the first view prunes at once
 	if got := versions(c, pk); len(got) != 0 {
 		t.Errorf("after expiry: %v; want the record pruned", got)
 	}
@@ -173,8 +175,9 @@ func scanItem(t *testing.T, pk, id string, expires time.Time, ext ...geo.Point) 
 	return areaItem(pk, id, expires, rec)
 }
 
-// A cached partition read points first (matcher.addPart) gives exactly the answer of its
-// records taken in order, with the cap reached (where the reach test tightens) and not.
+// A cached partition read by groups, nearest first, skipping the groups out of reach, and
+// points first within each (matcher.addPart) gives exactly the answer of its records taken in
+// order, with the cap reached (where the reach test and the skipping tighten) and not.
 func TestAddPartAgreesWithAdd(t *testing.T) {
 	t.Parallel()
 	r := rand.New(rand.NewPCG(5, 8))
@@ -197,16 +200,20 @@ func TestAddPartAgreesWithAdd(t *testing.T) {
 		}
 		recs = append(recs, rec)
 	}
+	var p part
+	p.load(recs)
 	for _, radius := range []float64{300, 1000, 3000, 9780} {
 		for _, limit := range []int{500, 50} {
-			q := AreaQuery{Center: near(0.05), Radius: radius}
-			byPart, inOrder := newMatcher(q, 0, limit), newMatcher(q, 0, limit)
-			byPart.addPart(recs)
-			for i := range recs {
-				inOrder.add(&recs[i])
-			}
-			if got, want := fmt.Sprint(byPart.result()), fmt.Sprint(inOrder.result()); got != want {
-				t.Errorf("radius %v, limit %d: points first found\n%s\nwant (records in order)\n%s", radius, limit, got, want)
+			for range 5 {
+				q := AreaQuery{Center: near(0.05), Radius: radius}
+				byPart, inOrder := newMatcher(q, 0, limit), newMatcher(q, 0, limit)
+				byPart.addPart(p.groups)
+				for i := range recs {
+					inOrder.add(&recs[i])
+				}
+				if got, want := fmt.Sprint(byPart.result()), fmt.Sprint(inOrder.result()); got != want {
+					t.Errorf("centre %v, radius %v, limit %d: by groups found\n%s\nwant (records in order)\n%s", q.Center, radius, limit, got, want)
+				}
 			}
 		}
 	}

@@ -94,6 +94,36 @@ func (p *Path) Bytes() int64 {
 	return int64(unsafe.Sizeof(*p)) + int64(len(p.arcs))*int64(unsafe.Sizeof(arc{}))
 }
 
+// Unit is a position as a unit vector in Earth-centred Cartesian coordinates. The squared
+// chord between two of them grows with their distance and takes no trigonometry, so many
+// positions can be compared with one distance at the cost of a sine (ChordSquared): an area
+// query sets most of its candidates aside that way before measuring any exactly.
+type Unit struct{ X, Y, Z float64 }
+
+// Unit returns p as a unit vector.
+func (p Point) Unit() Unit {
+	v := toVec(p)
+	return Unit{v.x, v.y, v.z}
+}
+
+// ChordSquared returns the squared length of the chord between u and w, on the unit sphere.
+func (u Unit) ChordSquared(w Unit) float64 {
+	dx, dy, dz := u.X-w.X, u.Y-w.Y, u.Z-w.Z
+	return dx*dx + dy*dy + dz*dz
+}
+
+// ChordSquared returns the squared chord, on the unit sphere, of a great-circle distance of
+// metres: two positions are farther apart than metres exactly when their Unit.ChordSquared
+// is larger, up to rounding (callers compare with a distance a metre longer, which rounding
+// cannot undo). From half the Earth's circumference on it is +Inf: nothing is farther.
+func ChordSquared(metres float64) float64 {
+	a := max(metres, 0) / EarthRadius
+	if a >= math.Pi {
+		return math.Inf(1)
+	}
+	return sq(2 * math.Sin(a/2))
+}
+
 // Length returns the length in metres of an extent along its great-circle segments; a single
 // point has length 0. Callers use it to bound the size of what they index.
 func Length(extent []Point) float64 {

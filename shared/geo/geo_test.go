@@ -280,3 +280,29 @@ func TestPathDistanceIsDistanceToExtent(t *testing.T) {
 		}
 	}
 }
+
+// A chord compared with ChordSquared of a distance a metre longer (or shorter) says on which
+// side of that distance two positions are, at every scale from metres to the antipodes: the
+// area query sets candidates aside on it without measuring them (spec 4.1 rule 3).
+func TestChordSquaredOrdersAsDistance(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(7, 9))
+	for i := range 200_000 {
+		a := geo.Point{Lat: r.Float64()*180 - 90, Lon: r.Float64()*360 - 180}
+		spread := math.Pow(10, -6+7*r.Float64()) // degrees: a few centimetres to anywhere
+		b := geo.Point{Lat: max(-90, min(90, a.Lat+r.NormFloat64()*spread)), Lon: math.Mod(a.Lon+r.NormFloat64()*spread+540, 360) - 180}
+		if i%1000 == 0 {
+			b = geo.Point{Lat: -a.Lat, Lon: math.Mod(a.Lon+360, 360) - 180} // antipodal
+		}
+		d, c := geo.Distance(a, b), a.Unit().ChordSquared(b.Unit())
+		if c > geo.ChordSquared(d+1) {
+			t.Fatalf("%v to %v: %v m, yet a chord longer than %v m's", a, b, d, d+1)
+		}
+		if d > 1 && c <= geo.ChordSquared(d-1) {
+			t.Fatalf("%v to %v: %v m, yet a chord no longer than %v m's", a, b, d, d-1)
+		}
+	}
+	if got := geo.ChordSquared(math.Pi * geo.EarthRadius); !math.IsInf(got, 1) {
+		t.Errorf("ChordSquared of half the circumference = %v; want +Inf (nothing is farther)", got)
+	}
+}

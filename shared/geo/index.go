@@ -211,6 +211,14 @@ func coverFrom(origin h3.Cell, cv vec, limit float64, res int, radiusM float64, 
 	return cover, nil
 }
 
+// DistanceToBoundary returns the distance in metres from p to the nearest point of cell c's
+// boundary: for p outside c, the distance to c. Cell shapes come from the cache CoverCircle
+// fills, so this takes no call into H3 for the cells of a recent cover.
+func DistanceToBoundary(p Point, c h3.Cell) (float64, error) {
+	a, err := angleToBoundary(toVec(p), c)
+	return a * EarthRadius, err
+}
+
 // angleToBoundary returns the central angle from p to the nearest point of cell c's boundary.
 func angleToBoundary(p vec, c h3.Cell) (float64, error) {
 	sh, err := cells.shape(c)

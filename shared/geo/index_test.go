@@ -451,3 +451,35 @@ func TestParseCell(t *testing.T) {
 		})
 	}
 }
+
+// DistanceToBoundary is the distance to the cell's boundary as DistanceToExtent measures it on
+// the boundary ring: the area query orders the cells it reads by it and stops on it.
+func TestDistanceToBoundary(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(11, 13))
+	for range 2000 {
+		p := geo.Point{Lat: r.Float64()*170 - 85, Lon: r.Float64()*360 - 180}
+		q := geo.Point{Lat: max(-90, min(90, p.Lat+r.NormFloat64()*0.2)), Lon: math.Mod(p.Lon+r.NormFloat64()*0.2+540, 360) - 180}
+		res := []int{6, 8}[r.IntN(2)]
+		c, err := h3.LatLngToCell(h3.NewLatLng(q.Lat, q.Lon), res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := h3.CellToBoundary(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ring := make([]geo.Point, 0, len(b)+1)
+		for _, ll := range b {
+			ring = append(ring, geo.Point{Lat: ll.Lat, Lon: ll.Lng})
+		}
+		ring = append(ring, ring[0])
+		got, err := geo.DistanceToBoundary(p, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := geo.DistanceToExtent(p, ring); math.Abs(got-want) > 1e-6 {
+			t.Fatalf("DistanceToBoundary(%v, %s) = %v; the boundary ring is %v away", p, c, got, want)
+		}
+	}
+}
