@@ -29,11 +29,14 @@ import (
 // touched it since the read began (gen), and no eviction happened meanwhile (epoch), so a slow
 // reader cannot put back a partition older than a write it raced with.
 type partCache struct {
-	limit  int64        // bytes; over it, partitions are evicted at random
-	size   atomic.Int64 // bytes held
-	epoch  atomic.Uint64
-	seed   maphash.Seed
-	shards [64]cacheShard
+	limit int64        // bytes; over it, partitions are evicted at random
+	size  atomic.Int64 // bytes held
+	epoch atomic.Uint64
+	// adding and added count the calls that may add records (apply, fill) when they begin
+	// and when they end, so that a query can tell none ran while it read (stillSince).
+	adding, added atomic.Uint64
+	seed          maphash.Seed
+	shards        [64]cacheShard
 }
 
 type cacheShard struct {
@@ -267,9 +270,26 @@ func (p *part) prune(now int64) (freed int64) {
 	return freed
 }
 
+// still returns a mark for stillSince, and whether no record is being added now.
+func (c *partCache) still() (mark uint64, ok bool) {
+	done := c.added.Load()
+	mark = c.adding.Load()
+	return mark, mark == done
+}
+
+// stillSince tells whether no record was added since still returned mark. A query whose
+// partitions all came from the cache, with nothing added from still to stillSince, saw each
+// event at most once: an event has one record per partition, and a point one partition per
+// level. Only a change between two of its reads can show a point twice, moved.
+func (c *partCache) stillSince(mark uint64) bool {
+	return c.adding.Load() == mark
+}
+
 // fill stores the records read from the table for a ticket's partition, unless a write or an
 // eviction came in between (the records might then be older than what the table holds).
 func (c *partCache) fill(t ticket, recs []cachedRec) {
+	c.adding.Add(1)
+	defer c.added.Add(1)
 	var bytes int64
 	t.p.mu.Lock()
 	ok := !t.p.loaded && t.p.gen == t.gen && c.epoch.Load() == t.epoch
@@ -292,6 +312,8 @@ func (c *partCache) apply(ops []store.Op, err error, now int64) {
 	if errors.As(err, &ce) {
 		return
 	}
+	c.adding.Add(1)
+	defer c.added.Add(1)
 	var delta int64
 	for _, op := range ops {
 		k := op.TargetKey()

@@ -211,10 +211,85 @@ func TestAddPartAgreesWithAdd(t *testing.T) {
 				for i := range recs {
 					inOrder.add(&recs[i])
 				}
-				if got, want := fmt.Sprint(byPart.result()), fmt.Sprint(inOrder.result()); got != want {
+				if got, want := fmt.Sprint(byPart.result(true)), fmt.Sprint(inOrder.result(false)); got != want {
 					t.Errorf("centre %v, radius %v, limit %d: by groups found\n%s\nwant (records in order)\n%s", q.Center, radius, limit, got, want)
 				}
 			}
+		}
+	}
+}
+
+// A point found twice, read across a concurrent move, is answered once, in its newest copy,
+// wherever the copies come in the order of reading.
+func TestResultKeepsTheNewestCopy(t *testing.T) {
+	t.Parallel()
+	center := geo.Point{Lat: 48.85, Lon: 2.35}
+	expires := time.Date(2040, 1, 1, 0, 0, 0, 0, time.UTC)
+	old, err := cacheRecord(scanItem(t, "area#live#a", "ev_moved", expires, geo.Point{Lat: 48.851, Lon: 2.35}), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved := old
+	moved.rec.version, moved.p0 = 2, geo.Point{Lat: 48.852, Lon: 2.35}
+	moved.u, moved.cos = moved.p0.Unit(), math.Cos(moved.p0.Lat*degToRad)
+	other, err := cacheRecord(scanItem(t, "area#live#b", "ev_other", expires, geo.Point{Lat: 48.8515, Lon: 2.35}), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, order := range [][]cachedRec{{old, other, moved}, {moved, other, old}} {
+		m := newMatcher(AreaQuery{Center: center, Radius: 1000}, 0, 500)
+		for i := range order {
+			m.add(&order[i])
+		}
+		got := m.result(false)
+		if len(got) != 2 || got[0].ID != "ev_other" || got[1].ID != "ev_moved" || got[1].Distance != geo.Distance(center, moved.p0) {
+			t.Errorf("found %v; want ev_other, then ev_moved once at its new position, %.1f m", got, geo.Distance(center, moved.p0))
+		}
+	}
+}
+
+// A query can tell whether records were added to the cache while it read: only then may it
+// have seen an event twice (stillSince).
+func TestPartCacheTellsWhetherRecordsWereAdded(t *testing.T) {
+	t.Parallel()
+	c := newPartCache(1 << 20)
+	const pk = "area#live#cell"
+	mark, still := c.still()
+	if !still || !c.stillSince(mark) {
+		t.Fatal("an idle cache: not still")
+	}
+	_, tk := c.view(pk, 0, func([]group) {})
+	a, _ := cacheRecord(cacheItem(t, pk, "ev_a", 1), true)
+	c.fill(tk, []cachedRec{a})
+	if c.stillSince(mark) {
+		t.Error("after a fill: still; want the query told")
+	}
+	mark, _ = c.still()
+	c.apply([]store.Op{store.PutOp(cacheItem(t, pk, "ev_b", 1), store.Condition{})}, nil, 0)
+	if c.stillSince(mark) {
+		t.Error("after a write: still; want the query told")
+	}
+}
+
+// The answer is ordered by distance, then id, to the last bit, however close the distances:
+// result sorts them rounded to float32 first.
+func TestResultOrdersCloseDistancesExactly(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(2, 4))
+	m := newMatcher(AreaQuery{Center: geo.Point{}, Radius: 9780}, 0, 300)
+	for i := range 400 {
+		d := 1000 + float64(r.IntN(50))*1e-6 // many share a float32, some are equal
+		m.found = append(m.found, AreaEvent{ID: fmt.Sprintf("ev_%03d", r.IntN(1000)) + fmt.Sprint(i), Distance: d})
+		m.ver = append(m.ver, 1)
+		m.push(d)
+	}
+	got := m.result(true)
+	if len(got) != 300 {
+		t.Fatalf("%d events; want the cap, 300", len(got))
+	}
+	for i := 1; i < len(got); i++ {
+		if a, b := got[i-1], got[i]; a.Distance > b.Distance || a.Distance == b.Distance && a.ID >= b.ID {
+			t.Fatalf("event %d (%s, %v) after (%s, %v): not nearest first, ties by id", i, b.ID, b.Distance, a.ID, a.Distance)
 		}
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/uber/h3-go/v4"
@@ -88,6 +87,13 @@ func (s *Store) Area(ctx context.Context, c Caller, q AreaQuery) (*AreaResult, e
 	}
 	res := &AreaResult{Level: cov.level}
 	m := newMatcher(q, s.clock.Now().UnixNano(), s.maxPerQuery)
+	var (
+		mark  uint64
+		still bool
+	)
+	if s.cache != nil {
+		mark, still = s.cache.still()
+	}
 
 	waves := [][]h3.Cell{cov.cells}
 	var bounds []float64 // lower bound of the distance to the first cell of each wave
@@ -115,7 +121,7 @@ func (s *Store) Area(ctx context.Context, c Caller, q AreaQuery) (*AreaResult, e
 	if m.bad > 0 {
 		s.log.ErrorContext(ctx, "events: skipped unreadable area index records", "count", m.bad)
 	}
-	res.Events = m.result()
+	res.Events = m.result(still && res.Cached == res.Lookups && s.cache.stillSince(mark))
 	return res, nil
 }
 
@@ -474,10 +480,10 @@ func (m *matcher) add(c *cachedRec) {
 			break
 		}
 	}
+	// What is beyond the bound stays beyond it (the bound only comes nearer): the other
+	// copies of this version need not be measured again.
 	if !near {
-		if limit == m.radius {
-			m.far[c.id] = r.version
-		}
+		m.far[c.id] = r.version
 		return
 	}
 	if c.path != nil {
@@ -485,11 +491,8 @@ func (m *matcher) add(c *cachedRec) {
 	} else {
 		d = geo.DistanceToExtent(m.center, c.ext)
 	}
-	if d > m.radius {
+	if d > m.bound() {
 		m.far[c.id] = r.version
-		return
-	}
-	if len(m.top) == m.limit && d > m.top[0] {
 		return
 	}
 	if dup {
@@ -567,8 +570,9 @@ func (m *matcher) push(d float64) {
 }
 
 // result returns the events found, nearest first, ties by id, each once (its newest copy),
-// capped.
-func (m *matcher) result() []AreaEvent {
+// capped. unique says that no event can have been found twice, and the copies need not be
+// looked for.
+func (m *matcher) result(unique bool) []AreaEvent {
 	kept, ver := m.found[:0], m.ver[:0]
 	for i, e := range m.found {
 		// Only events at most as far as the limit-th can make the answer.
@@ -576,44 +580,49 @@ func (m *matcher) result() []AreaEvent {
 			kept, ver = append(kept, e), append(ver, m.ver[i])
 		}
 	}
-	// A point read twice across a concurrent change (moved from a cell read later to one read
-	// earlier): keep its newest copy.
-	newest := make(map[string]int, len(kept))
-	out := kept[:0]
-	for i, e := range kept {
-		j, dup := newest[e.ID]
-		switch {
-		case !dup:
-			newest[e.ID] = len(out)
-			out = append(out, e)
-			ver[len(out)-1] = ver[i]
-		case ver[i] > ver[j]:
-			out[j] = e
-			ver[j] = ver[i]
+	out := kept
+	if !unique {
+		// A point read twice across a concurrent change (moved from a cell read later to one
+		// read earlier): keep its newest copy.
+		newest := make(map[string]int, len(kept))
+		out = kept[:0]
+		for i, e := range kept {
+			j, dup := newest[e.ID]
+			switch {
+			case !dup:
+				newest[e.ID] = len(out)
+				out = append(out, e)
+				ver[len(out)-1] = ver[i]
+			case ver[i] > ver[j]:
+				out[j] = e
+				ver[j] = ver[i]
+			}
 		}
 	}
-	// Sorting distances and indices, then placing the events, takes half the time of sorting
-	// the events themselves (measured on 600 of them: 40 µs against 80).
-	type key struct {
-		dist float64 // never NaN
-		i    int
-	}
-	keys := make([]key, len(out))
+	// The distances, rounded to float32 (which keeps their order, ties aside), and the
+	// indices sort as integers, at a third of the cost of sorting the events with a
+	// comparison function; an insertion pass then orders the rare ties exactly.
+	keys := make([]uint64, len(out))
 	for i, e := range out {
-		keys[i] = key{e.Distance, i}
+		keys[i] = uint64(math.Float32bits(float32(e.Distance)))<<32 | uint64(i)
 	}
-	slices.SortFunc(keys, func(a, b key) int {
-		switch {
-		case a.dist < b.dist:
-			return -1
-		case a.dist > b.dist:
-			return 1
+	slices.Sort(keys)
+	sorted := make([]AreaEvent, len(keys))
+	for i, k := range keys {
+		sorted[i] = out[uint32(k)]
+	}
+	for i := 1; i < len(sorted); i++ {
+		for j := i; j > 0 && nearer(&sorted[j], &sorted[j-1]); j-- {
+			sorted[j], sorted[j-1] = sorted[j-1], sorted[j]
 		}
-		return strings.Compare(out[a.i].ID, out[b.i].ID)
-	})
-	sorted := make([]AreaEvent, min(len(keys), m.limit))
-	for i := range sorted {
-		sorted[i] = out[keys[i].i]
 	}
-	return sorted
+	return sorted[:min(len(sorted), m.limit):min(len(sorted), m.limit)]
+}
+
+// nearer is the order of an answer: by distance, then by id.
+func nearer(a, b *AreaEvent) bool {
+	if a.Distance != b.Distance {
+		return a.Distance < b.Distance
+	}
+	return a.ID < b.ID
 }
