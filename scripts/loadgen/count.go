@@ -67,6 +67,28 @@ func countArray(b []byte) (int, error) {
 	return 0, fmt.Errorf("%w: truncated", errNotArray)
 }
 
+// eventStart opens every event the server answers with: EventPublic's first member is event_id.
+// A quote within a JSON string is escaped, so the sequence occurs nowhere else in an answer.
+var eventStart = []byte(`{"event_id":`)
+
+// countEvents returns the number of events in an answer of GET /v1/events: the objects that
+// open with an id, counted with bytes.Count (vectorised). countArray costs about 0.5 ms per
+// 9780 m answer, which at 1 000 answers a second took a quarter of the machine from the server
+// being measured; this takes a twentieth of that (BenchmarkCountArray, BenchmarkCountEvents).
+// It checks only that the answer is an array: the query phase checks one answer in
+// fullCheckEvery with countArray too, and fails when the counts differ.
+func countEvents(b []byte) (int, error) {
+	b = bytes.TrimSpace(b)
+	if len(b) < 2 || b[0] != '[' || b[len(b)-1] != ']' {
+		return 0, errNotArray
+	}
+	return bytes.Count(b, eventStart), nil
+}
+
+// fullCheckEvery is how often (in answers of one worker) a query's answer is also checked
+// with countArray.
+const fullCheckEvery = 32
+
 // stringEnd returns the index of the quote that ends the string whose contents start at
 // from: the first quote preceded by an even number of backslashes (each pair is an escaped
 // backslash; an odd one escapes the quote).

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -24,6 +25,8 @@ type fakeServer struct {
 	key string
 	// failEvery makes every failEvery-th query answer 500 (0: never).
 	failEvery int
+	// idless answers queries with objects that do not open with an id, unlike EventPublic.
+	idless bool
 
 	mu       sync.Mutex
 	bodies   map[string][]byte // published bodies by client_event_id
@@ -138,7 +141,8 @@ func (f *fakeServer) list(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusInternalServerError, map[string]string{"detail": "Internal Server Error"})
 		return
 	}
-	type hit struct {
+	type hit struct { // an event's id first, as EventPublic has it (countEvents)
+		ID       string  `json:"event_id"`
 		Index    int     `json:"index"`
 		Distance float64 `json:"distance_m"`
 	}
@@ -146,7 +150,7 @@ func (f *fakeServer) list(w http.ResponseWriter, r *http.Request) {
 	p := geo.Point{Lat: lat, Lon: lon}
 	for i, ext := range f.extents {
 		if d := geo.DistanceToExtent(p, ext); d <= radius {
-			hits = append(hits, hit{i, d})
+			hits = append(hits, hit{fmt.Sprintf("ev_%d", i), i, d})
 		}
 	}
 	slices.SortFunc(hits, func(a, b hit) int {
@@ -162,6 +166,18 @@ func (f *fakeServer) list(w http.ResponseWriter, r *http.Request) {
 		hits = hits[:fakeMaxEvents]
 	}
 	f.returned += len(hits)
+	if f.idless {
+		type idless struct {
+			Index    int     `json:"index"`
+			Distance float64 `json:"distance_m"`
+		}
+		out := make([]idless, len(hits))
+		for i, h := range hits {
+			out[i] = idless{h.Index, h.Distance}
+		}
+		writeJSON(w, http.StatusOK, out)
+		return
+	}
 	writeJSON(w, http.StatusOK, hits)
 }
 

@@ -160,6 +160,31 @@ func TestCountArray(t *testing.T) {
 	}
 }
 
+// countEvents counts the events of an answer, not the objects within them nor text within
+// strings; the first answer of each worker, and one in fullCheckEvery, is also counted by
+// countArray, so an answer of another shape fails the phase rather than being miscounted.
+func TestCountEvents(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		body    string
+		want    int
+		wantErr bool
+	}{
+		{"empty", " [ ]\n", 0, false},
+		{"events with geometry", `[{"event_id":"ev_a","geometry":{"type":"LineString"}},{"event_id":"ev_b"}]`, 2, false},
+		{"an id within a string", `[{"event_id":"ev_a","description":"{\"event_id\":1}"}]`, 1, false},
+		{"not an array", `{"detail":"x"}`, 0, true},
+		{"truncated", `[{"event_id":"ev_a"}`, 0, true},
+	}
+	for _, tt := range tests {
+		got, err := countEvents([]byte(tt.body))
+		if (err != nil) != tt.wantErr || got != tt.want {
+			t.Errorf("%s: countEvents(%q) = %d, %v; want %d, error %v", tt.name, tt.body, got, err, tt.want, tt.wantErr)
+		}
+	}
+}
+
 func TestPercentileIsNearestRank(t *testing.T) {
 	t.Parallel()
 	hundred := make(latencies, 100)
@@ -483,5 +508,25 @@ func TestMedianOfEvenCount(t *testing.T) {
 	t.Parallel()
 	if got := median([]float64{4, 1, 3, 2}); got != 2.5 {
 		t.Errorf("median(4,1,3,2) = %g; want 2.5", got)
+	}
+}
+
+// An answer whose events countEvents would miscount (objects that do not open with an id)
+// fails the query phase: the answers checked with countArray as well disagree.
+func TestQueryRefusesAnswersOfAnotherShape(t *testing.T) {
+	t.Parallel()
+	f, srv := newFake(t, "svc_test")
+	if code, _, stderr := runLoadgen(t, "seed", "-base", srv.URL, "-key", "svc_test",
+		"-events", "300", "-clients", "4", "-seed", "3"); code != 0 {
+		t.Fatalf("seed exit = %d; want 0 (stderr %q)", code, stderr)
+	}
+	f.mu.Lock()
+	f.idless = true
+	f.mu.Unlock()
+	code, r, stderr := runLoadgen(t, "query", "-base", srv.URL, "-key", "svc_test",
+		"-radius", "9780", "-requests", "320", "-duration", "0", "-warmup", "0", "-clients", "4")
+	// Each worker checks its first answer fully, then one in fullCheckEvery.
+	if code == 0 || r.Errors < 4 {
+		t.Errorf("query of idless answers: exit %d, %d errors (stderr %q); want a failure, an error per worker at least", code, r.Errors, stderr)
 	}
 }

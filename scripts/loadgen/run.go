@@ -91,8 +91,9 @@ func (t *target) close() { t.client.CloseIdleConnections() }
 
 // worker is one concurrent client: its reusable body buffer and its random source.
 type worker struct {
-	buf bytes.Buffer
-	rng *rand.Rand
+	buf     bytes.Buffer
+	rng     *rand.Rand
+	answers int // query answers counted
 }
 
 // outcome is one request's result as a phase's do function sees it: status 0 with an error
@@ -475,7 +476,14 @@ func (t *target) query(ctx context.Context, area square, radius float64, p plan)
 		if err != nil {
 			return outcome{status: status, err: err}
 		}
-		n, err := countArray(w.buf.Bytes())
+		n, err := countEvents(w.buf.Bytes())
+		if err == nil && w.answers%fullCheckEvery == 0 {
+			var full int
+			if full, err = countArray(w.buf.Bytes()); err == nil && full != n {
+				err = fmt.Errorf("%w: %d elements, %d of them events", errNotArray, full, n)
+			}
+		}
+		w.answers++
 		if err != nil {
 			return outcome{status: status, err: fmt.Errorf("GET /v1/events: %w", err)}
 		}
