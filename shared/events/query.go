@@ -621,8 +621,9 @@ func (m *matcher) result(unique bool) []AreaEvent {
 		}
 	}
 	// The distances, rounded to float32 (which keeps their order, ties aside), and the
-	// indices sort as integers, at a third of the cost of sorting the events with a
-	// comparison function; an insertion pass then orders the rare ties exactly.
+	// indices sort as integers, without the calls of a comparison function that made sorting
+	// the events a tenth of a 9780 m query; an insertion pass then orders the rare ties
+	// exactly.
 	keys := make([]uint64, len(out))
 	for i, e := range out {
 		keys[i] = uint64(math.Float32bits(float32(e.Distance)))<<32 | uint64(i)

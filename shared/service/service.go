@@ -169,8 +169,12 @@ func New(d Deps, groups ...Group) *API {
 }
 
 // embeddedAreaCache is the memory the events store may keep decoded area index partitions in
-// on the embedded store: the 100 000-event city takes about 200 MB at both levels.
-const embeddedAreaCache = 256 << 20
+// on the embedded store. The 100 000-event city takes 270 MB at both levels (161 MB
+// at level 8, 107 at level 6: BenchmarkQuery's city, warmed with a larger limit). At 256 MB
+// the cache evicted at random, and a load that alternated radii kept refilling partitions
+// from the table: the 1 000 m rate fell from 4 400/s to 2 500/s after each 9 780 m run.
+// Twice the city leaves room for its growth; the live heap stays within server.MemoryLimit.
+const embeddedAreaCache = 512 << 20
 
 // areaCacheBytes decides the events store's cache (events.Options.CacheBytes). Only the
 // embedded store has a single writing process (its file is locked while it is open), which
