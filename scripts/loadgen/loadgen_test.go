@@ -123,14 +123,17 @@ func TestNewCityRefusesAForeignTaxonomy(t *testing.T) {
 	}
 }
 
+// countCase is an answer and what counting its events gives.
+type countCase struct {
+	name    string
+	body    string
+	want    int
+	wantErr bool
+}
+
 func TestCountArray(t *testing.T) {
 	t.Parallel()
-	tests := []struct {
-		name    string
-		body    string
-		want    int
-		wantErr bool
-	}{
+	tests := []countCase{
 		{"empty", `[]`, 0, false},
 		{"empty with spaces", " [ \n ] \n", 0, false},
 		{"one", `[{"a":1}]`, 1, false},
@@ -165,12 +168,7 @@ func TestCountArray(t *testing.T) {
 // countArray, so an answer of another shape fails the phase rather than being miscounted.
 func TestCountEvents(t *testing.T) {
 	t.Parallel()
-	tests := []struct {
-		name    string
-		body    string
-		want    int
-		wantErr bool
-	}{
+	tests := []countCase{
 		{"empty", " [ ]\n", 0, false},
 		{"events with geometry", `[{"event_id":"ev_a","geometry":{"type":"LineString"}},{"event_id":"ev_b"}]`, 2, false},
 		{"an id within a string", `[{"event_id":"ev_a","description":"{\"event_id\":1}"}]`, 1, false},

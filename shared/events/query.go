@@ -407,15 +407,7 @@ func (m *matcher) addPart(groups []group) {
 			near = append(near, nearGroup{d, i})
 		}
 	}
-	slices.SortFunc(near, func(a, b nearGroup) int {
-		switch {
-		case a.dist < b.dist:
-			return -1
-		case a.dist > b.dist:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(near, func(a, b nearGroup) int { return cmp.Compare(a.dist, b.dist) })
 	for _, lines := range []bool{false, true} {
 		for _, n := range near {
 			if n.dist > m.bound()+1 {
