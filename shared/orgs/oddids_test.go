@@ -54,8 +54,10 @@ func TestOddPathIDsAreNotFound(t *testing.T) {
 		}
 		ids := oddIDs
 		if tab.Adapter == tables.AdapterDynamoDB {
-			// DynamoDB Local answers slowly: there, the ids that test its own key rules.
-			ids = oddIDs[:4]
+			// DynamoDB Local answers slowly: there, the ids that test its own key rules. The
+			// capacity is cut too, so that appending below copies instead of writing into
+			// oddIDs, which the embedded run reads at the same time.
+			ids = oddIDs[:4:4]
 		}
 		cases := 0
 		for _, rt := range e.routes {
