@@ -57,9 +57,10 @@ type part struct {
 }
 
 // group is the records of a partition of one kind (points or LineStrings) whose first
-// position lies in one grid square of groupStep degrees. A wide query measures the group once and skips all of its records when
-// none can be near enough (matcher.addPart): the 500 nearest events of a 9780 m query lie
-// within a few kilometres, in a few of the hundred or so squares of the cells it reads.
+// position lies in one grid square of groupStep degrees. A wide query measures the group once
+// and skips all of its records when none can be near enough (matcher.addPart): the 500
+// nearest events of a 9780 m query lie within a few kilometres, in a few of the hundred or so
+// squares of the cells it reads.
 type group struct {
 	centre geo.Point // of the square, clamped to the poles' latitudes
 	cos    float64   // cosine of centre's latitude (pointDistance)
@@ -181,10 +182,11 @@ type cachedRec struct {
 }
 
 // recOverhead is what a cached record costs besides its bytes (struct, id, map entry),
-// groupOverhead what a group costs, and partOverhead what a partition costs, loaded or not: counted so that the limit bounds the
-// cache however many empty cells queries and writes touch.
+// groupOverhead what a group costs, and partOverhead what a partition costs, loaded or not:
+// counted so that the limit bounds the cache however many empty cells queries and writes
+// touch.
 const (
-	recOverhead   = 176
+	recOverhead   = 200
 	partOverhead  = 256
 	groupOverhead = 128
 )
