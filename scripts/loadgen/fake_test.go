@@ -142,7 +142,7 @@ func (f *fakeServer) list(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	type hit struct { // an event's id first, as EventPublic has it (countEvents)
-		ID       string  `json:"event_id"`
+		ID       string  `json:"event_id,omitempty"`
 		Index    int     `json:"index"`
 		Distance float64 `json:"distance_m"`
 	}
@@ -150,7 +150,11 @@ func (f *fakeServer) list(w http.ResponseWriter, r *http.Request) {
 	p := geo.Point{Lat: lat, Lon: lon}
 	for i, ext := range f.extents {
 		if d := geo.DistanceToExtent(p, ext); d <= radius {
-			hits = append(hits, hit{fmt.Sprintf("ev_%d", i), i, d})
+			h := hit{Index: i, Distance: d}
+			if !f.idless {
+				h.ID = fmt.Sprintf("ev_%d", i)
+			}
+			hits = append(hits, h)
 		}
 	}
 	slices.SortFunc(hits, func(a, b hit) int {
@@ -166,18 +170,6 @@ func (f *fakeServer) list(w http.ResponseWriter, r *http.Request) {
 		hits = hits[:fakeMaxEvents]
 	}
 	f.returned += len(hits)
-	if f.idless {
-		type idless struct {
-			Index    int     `json:"index"`
-			Distance float64 `json:"distance_m"`
-		}
-		out := make([]idless, len(hits))
-		for i, h := range hits {
-			out[i] = idless{h.Index, h.Distance}
-		}
-		writeJSON(w, http.StatusOK, out)
-		return
-	}
 	writeJSON(w, http.StatusOK, hits)
 }
 

@@ -287,12 +287,7 @@ type matcher struct {
 	now     int64 // Unix nanoseconds
 	limit   int
 
-	// A point outside this latitude band or longitude span is farther than radius: the
-	// circle's bounding box on the sphere, widened by a metre. It spares most of the exact
-	// distances, as a cover's cells hold about twice the events its circle does.
-	latLo, latHi, lonSpan float64
-	lonBound              bool
-	cos                   float64 // cosine of the centre's latitude
+	cos float64 // cosine of the centre's latitude
 
 	found []AreaEvent
 	ver   []int64        // version of found[i]
@@ -307,9 +302,6 @@ type matcher struct {
 }
 
 func newMatcher(q AreaQuery, now int64, limit int) *matcher {
-	const degPerRad = 180 / math.Pi
-	const slack = 1.0 // metre
-	ang := (q.Radius + slack) / geo.EarthRadius
 	m := matchers.Get().(*matcher)
 	*m = matcher{
 		center:  q.Center,
@@ -324,17 +316,9 @@ func newMatcher(q AreaQuery, now int64, limit int) *matcher {
 		far:     m.far, // LineStrings measured out of range, by version
 		top:     m.top[:0],
 		near:    m.near[:0],
-		latLo:   q.Center.Lat - ang*degPerRad,
-		latHi:   q.Center.Lat + ang*degPerRad,
 		cos:     math.Cos(q.Center.Lat * degToRad),
 		cu:      q.Center.Unit(),
 		chordOf: -1,
-	}
-	// Every point of a spherical cap of angular radius ang around latitude φ that does not
-	// hold a pole lies within asin(sin ang / cos φ) of its centre's longitude.
-	if coLat := math.Pi/2 - math.Abs(q.Center.Lat)/degPerRad; ang < coLat {
-		m.lonBound = true
-		m.lonSpan = math.Asin(math.Sin(ang)/math.Cos(q.Center.Lat/degPerRad)) * degPerRad
 	}
 	return m
 }
@@ -354,23 +338,6 @@ func (m *matcher) release() {
 	clear(m.seen)
 	clear(m.far)
 	matchers.Put(m)
-}
-
-// outside tells whether a point is certainly farther than the radius, from its coordinates
-// alone: the distance is at least the meridian arc between the latitudes (and within the
-// cap's longitude span when it holds no pole). A false answer decides nothing.
-func (m *matcher) outside(p geo.Point) bool {
-	if p.Lat < m.latLo || p.Lat > m.latHi {
-		return true
-	}
-	if !m.lonBound {
-		return false
-	}
-	dLon := math.Abs(p.Lon - m.center.Lon)
-	if dLon > 180 {
-		dLon = 360 - dLon // the short way round
-	}
-	return dLon > m.lonSpan
 }
 
 // degToRad is geo's conversion factor, so that pointDistance computes what geo.Distance does.
@@ -445,16 +412,13 @@ func (m *matcher) add(c *cachedRec) {
 	if r.n == 1 {
 		// A point is under one cell of a level: it is measured once, and the rare copy read
 		// across a concurrent change is dropped by result.
-		p := c.p0
-		if m.outside(p) {
-			return
-		}
-		// Once limit events are found, one farther than the limit-th cannot enter the answer:
-		// most are set aside by their chord, without the exact distance.
+		// Most points beyond the bound (outside the circle, or, once limit events are found,
+		// farther than the limit-th) are set aside by their chord, without the exact distance;
+		// a cover's cells hold about twice the events its circle does.
 		if c.u.ChordSquared(m.cu) > m.boundChord() {
 			return
 		}
-		if d = m.pointDistance(p, c.cos); d > m.radius || len(m.top) == m.limit && d > m.top[0] {
+		if d = m.pointDistance(c.p0, c.cos); d > m.bound() {
 			return
 		}
 		m.found = append(m.found, AreaEvent{ID: c.id, Distance: d, JSON: r.body})
