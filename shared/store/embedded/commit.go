@@ -2,13 +2,12 @@ package embedded
 
 import (
 	"fmt"
-
-	bolt "go.etcd.io/bbolt"
+	"time"
 )
 
 // Group commit. Every write goes to one committer goroutine, which runs all the writes waiting
-// at that moment in one bbolt transaction, so one fsync serves them all; a write that finds the
-// committer idle is committed at once. bbolt's own DB.Batch does the same grouping but first
+// at that moment in one transaction, so one log record and one fsync serve them all; a write
+// that finds the committer idle is committed at once. bbolt's own DB.Batch does the same grouping but first
 // waits a fixed MaxBatchDelay for company: measured on this store (BenchmarkEmbedded, 16
 // writers), a 2 ms delay gave ~210 µs per write and 10 ms ~730 µs, against ~300 µs for one lone
 // synced commit, because each round of writers waits out the timer; grouping whatever queued up
@@ -19,23 +18,37 @@ const maxGroup = 256
 
 // commitReq is one write waiting for the committer.
 type commitReq struct {
-	fn   func(*bolt.Tx) error
+	fn   func(*wtx) error
 	done chan error
 }
 
 // commit runs fn in a write transaction shared with other writes and returns once that
 // transaction is durably committed (or failed). fn may run more than once, so it must decide
 // everything from the transaction it is given.
-func (s *Store) commit(fn func(*bolt.Tx) error) error {
+func (s *Store) commit(fn func(*wtx) error) error {
 	req := &commitReq{fn: fn, done: make(chan error, 1)}
 	s.commits <- req
 	return <-req.done
 }
 
-// commitLoop is the committer goroutine; it ends when Close closes s.commits.
+// commitLoop is the committer goroutine; it ends when Close closes s.commits. Between groups
+// it hands the live layer to the flusher when due (pending.go), also when no writes come.
 func (s *Store) commitLoop() {
 	defer close(s.committerDone)
-	for req := range s.commits {
+	tick := time.NewTicker(flushAge / 4)
+	defer tick.Stop()
+	for {
+		var req *commitReq
+		select {
+		case r, ok := <-s.commits:
+			if !ok {
+				return
+			}
+			req = r
+		case <-tick.C:
+			s.maybeFreeze()
+			continue
+		}
 		group := []*commitReq{req}
 	gather:
 		for len(group) < maxGroup {
@@ -50,16 +63,16 @@ func (s *Store) commitLoop() {
 			}
 		}
 		s.runGroup(group)
+		s.maybeFreeze()
 	}
 }
 
-// runGroup commits a group in one transaction. If one write fails, the transaction is rolled
-// back and every write of the group runs again alone, so that only the failing one fails.
+// runGroup commits a group in one transaction. If one write fails, the transaction is
+// discarded and every write of the group runs again alone, so that only the failing one fails.
 func (s *Store) runGroup(group []*commitReq) {
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		packFeed(tx)
+	err := s.update(func(w *wtx) error {
 		for _, r := range group {
-			if err := safeCall(r.fn, tx); err != nil {
+			if err := safeCall(r.fn, w); err != nil {
 				return err
 			}
 		}
@@ -72,29 +85,17 @@ func (s *Store) runGroup(group []*commitReq) {
 		return
 	}
 	for _, r := range group {
-		r.done <- s.db.Update(func(tx *bolt.Tx) error {
-			packFeed(tx)
-			return safeCall(r.fn, tx)
-		})
+		r.done <- s.update(func(w *wtx) error { return safeCall(r.fn, w) })
 	}
-}
-
-// packFeed lets the feed's pages fill up before they split. bbolt splits a full page in
-// halves by default (FillPercent 0.5), right for keys inserted anywhere, but the feed's keys
-// only grow: a half left behind is never written again, so half of every feed page would stay
-// empty, and every commit would write twice the feed pages it needs (a change record holds
-// the item's images, often half a page). The setting lasts for the transaction.
-func packFeed(tx *bolt.Tx) {
-	tx.Bucket(bucketFeed).FillPercent = 1
 }
 
 // safeCall turns a panic in a write into an error of that write, so one bad write cannot
 // stop the committer and with it every other writer.
-func safeCall(fn func(*bolt.Tx) error, tx *bolt.Tx) (err error) {
+func safeCall(fn func(*wtx) error, w *wtx) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("embedded: write panicked: %v", p)
 		}
 	}()
-	return fn(tx)
+	return fn(w)
 }

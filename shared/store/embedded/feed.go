@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"sync"
 
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/roadevents/roadevents/shared/store"
 )
 
@@ -31,15 +29,10 @@ func (s *Store) Follow(ctx context.Context) (store.Cursor, error) {
 		return nil, fmt.Errorf("follow: %w", err)
 	}
 	defer s.gate.RUnlock()
-	var last uint64
-	err := s.db.View(func(tx *bolt.Tx) error {
-		// The bucket's sequence is the last position ever assigned, even if trimmed since.
-		last = tx.Bucket(bucketFeed).Sequence()
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("follow: %w", err)
-	}
+	// The last position ever assigned, even if trimmed since.
+	s.viewMu.RLock()
+	last := s.feedSeq
+	s.viewMu.RUnlock()
 	return &Cursor{s: s, next: last + 1, done: make(chan struct{})}, nil
 }
 
@@ -101,8 +94,8 @@ func (c *Cursor) fill(ctx context.Context) error {
 		return err
 	}
 	defer c.s.gate.RUnlock()
-	return c.s.db.View(func(tx *bolt.Tx) error {
-		cur := tx.Bucket(bucketFeed).Cursor()
+	return c.s.viewDo(func(v *view) error {
+		cur := v.cursor(bFeed)
 		want := c.next
 		for k, v := cur.Seek(seqKey(want)); k != nil && len(c.buf) < cursorBatch; k, v = cur.Next() {
 			if len(k) != 8 {

@@ -5,8 +5,6 @@ import (
 	"context"
 	"fmt"
 
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/roadevents/roadevents/shared/store"
 )
 
@@ -21,9 +19,9 @@ func (s *Store) Get(ctx context.Context, k store.Key) (store.Item, error) {
 	defer s.gate.RUnlock()
 	_, now := s.now()
 	var it store.Item
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.viewDo(func(v *view) error {
 		var err error
-		it, err = liveItem(tx.Bucket(bucketItems), itemKey(k), now)
+		it, err = liveItem(v.get(bItems, itemKey(k)), now)
 		return err
 	})
 	if err != nil {
@@ -35,19 +33,18 @@ func (s *Store) Get(ctx context.Context, k store.Key) (store.Item, error) {
 	return it, nil
 }
 
-// storedItem returns the item at ik as stored, expired or not; nil when there is none.
-func storedItem(items *bolt.Bucket, ik []byte) (store.Item, error) {
-	raw := items.Get(ik)
+// storedItem decodes an item as stored, expired or not; nil when raw is (no item).
+func storedItem(raw []byte) (store.Item, error) {
 	if raw == nil {
 		return nil, nil
 	}
 	return decodeItem(raw)
 }
 
-// liveItem returns the item at ik unless it is absent or expired at now (then nil): an item
+// liveItem decodes a stored item unless it is absent or expired at now (then nil): an item
 // past its TTL is invisible whether or not the sweeper has deleted it yet (package store doc).
-func liveItem(items *bolt.Bucket, ik []byte, now int64) (store.Item, error) {
-	it, err := storedItem(items, ik)
+func liveItem(raw []byte, now int64) (store.Item, error) {
+	it, err := storedItem(raw)
 	if err != nil || it == nil || it.ExpiredAt(now) {
 		return nil, err
 	}
@@ -65,9 +62,9 @@ func (s *Store) Query(ctx context.Context, q store.Query) ([]store.Item, error) 
 	defer s.gate.RUnlock()
 	_, now := s.now()
 	var out []store.Item
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.viewDo(func(v *view) error {
 		var err error
-		out, err = query(tx.Bucket(bucketItems).Cursor(), q, now)
+		out, err = query(v.cursor(bItems), q, now)
 		return err
 	})
 	if err != nil {
@@ -76,7 +73,7 @@ func (s *Store) Query(ctx context.Context, q store.Query) ([]store.Item, error) 
 	return out, nil
 }
 
-func query(c *bolt.Cursor, q store.Query, now int64) ([]store.Item, error) {
+func query(c cursor, q store.Query, now int64) ([]store.Item, error) {
 	part := partitionPrefix(nil, q.PK)
 	// inRange tells whether a sort key of the partition, met in the query's order, still
 	// belongs to the selection; the first one that does not ends the scan.
@@ -116,7 +113,7 @@ func query(c *bolt.Cursor, q store.Query, now int64) ([]store.Item, error) {
 	return out, nil
 }
 
-func step(c *bolt.Cursor, desc bool) ([]byte, []byte) {
+func step(c cursor, desc bool) ([]byte, []byte) {
 	if desc {
 		return c.Prev()
 	}
@@ -125,7 +122,7 @@ func step(c *bolt.Cursor, desc bool) ([]byte, []byte) {
 
 // seekLast positions c at the last key of partition part that a descending query may return:
 // the greatest key <= To, or the greatest key starting with the prefix (or in the partition).
-func seekLast(c *bolt.Cursor, part []byte, q store.Query) ([]byte, []byte) {
+func seekLast(c cursor, part []byte, q store.Query) ([]byte, []byte) {
 	if q.To != "" {
 		bound := append(append([]byte(nil), part...), q.To...)
 		k, v := c.Seek(bound)
@@ -175,14 +172,13 @@ func (s *Store) BatchGet(ctx context.Context, keys []store.Key) ([]store.Item, e
 	_, now := s.now()
 	seen := make(map[store.Key]bool, len(keys))
 	var out []store.Item
-	err := s.db.View(func(tx *bolt.Tx) error {
-		items := tx.Bucket(bucketItems)
+	err := s.viewDo(func(v *view) error {
 		for _, k := range keys {
 			if seen[k] {
 				continue
 			}
 			seen[k] = true
-			it, err := liveItem(items, itemKey(k), now)
+			it, err := liveItem(v.get(bItems, itemKey(k)), now)
 			if err != nil {
 				return fmt.Errorf("item %s: %w", k, err)
 			}

@@ -3,10 +3,12 @@
 // adapters"): items, conditions, TTL with a sweeper, and an ordered change feed that emits the
 // records DynamoDB Streams would. The conformance suite in package storetest holds it to that.
 //
-// Every write commits its change records in the same bbolt transaction as the write, so the
-// feed is durable and in commit order; a write returns only after bbolt has synced the commit
-// to disk. Concurrent writes share commits (group commit, commit.go), so one fsync serves many
-// writers.
+// Every write commits its change records in the same transaction as the write, so the feed is
+// durable and in commit order; a write returns only after its commit is synced to the
+// write-ahead log (wal.go). Concurrent writes share commits (group commit, commit.go), so one
+// fsync serves many writers. Commits reach the bbolt file later, many in one transaction, and
+// reads see them from memory until then (pending.go, view.go); Open replays the log after a
+// crash.
 package embedded
 
 import (
@@ -48,6 +50,7 @@ var (
 const (
 	DefaultSweepInterval = time.Minute
 	DefaultFeedRetention = 24 * time.Hour // as long as DynamoDB Streams keeps records
+	DefaultFlushBytes    = 16 << 20
 	defaultOpenTimeout   = 5 * time.Second
 	// pageSize is the page size of a new file (an existing file keeps its own). A commit
 	// rewrites every page it touches and every branch page above them, each with its own
@@ -71,6 +74,10 @@ type Options struct {
 	FeedRetention time.Duration
 	// Logger receives the sweeper's errors; slog.Default() when nil.
 	Logger *slog.Logger
+	// FlushBytes is the size past which the commits held in memory are written to the table
+	// file (pending.go): DefaultFlushBytes when 0 or less. They are also written once a
+	// second. Tests set 1 to write after every commit.
+	FlushBytes int
 }
 
 // Bucket and meta names, format 1 (see codec.go).
@@ -85,10 +92,11 @@ var (
 
 // Store is the embedded table and change feed. It is safe for concurrent use.
 type Store struct {
-	db        *bolt.DB
-	clock     clock.Clock
-	log       *slog.Logger
-	retention time.Duration
+	db         *bolt.DB
+	clock      clock.Clock
+	log        *slog.Logger
+	retention  time.Duration
+	flushBytes int
 
 	// gate lets Close wait for calls in progress: every call holds it for reading, Close
 	// takes it for writing and then sets closed.
@@ -109,6 +117,26 @@ type Store struct {
 	// cursors waiting for it.
 	wakeMu sync.Mutex
 	wake   chan struct{}
+
+	// The write-ahead log and the commits bbolt does not hold yet (pending.go). live and
+	// failed belong to the committer; walMu orders the committer's appends and the flusher's
+	// releases.
+	walMu  sync.Mutex
+	wal    *wal
+	live   *layer
+	failed error
+	// viewMu guards what new views see: layers (newest first), made of shown (a snapshot of
+	// the live layer) and frozen (the layer being flushed), and the feed's last position.
+	// flushed is closed and replaced after every flush.
+	viewMu  sync.RWMutex
+	layers  []*layer
+	shown   *layer
+	frozen  *layer
+	feedSeq uint64
+	flushed chan struct{}
+
+	flushReq    chan struct{} // wakes the flusher; Close closes it
+	flusherDone chan struct{}
 }
 
 // Open opens (creating it and its directory if needed) the store in file path.
@@ -125,6 +153,9 @@ func Open(path string, opts Options) (*Store, error) {
 	if opts.FeedRetention <= 0 {
 		opts.FeedRetention = DefaultFeedRetention
 	}
+	if opts.FlushBytes <= 0 {
+		opts.FlushBytes = DefaultFlushBytes
+	}
 	if dir := filepath.Dir(path); dir != "" {
 		if err := os.MkdirAll(dir, 0o750); err != nil {
 			return nil, fmt.Errorf("embedded: create directory of %s: %w", path, err)
@@ -140,17 +171,26 @@ func Open(path string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("embedded: open %s: %w", path, err)
 	}
 	s := &Store{
-		db:        db,
-		clock:     opts.Clock,
-		log:       opts.Logger,
-		retention: opts.FeedRetention,
-		closing:   make(chan struct{}),
-		wake:      make(chan struct{}),
+		db:         db,
+		clock:      opts.Clock,
+		log:        opts.Logger,
+		retention:  opts.FeedRetention,
+		flushBytes: opts.FlushBytes,
+		closing:    make(chan struct{}),
+		wake:       make(chan struct{}),
 
 		commits:       make(chan *commitReq, commitQueue),
 		committerDone: make(chan struct{}),
+		flushed:       make(chan struct{}),
+		flushReq:      make(chan struct{}, 1),
+		flusherDone:   make(chan struct{}),
+	}
+	if err := s.recover(path + walSuffix); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("embedded: open %s: %w", path, err)
 	}
 	go s.commitLoop()
+	go s.flushLoop()
 	if opts.SweepInterval > 0 {
 		s.sweeper.Add(1)
 		go s.sweepLoop(opts.SweepInterval)
@@ -191,7 +231,21 @@ func (s *Store) Close() error {
 		s.gate.Unlock()
 		close(s.commits) // no call is in progress, so no write is left to send
 		<-s.committerDone
+		close(s.flushReq)
+		<-s.flusherDone
+		// Every commit goes to the table file, so the next Open has nothing to replay; if that
+		// fails, the log keeps them.
+		var errs []error
+		if err := s.flushAll(); err != nil {
+			errs = append(errs, fmt.Errorf("write pending commits: %w", err))
+		}
+		if err := s.wal.close(); err != nil {
+			errs = append(errs, err)
+		}
 		if err := s.db.Close(); err != nil {
+			errs = append(errs, err)
+		}
+		if err := errors.Join(errs...); err != nil {
 			s.closeErr = fmt.Errorf("embedded: close: %w", err)
 		}
 	})

@@ -6,8 +6,6 @@ import (
 	"slices"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/roadevents/roadevents/shared/store"
 )
 
@@ -60,12 +58,11 @@ func (s *Store) Sweep(ctx context.Context) error {
 // index entries it handled.
 func (s *Store) sweepExpired(at time.Time, now int64) (int, error) {
 	n := 0
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.commit(func(w *wtx) error {
 		n = 0
-		items, ttls := tx.Bucket(bucketItems), tx.Bucket(bucketTTL)
 		type entry struct{ k, ik []byte }
 		var due []entry
-		c := ttls.Cursor()
+		c := w.cursor(bTTL)
 		for k, v := c.First(); k != nil && len(due) < sweepBatch; k, v = c.Next() {
 			ttl, ik, err := ttlEntry(k, v)
 			if err != nil {
@@ -78,10 +75,8 @@ func (s *Store) sweepExpired(at time.Time, now int64) (int, error) {
 		}
 		n = len(due)
 		for _, e := range due {
-			if err := ttls.Delete(e.k); err != nil {
-				return fmt.Errorf("delete index entry: %w", err)
-			}
-			it, err := storedItem(items, e.ik)
+			w.del(bTTL, e.k)
+			it, err := storedItem(w.get(bItems, e.ik))
 			if err != nil {
 				return err
 			}
@@ -90,10 +85,8 @@ func (s *Store) sweepExpired(at time.Time, now int64) (int, error) {
 			if it == nil || !it.ExpiredAt(now) {
 				continue
 			}
-			if err := items.Delete(e.ik); err != nil {
-				return fmt.Errorf("delete %s: %w", it.Key(), err)
-			}
-			err = appendChange(tx, store.Change{Kind: store.ChangeRemove, Key: it.Key(), Old: it, Expired: true, At: at})
+			w.del(bItems, e.ik)
+			err = appendChange(w, store.Change{Kind: store.ChangeRemove, Key: it.Key(), Old: it, Expired: true, At: at})
 			if err != nil {
 				return err
 			}
@@ -107,11 +100,10 @@ func (s *Store) sweepExpired(at time.Time, now int64) (int, error) {
 // how many it deleted.
 func (s *Store) trimFeed(cutoff time.Time) (int, error) {
 	n := 0
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.commit(func(w *wtx) error {
 		n = 0
-		feed := tx.Bucket(bucketFeed)
 		var old [][]byte
-		c := feed.Cursor()
+		c := w.cursor(bFeed)
 		for k, v := c.First(); k != nil && len(old) < sweepBatch; k, v = c.Next() {
 			at, err := changeTime(v)
 			if err != nil {
@@ -123,9 +115,7 @@ func (s *Store) trimFeed(cutoff time.Time) (int, error) {
 			old = append(old, append([]byte(nil), k...))
 		}
 		for _, k := range old {
-			if err := feed.Delete(k); err != nil {
-				return fmt.Errorf("delete feed record: %w", err)
-			}
+			w.del(bFeed, k)
 		}
 		n = len(old)
 		return nil

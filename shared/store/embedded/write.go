@@ -7,8 +7,6 @@ import (
 	"math"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/roadevents/roadevents/shared/store"
 )
 
@@ -185,9 +183,9 @@ func (s *Store) write(ctx context.Context, ops []writeOp, transact bool) (writeR
 	}
 	defer s.gate.RUnlock()
 	var res writeResult
-	fn := func(tx *bolt.Tx) error {
+	fn := func(w *wtx) error {
 		res = writeResult{}
-		return s.apply(tx, ops, transact, &res)
+		return s.apply(w, ops, transact, &res)
 	}
 	if err := s.commit(fn); err != nil {
 		return writeResult{}, err
@@ -202,7 +200,7 @@ func (s *Store) write(ctx context.Context, ops []writeOp, transact bool) (writeR
 type pending struct {
 	op        *writeOp
 	stored    store.Item // as stored before the write, even if expired (DynamoDB's old image)
-	storedRaw []byte     // stored, encoded: bbolt's memory, valid until the first write
+	storedRaw []byte     // stored, encoded: bbolt's memory, valid while the transaction lasts
 	next      store.Item // after the write; nil deletes
 	nextRaw   []byte     // next, encoded
 }
@@ -210,13 +208,12 @@ type pending struct {
 // apply checks every condition first and writes only if all hold, so a refused call writes
 // nothing. Refusals go in res.err and apply returns nil: an error return would roll back the
 // whole group commit and re-run every write in it alone. Only storage failures are errors.
-func (s *Store) apply(tx *bolt.Tx, ops []writeOp, transact bool, res *writeResult) error {
-	items := tx.Bucket(bucketItems)
+func (s *Store) apply(w *wtx, ops []writeOp, transact bool, res *writeResult) error {
 	at, now := s.now()
 	plan := make([]pending, 0, len(ops))
 	for i := range ops {
 		op := &ops[i]
-		storedRaw := items.Get(op.ik)
+		storedRaw := w.get(bItems, op.ik)
 		var stored store.Item
 		if storedRaw != nil {
 			var err error
@@ -262,7 +259,7 @@ func (s *Store) apply(tx *bolt.Tx, ops []writeOp, transact bool, res *writeResul
 		plan = append(plan, p)
 	}
 	for _, p := range plan {
-		changed, err := s.commitItem(tx, p, at)
+		changed, err := s.commitItem(w, p, at)
 		if err != nil {
 			return err
 		}
@@ -307,8 +304,7 @@ func applyUpdate(k store.Key, live store.Item, u store.Update) (store.Item, erro
 // record. It reports whether a record was appended: a delete of an absent item and a write
 // that changes nothing append none, as DynamoDB Streams writes none for them. Items are
 // canonical (store.Normalize) and so is their encoding, so equal encodings are equal items.
-func (s *Store) commitItem(tx *bolt.Tx, p pending, at time.Time) (bool, error) {
-	items, ttls := tx.Bucket(bucketItems), tx.Bucket(bucketTTL)
+func (s *Store) commitItem(w *wtx, p pending, at time.Time) (bool, error) {
 	var kind store.ChangeKind
 	switch {
 	case p.next == nil && p.stored == nil:
@@ -322,25 +318,17 @@ func (s *Store) commitItem(tx *bolt.Tx, p pending, at time.Time) (bool, error) {
 	default:
 		kind = store.ChangeModify
 	}
-	// The record is encoded first: the old image is bbolt's memory, which the write below
-	// may release.
 	rec, err := encodeChangeRaw(at, kind, false, p.op.key, p.storedRaw, p.nextRaw)
 	if err != nil {
 		return false, err
 	}
 	if p.next == nil {
-		if err := items.Delete(p.op.ik); err != nil {
-			return false, fmt.Errorf("delete %s: %w", p.op.key, err)
-		}
-	} else if err := items.Put(p.op.ik, p.nextRaw); err != nil {
-		return false, fmt.Errorf("write %s: %w", p.op.key, err)
+		w.del(bItems, p.op.ik)
+	} else {
+		w.put(bItems, p.op.ik, p.nextRaw)
 	}
-	if err := indexTTL(ttls, p.op.ik, p.stored, p.next); err != nil {
-		return false, fmt.Errorf("index %s: %w", p.op.key, err)
-	}
-	if err := appendChangeRaw(tx, p.op.key, rec); err != nil {
-		return false, err
-	}
+	indexTTL(w, p.op.ik, p.stored, p.next)
+	w.put(bFeed, seqKey(w.nextSequence(bFeed)), rec)
 	return true, nil
 }
 
@@ -348,45 +336,21 @@ func (s *Store) commitItem(tx *bolt.Tx, p pending, at time.Time) (bool, error) {
 // deleted by a write: one left behind by a TTL change or a delete is dropped by the sweeper,
 // which lets the item decide, and a write then costs one append rather than a delete at a
 // random place in the index too.
-func indexTTL(ttls *bolt.Bucket, ik []byte, old, next store.Item) error {
+func indexTTL(w *wtx, ik []byte, old, next store.Item) {
 	oldTTL, hadOld := ttlOf(old)
 	newTTL, hasNew := ttlOf(next)
 	if !hasNew || (hadOld && oldTTL == newTTL) {
-		return nil
+		return
 	}
-	n, err := ttls.NextSequence()
-	if err != nil {
-		return err
-	}
-	return ttls.Put(ttlKey(newTTL, n), ik)
+	w.put(bTTL, ttlKey(newTTL, w.nextSequence(bTTL)), ik)
 }
 
 // appendChange adds a record at the next feed position, inside the writing transaction.
-func appendChange(tx *bolt.Tx, c store.Change) error {
-	feed := tx.Bucket(bucketFeed)
-	seq, err := feed.NextSequence()
-	if err != nil {
-		return fmt.Errorf("feed sequence: %w", err)
-	}
+func appendChange(w *wtx, c store.Change) error {
 	raw, err := encodeChange(c)
 	if err != nil {
 		return err
 	}
-	if err := feed.Put(seqKey(seq), raw); err != nil {
-		return fmt.Errorf("append change of %s: %w", c.Key, err)
-	}
-	return nil
-}
-
-// appendChangeRaw is appendChange of a record already encoded (encodeChangeRaw).
-func appendChangeRaw(tx *bolt.Tx, k store.Key, rec []byte) error {
-	feed := tx.Bucket(bucketFeed)
-	seq, err := feed.NextSequence()
-	if err != nil {
-		return fmt.Errorf("feed sequence: %w", err)
-	}
-	if err := feed.Put(seqKey(seq), rec); err != nil {
-		return fmt.Errorf("append change of %s: %w", k, err)
-	}
+	w.put(bFeed, seqKey(w.nextSequence(bFeed)), raw)
 	return nil
 }

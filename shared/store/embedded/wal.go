@@ -1,0 +1,323 @@
+package embedded
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// The write-ahead log. A commit is durable once its record is appended here and synced: one
+// sequential write and one fdatasync, where a bbolt commit rewrites every page it touches
+// (about 8 scattered pages per published event) and syncs twice. bbolt receives the commits
+// later, many at a time (pending.go), and the log keeps every record that bbolt may not hold
+// yet; Open replays them.
+//
+// The log is a folder of segment files, each named by the position of its first record in 16
+// hex digits. A record is framed as
+//
+//	length (4 bytes, big-endian) | CRC-32C of the body (4 bytes) | body
+//	body: position (8 bytes, big-endian) | payload
+//
+// Positions count records from 1 without gaps. Records are appended and synced one at a time,
+// so after a crash only the last record of the last segment can be incomplete: Open cuts
+// such a torn tail off (its commit never returned). A bad record anywhere else is corruption
+// and Open fails rather than drop records that were acknowledged.
+
+const (
+	walSuffix       = ".wal"
+	walFrameHeader  = 8
+	walSegmentBytes = 64 << 20 // a segment is closed and a new one started past this size
+	walMaxRecord    = 1 << 30  // a length above this is damage, not a record
+)
+
+var walCRC = crc32.MakeTable(crc32.Castagnoli)
+
+// errWALCorrupt is wrapped by the errors of a log that cannot be read back.
+var errWALCorrupt = errors.New("embedded: write-ahead log corrupt")
+
+// walSegment is one file of the log.
+type walSegment struct {
+	first uint64 // position of its first record
+	path  string
+}
+
+// wal appends records to the log. It is used by one goroutine at a time (the committer, or
+// the flusher for release), under Store.walMu.
+type wal struct {
+	dir  string
+	segs []walSegment // in position order; the last is the one appended to
+	f    *os.File     // the last segment
+	size int64        // bytes in f
+	next uint64       // position of the next record
+	buf  []byte
+}
+
+// openWAL opens the log in dir (creating it), calls replay for every record in position order,
+// and returns the log ready to append after the last one. start is the position the log must
+// reach back to: the first record bbolt does not hold. A log that begins after start has lost
+// records; an empty log continues at start.
+func openWAL(dir string, start uint64, log *slog.Logger, replay func(pos uint64, payload []byte) error) (*wal, error) {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, fmt.Errorf("create %s: %w", dir, err)
+	}
+	segs, err := listSegments(dir)
+	if err != nil {
+		return nil, err
+	}
+	w := &wal{dir: dir, segs: segs, next: start}
+	if len(segs) > 0 {
+		if segs[0].first > start {
+			return nil, fmt.Errorf("%w: %s begins at record %d, but record %d is not in the table", errWALCorrupt, dir, segs[0].first, start)
+		}
+		w.next = segs[0].first
+	}
+	for i, seg := range segs {
+		if seg.first != w.next {
+			return nil, fmt.Errorf("%w: %s begins at record %d, want %d", errWALCorrupt, seg.path, seg.first, w.next)
+		}
+		last := i == len(segs)-1
+		size, err := w.replaySegment(seg, last, log, replay)
+		if err != nil {
+			return nil, err
+		}
+		if last {
+			w.size = size
+		}
+	}
+	if len(segs) == 0 {
+		if err := w.newSegment(); err != nil {
+			return nil, err
+		}
+		return w, nil
+	}
+	f, err := os.OpenFile(segs[len(segs)-1].path, os.O_WRONLY, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", segs[len(segs)-1].path, err)
+	}
+	if _, err := f.Seek(w.size, io.SeekStart); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("seek %s: %w", segs[len(segs)-1].path, err)
+	}
+	w.f = f
+	return w, nil
+}
+
+func listSegments(dir string) ([]walSegment, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", dir, err)
+	}
+	var segs []walSegment
+	for _, e := range entries {
+		name, ok := strings.CutSuffix(e.Name(), walSuffix)
+		if !ok || e.IsDir() {
+			continue
+		}
+		first, err := strconv.ParseUint(name, 16, 64)
+		if err != nil || len(name) != 16 {
+			return nil, fmt.Errorf("%w: unexpected file %s in %s", errWALCorrupt, e.Name(), dir)
+		}
+		segs = append(segs, walSegment{first: first, path: filepath.Join(dir, e.Name())})
+	}
+	slices.SortFunc(segs, func(a, b walSegment) int { return cmpUint64(a.first, b.first) })
+	return segs, nil
+}
+
+func cmpUint64(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// replaySegment reads one segment, calling replay for each record, and returns the bytes of
+// its valid records. In the last segment a torn final record is cut off.
+func (w *wal) replaySegment(seg walSegment, last bool, log *slog.Logger, replay func(uint64, []byte) error) (int64, error) {
+	data, err := os.ReadFile(seg.path)
+	if err != nil {
+		return 0, fmt.Errorf("read %s: %w", seg.path, err)
+	}
+	off := 0
+	for off < len(data) {
+		body, ok := walFrame(data[off:])
+		if !ok {
+			if !last || !tornTail(data[off:], w.next) {
+				return 0, fmt.Errorf("%w: %s: bad record at byte %d of %d", errWALCorrupt, seg.path, off, len(data))
+			}
+			log.Warn("embedded: cutting off the write-ahead log's torn last record (its commit never returned)",
+				"file", seg.path, "at", off, "bytes", len(data)-off)
+			if err := os.Truncate(seg.path, int64(off)); err != nil {
+				return 0, fmt.Errorf("cut %s: %w", seg.path, err)
+			}
+			break
+		}
+		pos := binary.BigEndian.Uint64(body)
+		if pos != w.next {
+			return 0, fmt.Errorf("%w: %s: record %d where %d belongs", errWALCorrupt, seg.path, pos, w.next)
+		}
+		if err := replay(pos, body[8:]); err != nil {
+			return 0, err
+		}
+		w.next++
+		off += walFrameHeader + len(body)
+	}
+	return int64(off), nil
+}
+
+// walFrame returns the body of the record at the start of b, and false when b does not start
+// with a whole, intact record.
+func walFrame(b []byte) ([]byte, bool) {
+	if len(b) < walFrameHeader {
+		return nil, false
+	}
+	n := binary.BigEndian.Uint32(b)
+	if n < 8 || n > walMaxRecord || uint64(len(b)-walFrameHeader) < uint64(n) {
+		return nil, false
+	}
+	body := b[walFrameHeader : walFrameHeader+int(n)]
+	if crc32.Checksum(body, walCRC) != binary.BigEndian.Uint32(b[4:]) {
+		return nil, false
+	}
+	return body, true
+}
+
+// tornTail tells whether b, which does not start with a valid record, can be what a crash
+// leaves of record next, the one being appended: it does not extend past that record's frame,
+// and record next+1 does not follow (a damaged length can make a middle record look torn).
+// Anything after a complete (but bad) frame means records were damaged, not torn.
+func tornTail(b []byte, next uint64) bool {
+	if len(b) >= walFrameHeader {
+		n := uint64(binary.BigEndian.Uint32(b))
+		if uint64(len(b)) > walFrameHeader+n && (n != 0 || !allZero(b)) {
+			return false
+		}
+	}
+	for o := 1; o+walFrameHeader+8 <= len(b); o++ {
+		if binary.BigEndian.Uint64(b[o+walFrameHeader:]) != next+1 {
+			continue
+		}
+		if _, ok := walFrame(b[o:]); ok {
+			return false
+		}
+	}
+	return true
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// append writes one record and syncs it; the commit it holds is durable when append returns
+// nil. After an error the log's tail is unknown and the store stops writing (Store.failed).
+func (w *wal) append(payload []byte) (uint64, error) {
+	if w.size >= walSegmentBytes {
+		if err := w.rotate(); err != nil {
+			return 0, err
+		}
+	}
+	pos := w.next
+	w.buf = binary.BigEndian.AppendUint32(w.buf[:0], uint32(8+len(payload)))
+	w.buf = binary.BigEndian.AppendUint32(w.buf, 0)
+	w.buf = binary.BigEndian.AppendUint64(w.buf, pos)
+	w.buf = append(w.buf, payload...)
+	binary.BigEndian.PutUint32(w.buf[4:], crc32.Checksum(w.buf[walFrameHeader:], walCRC))
+	if _, err := w.f.Write(w.buf); err != nil {
+		return 0, fmt.Errorf("write-ahead log: %w", err)
+	}
+	if err := syncData(w.f); err != nil {
+		return 0, fmt.Errorf("write-ahead log: sync: %w", err)
+	}
+	w.size += int64(len(w.buf))
+	w.next++
+	if cap(w.buf) > 1<<20 {
+		w.buf = nil // one large commit should not pin its buffer
+	}
+	return pos, nil
+}
+
+// rotate closes the current segment and starts the next.
+func (w *wal) rotate() error {
+	if err := w.f.Close(); err != nil {
+		return fmt.Errorf("write-ahead log: close %s: %w", w.f.Name(), err)
+	}
+	return w.newSegment()
+}
+
+// newSegment creates the segment whose first record is w.next and makes it the current one.
+func (w *wal) newSegment() error {
+	seg := walSegment{first: w.next, path: filepath.Join(w.dir, fmt.Sprintf("%016x%s", w.next, walSuffix))}
+	f, err := os.OpenFile(seg.path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("write-ahead log: %w", err)
+	}
+	if err := syncDir(w.dir); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("write-ahead log: %w", err)
+	}
+	w.f, w.size = f, 0
+	w.segs = append(w.segs, seg)
+	return nil
+}
+
+// release deletes the segments whose records are all at or before pos: bbolt holds them.
+// The current segment stays.
+func (w *wal) release(pos uint64) error {
+	n := 0
+	for n < len(w.segs)-1 && w.segs[n+1].first <= pos+1 {
+		if err := os.Remove(w.segs[n].path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("write-ahead log: %w", err)
+		}
+		n++
+	}
+	w.segs = w.segs[n:]
+	return nil
+}
+
+// reset empties the log once bbolt holds every record (Close): the next record starts a
+// fresh segment, and a reopened store has nothing to replay.
+func (w *wal) reset() error {
+	if err := w.f.Close(); err != nil {
+		return fmt.Errorf("write-ahead log: close: %w", err)
+	}
+	for _, seg := range w.segs {
+		if err := os.Remove(seg.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("write-ahead log: %w", err)
+		}
+	}
+	w.segs, w.f = nil, nil
+	return syncDir(w.dir)
+}
+
+func (w *wal) close() error {
+	if w.f == nil {
+		return nil
+	}
+	err := w.f.Close()
+	w.f = nil
+	return err
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
