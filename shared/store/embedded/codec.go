@@ -19,7 +19,8 @@ import (
 //	              the bucket's sequence, so new entries append; files written before also hold
 //	              ttl+itemKey -> "" entries, read back alike)
 //	feed bucket:  8-byte big-endian sequence -> encodeChange(record)
-//	meta bucket:  "format" -> "1"
+//	meta bucket:  "format" -> "1"; "wal" -> 8-byte big-endian position of the last
+//	              write-ahead log record the file holds (wal.go, pending.go)
 //
 // Items are a version byte, then the attributes in name order, each a name, a type tag and a
 // payload. Numbers are kept as the decimal text of store.FormatNumber, as DynamoDB keeps them,

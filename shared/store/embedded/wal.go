@@ -1,6 +1,7 @@
 package embedded
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -127,18 +128,8 @@ func listSegments(dir string) ([]walSegment, error) {
 		}
 		segs = append(segs, walSegment{first: first, path: filepath.Join(dir, e.Name())})
 	}
-	slices.SortFunc(segs, func(a, b walSegment) int { return cmpUint64(a.first, b.first) })
+	slices.SortFunc(segs, func(a, b walSegment) int { return cmp.Compare(a.first, b.first) })
 	return segs, nil
-}
-
-func cmpUint64(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // replaySegment reads one segment, calling replay for each record, and returns the bytes of
