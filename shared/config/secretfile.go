@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/roadevents/roadevents/shared/durable"
 )
 
 // ErrSecretFile is returned by LoadOrCreateKey for a key file that exists but does not hold a
@@ -61,7 +63,7 @@ func LoadOrCreateKey(dir, name string, size int) ([]byte, error) {
 	case err != nil:
 		return nil, fmt.Errorf("config: create key %s: %w", path, err)
 	}
-	if err := syncFolder(dir); err != nil {
+	if err := durable.SyncDir(dir); err != nil {
 		return nil, fmt.Errorf("config: create key %s: %w", path, err)
 	}
 	return key, nil
@@ -77,15 +79,4 @@ func readKeyFile(path string, size int) ([]byte, error) {
 		return nil, fmt.Errorf("%w: %s must hold %d bytes in hex", ErrSecretFile, path, size)
 	}
 	return key, nil
-}
-
-// syncFolder makes a new file's directory entry durable, so a crash cannot lose a key that
-// data was already written under.
-func syncFolder(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/roadevents/roadevents/shared/clock"
+	"github.com/roadevents/roadevents/shared/durable"
 )
 
 // OutboxOptions configure an Outbox.
@@ -107,12 +108,7 @@ func writeAtomic(dir, path string, data []byte) (err error) {
 		return err
 	}
 	// The rename is durable once the folder is synced.
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return durable.SyncDir(dir)
 }
 
 // Compose renders m as an RFC 5322 message with MIME (RFC 2045-2049): headers From, To,

@@ -300,6 +300,14 @@ func (s *Store) flush() error {
 
 // writeLayer writes a layer's entries, sequences and log position into bbolt.
 func writeLayer(tx *bolt.Tx, l *layer) error {
+	if err := writeEntries(tx, l); err != nil {
+		return err
+	}
+	return setWALPosition(tx, l.last)
+}
+
+// writeEntries writes a layer's entries into bbolt and raises the buckets' sequences to its.
+func writeEntries(tx *bolt.Tx, l *layer) error {
 	for b := range nBuckets {
 		bk := tx.Bucket(bucketNames[b])
 		if b == bFeed {
@@ -323,7 +331,7 @@ func writeLayer(tx *bolt.Tx, l *layer) error {
 			}
 		}
 	}
-	return setWALPosition(tx, l.last)
+	return nil
 }
 
 // packFeed lets the feed's pages fill up before they split. bbolt splits a full page in
@@ -368,51 +376,42 @@ func encodeCommit(w *wtx) []byte {
 	return b
 }
 
-// replayCommit applies a commit's log record to bbolt (Open, after a crash).
+// replayCommit applies a commit's log record to bbolt (Open, after a crash): the record is
+// decoded whole into a layer, then written as the flusher writes one.
 func replayCommit(tx *bolt.Tx, payload []byte) error {
+	l := newLayer([nBuckets]uint64{})
+	if err := l.addRecord(payload); err != nil {
+		return err
+	}
+	return writeEntries(tx, l)
+}
+
+// addRecord adds a commit's log record (encodeCommit) to l.
+func (l *layer) addRecord(payload []byte) error {
 	d := &decoder{b: payload}
-	var seqs [nBuckets]uint64
-	for b := range seqs {
-		seqs[b] = d.uvarint()
+	for b := range l.seqs {
+		l.seqs[b] = max(l.seqs[b], d.uvarint())
 	}
 	n := d.count()
 	for range n {
 		b, del := bucketID(d.byte()), d.byte()
-		key := d.bytes()
-		if d.err != nil {
-			break
+		e := entry{key: d.bytes(), del: del == 1}
+		if !e.del {
+			e.val = d.bytes()
 		}
-		if b < 0 || b >= nBuckets || del > 1 {
+		if d.err != nil {
+			return d.err
+		}
+		if b >= nBuckets || del > 1 {
 			return corrupt("log record: bucket %d, deletion flag %d", b, del)
 		}
-		bk := tx.Bucket(bucketNames[b])
-		if del == 1 {
-			if err := bk.Delete(key); err != nil {
-				return err
-			}
-			continue
-		}
-		val := d.bytes()
-		if d.err != nil {
-			break
-		}
-		if err := bk.Put(key, val); err != nil {
-			return err
-		}
+		l.trees[b].Set(e)
 	}
 	if d.err != nil {
 		return d.err
 	}
 	if len(d.b) != 0 {
 		return corrupt("log record: %d bytes after its writes", len(d.b))
-	}
-	for b, seq := range seqs {
-		bk := tx.Bucket(bucketNames[b])
-		if seq > bk.Sequence() {
-			if err := bk.SetSequence(seq); err != nil {
-				return err
-			}
-		}
 	}
 	return nil
 }

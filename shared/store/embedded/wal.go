@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/roadevents/roadevents/shared/durable"
 )
 
 // The write-ahead log. A commit is durable once its record is appended here and synced: one
@@ -257,7 +259,7 @@ func (w *wal) newSegment() error {
 	if err != nil {
 		return fmt.Errorf("write-ahead log: %w", err)
 	}
-	if err := syncDir(w.dir); err != nil {
+	if err := durable.SyncDir(w.dir); err != nil {
 		_ = f.Close()
 		return fmt.Errorf("write-ahead log: %w", err)
 	}
@@ -292,7 +294,7 @@ func (w *wal) reset() error {
 		}
 	}
 	w.segs, w.f = nil, nil
-	return syncDir(w.dir)
+	return durable.SyncDir(w.dir)
 }
 
 func (w *wal) close() error {
@@ -302,13 +304,4 @@ func (w *wal) close() error {
 	err := w.f.Close()
 	w.f = nil
 	return err
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
