@@ -258,11 +258,7 @@ func decodeValid(s *schema.Schema, obj map[string]any, errs schema.Errors, out a
 			keep[p.Name] = v
 		}
 	}
-	data, err := json.Marshal(keep)
-	if err == nil {
-		err = json.Unmarshal(data, out)
-	}
-	if err != nil {
+	if err := assign(out, keep); err != nil {
 		// Unreachable for values that passed their schema; without a decoded value no
 		// cross-field rule can run, and the schema errors still stand.
 		return map[string]bool{}
