@@ -67,6 +67,8 @@ go test -race -count=1 -timeout 30m -json ${TEST_ARGS:-} ./... 2>&1 |
 
 log "fuzzing the JSON decoder for $fuzztime"
 go test -run '^$' -fuzz '^FuzzDecodeJSON$' -fuzztime "$fuzztime" ./shared/httpapi
+log "fuzzing the decoder's fast path against its token parser for $fuzztime"
+go test -run '^$' -fuzz '^FuzzParseWellFormed$' -fuzztime "$fuzztime" ./shared/httpapi
 
 log "console browser tests (Debian's Chromium, playwright-core)"
 # Never a downloaded browser: Debian's package, installed here when missing.
