@@ -25,7 +25,7 @@ import (
 const (
 	// flushAge is the longest a commit stays in the live layer (Options.FlushBytes decides
 	// the size).
-	flushAge   = time.Second
+	flushAge   = 4 * time.Second
 	flushRetry = time.Second
 	// maxLiveBytes bounds the live layer while a flush is running: past it, commits wait for
 	// the flush, so a disk slower than the writers holds them back instead of filling memory.
