@@ -65,10 +65,12 @@ log "go test -race (every package)"
 go test -race -count=1 -timeout 30m -json ${TEST_ARGS:-} ./... 2>&1 |
 	go run ./scripts/testsummary -forbid-skip 'scripts/test.sh'
 
+# Minimizing a new interesting input may take a minute by default, and no input is run
+# meanwhile: 30 s of FuzzDecodeJSON ran 27 057 inputs with it, 108 628 with 2 s.
 log "fuzzing the JSON decoder for $fuzztime"
-go test -run '^$' -fuzz '^FuzzDecodeJSON$' -fuzztime "$fuzztime" ./shared/httpapi
+go test -run '^$' -fuzz '^FuzzDecodeJSON$' -fuzztime "$fuzztime" -fuzzminimizetime 2s ./shared/httpapi
 log "fuzzing the decoder's fast path against its token parser for $fuzztime"
-go test -run '^$' -fuzz '^FuzzParseWellFormed$' -fuzztime "$fuzztime" ./shared/httpapi
+go test -run '^$' -fuzz '^FuzzParseWellFormed$' -fuzztime "$fuzztime" -fuzzminimizetime 2s ./shared/httpapi
 
 log "console browser tests (Debian's Chromium, playwright-core)"
 # Never a downloaded browser: Debian's package, installed here when missing.
