@@ -21,6 +21,7 @@ require (
 	github.com/pquerna/otp v1.5.0
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.2
 	github.com/stripe/stripe-go/v76 v76.25.0
+	github.com/tidwall/btree v1.8.2
 	github.com/uber/h3-go/v4 v4.3.0
 	go.etcd.io/bbolt v1.4.3
 )
@@ -49,7 +50,6 @@ require (
 	github.com/mattn/go-isatty v0.0.20 // indirect
 	github.com/pb33f/jsonpath v0.1.2 // indirect
 	github.com/pb33f/ordered-map/v2 v2.3.0 // indirect
-	github.com/tidwall/btree v1.8.2 // indirect
 	github.com/yuin/goldmark v1.7.16 // indirect
 	go.yaml.in/yaml/v4 v4.0.0-rc.2 // indirect
 	golang.org/x/lint v0.0.0-20241112194109-818c5a804067 // indirect

@@ -22,22 +22,23 @@ func TestAssignStoresWhatUnmarshalWould(t *testing.T) {
 		`{"type":"debris","lat":1.5,"lon":2.25,"heading":359.0,"occurred_at":"2024-05-01T09:55:00Z"}`,
 	}
 	for _, body := range events {
-		compareAssign(t, EventInSchema, body, &EventIn{}, &EventIn{})
+		compareAssign[EventIn](t, EventInSchema, body)
 	}
 	revisions := []string{
 		`{"lat":48.1,"lon":11.5,"geometry":{"type":"LineString","coordinates":[[11.5,48.1],[11.6,48.2]]},"severity":"low","subtype":"pothole"}`,
 		`{"lat":48.1,"lon":11.5}`,
 	}
 	for _, body := range revisions {
-		compareAssign(t, RevisionInSchema, body, &RevisionIn{}, &RevisionIn{})
+		compareAssign[RevisionIn](t, RevisionInSchema, body)
 	}
 	for _, body := range []string{`{"action":"confirm","reporter_token":"r","lat":1,"lon":2}`, `{"action":"deny"}`} {
-		compareAssign(t, SignalInSchema, body, &SignalIn{}, &SignalIn{})
+		compareAssign[SignalIn](t, SignalInSchema, body)
 	}
 }
 
-func compareAssign[T any](t *testing.T, s interface{ Normalize(any) any }, body string, got, want *T) {
+func compareAssign[T any](t *testing.T, s interface{ Normalize(any) any }, body string) {
 	t.Helper()
+	var got, want T
 	dec := json.NewDecoder(bytes.NewReader([]byte(body)))
 	dec.UseNumber()
 	var v any
@@ -49,14 +50,20 @@ func compareAssign[T any](t *testing.T, s interface{ Normalize(any) any }, body 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := json.Unmarshal(data, want); err != nil {
+	if err := json.Unmarshal(data, &want); err != nil {
 		t.Fatalf("%s: unmarshal: %v", body, err)
 	}
-	if err := assign(got, norm); err != nil {
+	if err := assign(&got, norm); err != nil {
 		t.Fatalf("%s: assign: %v", body, err)
 	}
-	gotJSON, _ := json.Marshal(got)
-	wantJSON, _ := json.Marshal(want)
+	gotJSON, err := json.Marshal(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantJSON, err := json.Marshal(want)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if !bytes.Equal(gotJSON, wantJSON) {
 		t.Errorf("%s:\nassign    %s\nunmarshal %s", body, gotJSON, wantJSON)
 	}

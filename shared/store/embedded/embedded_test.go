@@ -18,10 +18,14 @@ var epoch = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 
 // openHarness opens a fresh store in a temporary directory, with its own fake clock and no
 // background sweeper (the tests run Sweep themselves).
-func openHarness(tb testing.TB) storetest.Harness {
+func openHarness(tb testing.TB) storetest.Harness { return openHarnessWith(tb, embedded.Options{}) }
+
+// openHarnessWith is openHarness with opts, on a fake clock and without the sweeper.
+func openHarnessWith(tb testing.TB, opts embedded.Options) storetest.Harness {
 	tb.Helper()
 	clk := clock.NewFake(epoch)
-	s := openStore(tb, filepath.Join(tb.TempDir(), "store.db"), embedded.Options{Clock: clk, SweepInterval: -1})
+	opts.Clock, opts.SweepInterval = clk, -1
+	s := openStore(tb, filepath.Join(tb.TempDir(), "store.db"), opts)
 	return storetest.Harness{Table: s, Feed: s, Clock: clk, Sweep: s.Sweep}
 }
 
@@ -59,9 +63,7 @@ func BenchmarkEmbedded(b *testing.B) {
 func TestConformanceFlushingEveryCommit(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, func(t *testing.T) storetest.Harness {
-		clk := clock.NewFake(epoch)
-		s := openStore(t, filepath.Join(t.TempDir(), "store.db"), embedded.Options{Clock: clk, SweepInterval: -1, FlushBytes: 1})
-		return storetest.Harness{Table: s, Feed: s, Clock: clk, Sweep: s.Sweep}
+		return openHarnessWith(t, embedded.Options{FlushBytes: 1})
 	})
 }
 

@@ -376,16 +376,6 @@ func encodeCommit(w *wtx) []byte {
 	return b
 }
 
-// replayCommit applies a commit's log record to bbolt (Open, after a crash): the record is
-// decoded whole into a layer, then written as the flusher writes one.
-func replayCommit(tx *bolt.Tx, payload []byte) error {
-	l := newLayer([nBuckets]uint64{})
-	if err := l.addRecord(payload); err != nil {
-		return err
-	}
-	return writeEntries(tx, l)
-}
-
 // addRecord adds a commit's log record (encodeCommit) to l.
 func (l *layer) addRecord(payload []byte) error {
 	d := &decoder{b: payload}
@@ -423,34 +413,29 @@ func (s *Store) recover(dir string) error {
 	if err := s.db.View(func(tx *bolt.Tx) error { applied = walPosition(tx); return nil }); err != nil {
 		return err
 	}
-	type rec struct {
-		pos     uint64
-		payload []byte
-	}
-	var recs []rec
+	// The records bbolt lacks are gathered in one layer, newest value per key, and written as
+	// the flusher writes a layer.
+	unapplied := newLayer([nBuckets]uint64{})
 	w, err := openWAL(dir, applied+1, s.log, func(pos uint64, payload []byte) error {
-		if pos > applied {
-			recs = append(recs, rec{pos, payload})
+		if pos <= applied {
+			return nil
 		}
+		if err := unapplied.addRecord(payload); err != nil {
+			return fmt.Errorf("replay the write-ahead log: log record %d: %w", pos, err)
+		}
+		unapplied.last = pos
+		unapplied.commits++
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	if len(recs) > 0 {
-		err := s.db.Update(func(tx *bolt.Tx) error {
-			for _, r := range recs {
-				if err := replayCommit(tx, r.payload); err != nil {
-					return fmt.Errorf("log record %d: %w", r.pos, err)
-				}
-			}
-			return setWALPosition(tx, recs[len(recs)-1].pos)
-		})
-		if err != nil {
+	if unapplied.commits > 0 {
+		if err := s.db.Update(func(tx *bolt.Tx) error { return writeLayer(tx, unapplied) }); err != nil {
 			_ = w.close()
 			return fmt.Errorf("replay the write-ahead log: %w", err)
 		}
-		s.log.Info("embedded: replayed the write-ahead log", "commits", len(recs))
+		s.log.Info("embedded: replayed the write-ahead log", "commits", unapplied.commits)
 	}
 	// bbolt now holds every record: start an empty log after the last position.
 	next := max(w.next, applied+1)

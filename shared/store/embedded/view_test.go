@@ -178,7 +178,6 @@ func buildCase(rng *rand.Rand, base map[string][]byte, maxLen int, nLayers int) 
 				e.val = fmt.Appendf(nil, "layer%d:%s:%d", i, k, rng.IntN(1000))
 			}
 			l.trees[bItems].Set(e)
-			l.bytes += len(e.key) + len(e.val) + entryOverhead
 		}
 		c.layers = append(c.layers, l)
 	}
@@ -219,7 +218,7 @@ func (c modelCase) cursorFor(tx *bolt.Tx) cursor {
 	if !c.direct {
 		return v.cursor(bItems)
 	}
-	m := &mergeCursor{}
+	m := &mergeCursor{cur: -1}
 	for _, l := range c.layers {
 		it := l.trees[bItems].Iter()
 		m.srcs = append(m.srcs, mergeSource{tree: &it})
@@ -372,7 +371,6 @@ func TestMergeCursorSteps(t *testing.T) {
 	older := newLayer([nBuckets]uint64{})
 	set := func(l *layer, k, v string, del bool) {
 		l.trees[bItems].Set(entry{key: []byte(k), val: []byte(v), del: del})
-		l.bytes += len(k) + len(v) + entryOverhead
 	}
 	set(older, "a", "", true)         // first bbolt key deleted
 	set(older, "c", "older-c", false) // overridden again by newest
@@ -421,6 +419,8 @@ func TestMergeCursorSteps(t *testing.T) {
 				k, v = c.Prev()
 			case 'S':
 				k, v = c.Seek([]byte(call[1:]))
+			default:
+				t.Fatalf("unknown call %q", call)
 			}
 			if k == nil {
 				got = append(got, "-")
@@ -455,7 +455,6 @@ func TestMergeCursorUnpositioned(t *testing.T) {
 	}
 	l := newLayer([nBuckets]uint64{})
 	l.trees[bItems].Set(entry{key: []byte("a"), del: true})
-	l.bytes = 1 + entryOverhead
 	tx, err := db.Begin(false)
 	if err != nil {
 		t.Fatalf("Begin = %v; want nil", err)

@@ -21,7 +21,8 @@ type walRecord struct {
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
-// walPayload is the payload of the test record at position pos: lengths vary, some are empty.
+// walPayload is the payload of the test record at position pos: pos*7%45 copies of byte(pos),
+// so lengths vary; it is empty only when pos is a multiple of 45, which no test reaches.
 func walPayload(pos uint64) []byte {
 	return bytes.Repeat([]byte{byte(pos)}, int(pos*7%45))
 }
@@ -115,10 +116,11 @@ func frameOffsets(t *testing.T, path string) ([]int, int) {
 	return offs, len(data)
 }
 
-// buildLog writes records 1 to last into a new log in dir, starting a new segment before
-// each position in rotateBefore, and closes it.
-func buildLog(t *testing.T, dir string, last uint64, rotateBefore ...uint64) {
+// buildLog writes records 1 to last into a new log in a new temporary folder, starting a new
+// segment before each position in rotateBefore, closes it and returns the folder.
+func buildLog(t *testing.T, last uint64, rotateBefore ...uint64) string {
 	t.Helper()
+	dir := filepath.Join(t.TempDir(), "log.wal")
 	w, recs, err := openTestWAL(dir, 1)
 	if err != nil || len(recs) != 0 {
 		t.Fatalf("openWAL(new) = %d records, %v; want 0, nil", len(recs), err)
@@ -133,14 +135,26 @@ func buildLog(t *testing.T, dir string, last uint64, rotateBefore ...uint64) {
 	if err := w.close(); err != nil {
 		t.Fatalf("close = %v; want nil", err)
 	}
+	return dir
+}
+
+// editFile replaces the contents of the file at path with edit applied to them.
+func editFile(t *testing.T, path string, edit func([]byte) []byte) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, edit(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestWALReopen checks that a closed log replays exactly its records, in order, and that
 // appending continues at the next position, in the same segment.
 func TestWALReopen(t *testing.T) {
 	t.Parallel()
-	dir := filepath.Join(t.TempDir(), "log.wal")
-	buildLog(t, dir, 20)
+	dir := buildLog(t, 20)
 	w, recs := mustOpenWAL(t, dir, 1)
 	checkReplay(t, recs, 1, 20)
 	if w.next != 21 {
@@ -191,36 +205,25 @@ func TestWALOpenStart(t *testing.T) {
 // replay, and the next append reuses the lost position.
 func TestWALTornTail(t *testing.T) {
 	t.Parallel()
-	type damage func(t *testing.T, path string, lastOff, size int)
+	type damage func(t *testing.T, path string, lastOff int)
 	cut := func(at int) damage {
-		return func(t *testing.T, path string, lastOff, size int) {
+		return func(t *testing.T, path string, lastOff int) {
 			if err := os.Truncate(path, int64(lastOff+at)); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
 	add := func(b []byte) damage {
-		return func(t *testing.T, path string, lastOff, size int) {
-			f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			if _, err := f.Write(b); err != nil {
-				t.Fatal(err)
-			}
+		return func(t *testing.T, path string, lastOff int) {
+			editFile(t, path, func(data []byte) []byte { return append(data, b...) })
 		}
 	}
 	flip := func(at int) damage { // at: offset in the last frame
-		return func(t *testing.T, path string, lastOff, size int) {
-			data, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			data[lastOff+at] ^= 0x5a
-			if err := os.WriteFile(path, data, 0o600); err != nil {
-				t.Fatal(err)
-			}
+		return func(t *testing.T, path string, lastOff int) {
+			editFile(t, path, func(data []byte) []byte {
+				data[lastOff+at] ^= 0x5a
+				return data
+			})
 		}
 	}
 	type tc struct {
@@ -245,26 +248,21 @@ func TestWALTornTail(t *testing.T) {
 		tc{"a full last frame with a wrong CRC", flip(5), true},
 		tc{"a full last frame with a wrong position byte", flip(walFrameHeader + 7), true},
 		tc{"a full last frame with a wrong payload byte", flip(walFrameHeader + 9), true},
-		tc{"a full last frame whose body is zeros", func(t *testing.T, path string, lastOff, size int) {
-			data, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			clear(data[lastOff+walFrameHeader:])
-			if err := os.WriteFile(path, data, 0o600); err != nil {
-				t.Fatal(err)
-			}
+		tc{"a full last frame whose body is zeros", func(t *testing.T, path string, lastOff int) {
+			editFile(t, path, func(data []byte) []byte {
+				clear(data[lastOff+walFrameHeader:])
+				return data
+			})
 		}, true},
 	)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			// Two segments, records 1-5 and 6-8: only the last one may be torn.
-			dir := filepath.Join(t.TempDir(), "log.wal")
-			buildLog(t, dir, 8, 6)
+			dir := buildLog(t, 8, 6)
 			last := filepath.Join(dir, segName(6))
 			offs, size := frameOffsets(t, last)
-			tt.damage(t, last, offs[len(offs)-1], size)
+			tt.damage(t, last, offs[len(offs)-1])
 
 			w, recs := mustOpenWAL(t, dir, 1)
 			keep, wantSize := uint64(8), size
@@ -272,8 +270,12 @@ func TestWALTornTail(t *testing.T) {
 				keep, wantSize = 7, offs[len(offs)-1]
 			}
 			checkReplay(t, recs, 1, keep)
-			if fi, err := os.Stat(last); err != nil || fi.Size() != int64(wantSize) {
-				t.Fatalf("size of the last segment after open = %v, %v; want %d", fi.Size(), err, wantSize)
+			fi, err := os.Stat(last)
+			if err != nil {
+				t.Fatalf("Stat(last segment) after open = %v; want nil", err)
+			}
+			if fi.Size() != int64(wantSize) {
+				t.Fatalf("size of the last segment after open = %d; want %d", fi.Size(), wantSize)
 			}
 			pos, err := w.append(walPayload(keep + 1))
 			if err != nil || pos != keep+1 {
@@ -290,8 +292,7 @@ func TestWALTornTail(t *testing.T) {
 // segment is emptied, not refused, and its first position is appended again.
 func TestWALTornOnlyRecord(t *testing.T) {
 	t.Parallel()
-	dir := filepath.Join(t.TempDir(), "log.wal")
-	buildLog(t, dir, 4, 4)
+	dir := buildLog(t, 4, 4)
 	if err := os.Truncate(filepath.Join(dir, segName(4)), 5); err != nil {
 		t.Fatal(err)
 	}
@@ -308,32 +309,38 @@ func TestWALTornOnlyRecord(t *testing.T) {
 // flipByte xors one byte of a file.
 func flipByte(t *testing.T, path string, at int) {
 	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data[at] ^= 0xff
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	editFile(t, path, func(data []byte) []byte {
+		data[at] ^= 0xff
+		return data
+	})
 }
 
-// wantCorrupt checks that opening the log fails with errWALCorrupt and leaves the segment at
-// path as it was (no record is cut off).
+// wantCorrupt checks that opening the log from start fails with errWALCorrupt and, unless path
+// is "", leaves the segment at path as it was (no record is cut off).
 func wantCorrupt(t *testing.T, dir string, start uint64, path string) {
 	t.Helper()
-	before, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
+	var before []byte
+	if path != "" {
+		var err error
+		if before, err = os.ReadFile(path); err != nil {
+			t.Fatal(err)
+		}
 	}
 	w, recs, err := openTestWAL(dir, start)
 	if !errors.Is(err, errWALCorrupt) {
 		if w != nil {
 			_ = w.close()
 		}
-		after, _ := os.ReadFile(path)
-		t.Fatalf("openWAL = %v (%d records replayed, %s cut from %d to %d bytes); want an error wrapping errWALCorrupt",
-			err, len(recs), filepath.Base(path), len(before), len(after))
+		var cut string
+		if path != "" {
+			after, _ := os.ReadFile(path)
+			cut = fmt.Sprintf(", %s cut from %d to %d bytes", filepath.Base(path), len(before), len(after))
+		}
+		t.Fatalf("openWAL(start %d) = %v (%d records replayed%s); want an error wrapping errWALCorrupt",
+			start, err, len(recs), cut)
+	}
+	if path == "" {
+		return
 	}
 	after, err := os.ReadFile(path)
 	if err != nil || !bytes.Equal(before, after) {
@@ -353,8 +360,7 @@ func TestWALCorruptMiddleRecord(t *testing.T) {
 			for at := 4; at < frame; at++ {
 				t.Run(fmt.Sprintf("segment %d record %d byte %d", seg, pos, at), func(t *testing.T) {
 					t.Parallel()
-					dir := filepath.Join(t.TempDir(), "log.wal")
-					buildLog(t, dir, 10, 6)
+					dir := buildLog(t, 10, 6)
 					path := filepath.Join(dir, segName(seg))
 					offs, _ := frameOffsets(t, path)
 					flipByte(t, path, offs[pos-seg]+at)
@@ -373,8 +379,7 @@ func TestWALCorruptLengthField(t *testing.T) {
 	for at := range 4 {
 		t.Run(fmt.Sprintf("byte %d", at), func(t *testing.T) {
 			t.Parallel()
-			dir := filepath.Join(t.TempDir(), "log.wal")
-			buildLog(t, dir, 5)
+			dir := buildLog(t, 5)
 			path := filepath.Join(dir, segName(1))
 			offs, _ := frameOffsets(t, path)
 			flipByte(t, path, offs[1]+at) // record 2 of 5
@@ -398,10 +403,7 @@ func TestWALCorruptEarlierSegment(t *testing.T) {
 			}
 		}},
 		{"zeros after the last record", func(t *testing.T, path string) {
-			data, _ := os.ReadFile(path)
-			if err := os.WriteFile(path, append(data, make([]byte, 5)...), 0o600); err != nil {
-				t.Fatal(err)
-			}
+			editFile(t, path, func(data []byte) []byte { return append(data, make([]byte, 5)...) })
 		}},
 		{"last record with a wrong CRC", func(t *testing.T, path string) {
 			offs, _ := frameOffsets(t, path)
@@ -417,8 +419,7 @@ func TestWALCorruptEarlierSegment(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			dir := filepath.Join(t.TempDir(), "log.wal")
-			buildLog(t, dir, 10, 4, 8)
+			dir := buildLog(t, 10, 4, 8)
 			path := filepath.Join(dir, segName(4))
 			tt.damage(t, path)
 			wantCorrupt(t, dir, 1, path)
@@ -466,22 +467,14 @@ func TestWALMissingRecords(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			dir := filepath.Join(t.TempDir(), "log.wal")
-			buildLog(t, dir, 9, 4, 7)
+			dir := buildLog(t, 9, 4, 7)
 			tt.damage(t, dir)
-			w, recs, err := openTestWAL(dir, tt.start)
-			if !errors.Is(err, errWALCorrupt) {
-				if w != nil {
-					_ = w.close()
-				}
-				t.Fatalf("openWAL(start %d) = %v (%d records replayed); want an error wrapping errWALCorrupt", tt.start, err, len(recs))
-			}
+			wantCorrupt(t, dir, tt.start, "")
 		})
 	}
 
 	// Records 4-9 are enough when bbolt holds 1-3, and other files are not the log's.
-	dir := filepath.Join(t.TempDir(), "log.wal")
-	buildLog(t, dir, 9, 4, 7)
+	dir := buildLog(t, 9, 4, 7)
 	if err := os.Remove(filepath.Join(dir, segName(1))); err != nil {
 		t.Fatal(err)
 	}
@@ -512,8 +505,7 @@ func TestWALRelease(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(fmt.Sprint(tt.pos), func(t *testing.T) {
 			t.Parallel()
-			dir := filepath.Join(t.TempDir(), "log.wal")
-			buildLog(t, dir, 9, 4, 7)
+			dir := buildLog(t, 9, 4, 7)
 			w, _ := mustOpenWAL(t, dir, 1)
 			if err := w.release(tt.pos); err != nil {
 				t.Fatalf("release(%d) = %v; want nil", tt.pos, err)
@@ -571,8 +563,7 @@ func TestWALReleaseEmptyCurrent(t *testing.T) {
 // (as recover does) holds only the new records.
 func TestWALReset(t *testing.T) {
 	t.Parallel()
-	dir := filepath.Join(t.TempDir(), "log.wal")
-	buildLog(t, dir, 9, 4, 7)
+	dir := buildLog(t, 9, 4, 7)
 	w, recs := mustOpenWAL(t, dir, 1)
 	checkReplay(t, recs, 1, 9)
 	if err := w.reset(); err != nil {

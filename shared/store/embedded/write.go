@@ -328,7 +328,7 @@ func (s *Store) commitItem(w *wtx, p pending, at time.Time) (bool, error) {
 		w.put(bItems, p.op.ik, p.nextRaw)
 	}
 	indexTTL(w, p.op.ik, p.stored, p.next)
-	w.put(bFeed, seqKey(w.nextSequence(bFeed)), rec)
+	appendRecord(w, rec)
 	return true, nil
 }
 
@@ -351,6 +351,10 @@ func appendChange(w *wtx, c store.Change) error {
 	if err != nil {
 		return err
 	}
-	w.put(bFeed, seqKey(w.nextSequence(bFeed)), raw)
+	appendRecord(w, raw)
 	return nil
 }
+
+// appendRecord adds an encoded change record (encodeChange, encodeChangeRaw) at the next feed
+// position.
+func appendRecord(w *wtx, rec []byte) { w.put(bFeed, seqKey(w.nextSequence(bFeed)), rec) }
