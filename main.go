@@ -1,6 +1,6 @@
 // Command roadevents is the whole service on one machine (ARCHITECTURE.md): every route group,
 // on the embedded store in ./data, on 127.0.0.1:8080. It is wiring only: configuration,
-// adapters, the handler from shared/service, and a graceful server.
+// adapters, the handler from shared/app, and a graceful server.
 package main
 
 import (
@@ -18,13 +18,13 @@ import (
 
 	"github.com/roadevents/roadevents/shared/admin"
 	"github.com/roadevents/roadevents/shared/apikey"
+	"github.com/roadevents/roadevents/shared/app"
 	"github.com/roadevents/roadevents/shared/billing"
 	"github.com/roadevents/roadevents/shared/clock"
 	"github.com/roadevents/roadevents/shared/config"
+	"github.com/roadevents/roadevents/shared/daemon"
 	"github.com/roadevents/roadevents/shared/httpapi"
 	"github.com/roadevents/roadevents/shared/metering"
-	"github.com/roadevents/roadevents/shared/server"
-	"github.com/roadevents/roadevents/shared/service"
 	"github.com/roadevents/roadevents/shared/stream"
 	"github.com/roadevents/roadevents/web"
 )
@@ -66,7 +66,7 @@ func main() {
 	}
 
 	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
-	server.TuneGC(os.Getenv)
+	daemon.TuneGC(os.Getenv)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	// Profiling for the load test (README), on loopback only and only when asked for.
@@ -85,7 +85,7 @@ func main() {
 }
 
 func run(ctx context.Context, cfg config.Config, logger *slog.Logger) (err error) {
-	st, err := service.OpenStore(ctx, cfg, clock.System, logger)
+	st, err := app.OpenStore(ctx, cfg, clock.System, logger)
 	if err != nil {
 		return err
 	}
@@ -118,11 +118,11 @@ func run(ctx context.Context, cfg config.Config, logger *slog.Logger) (err error
 			logger.Error("finish last_used_at writes", "error", err.Error())
 		}
 	}()
-	mailer, err := service.OpenMailer(ctx, cfg, clock.System, logger)
+	mailer, err := app.OpenMailer(ctx, cfg, clock.System, logger)
 	if err != nil {
 		return err
 	}
-	sealer, err := service.OpenSealer(ctx, cfg)
+	sealer, err := app.OpenSealer(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -135,7 +135,7 @@ func run(ctx context.Context, cfg config.Config, logger *slog.Logger) (err error
 		hub.Run(ctx, st.Feed, stream.EventsDecoder())
 	}()
 	defer func() { <-hubDone }()
-	api := service.New(service.Deps{Config: cfg, Build: build, Table: st.Table, Clock: clock.System, Logger: logger,
+	api := app.New(app.Deps{Config: cfg, Build: build, Table: st.Table, Clock: clock.System, Logger: logger,
 		Keys: keys, Meter: meter, Mailer: mailer, Sealer: sealer, Hub: hub})
 
 	// Reads beyond included_reads are reported to Stripe hourly (README), only with billing
@@ -158,7 +158,7 @@ func run(ctx context.Context, cfg config.Config, logger *slog.Logger) (err error
 	mux.Handle("/", api.Handler())
 	mux.Handle(web.Prefix, web.Handler())
 	mux.Handle(strings.TrimSuffix(web.Prefix, "/"), web.Handler())
-	err = server.Serve(ctx, ln, mux, server.Options{Logger: logger, OnShutdown: []func(){hub.Drain}})
+	err = daemon.Serve(ctx, ln, mux, daemon.Options{Logger: logger, OnShutdown: []func(){hub.Drain}})
 	hub.Drain()
 	wait, cancel := context.WithTimeout(context.Background(), shutdownWrites)
 	defer cancel()

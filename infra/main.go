@@ -21,14 +21,14 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/roadevents/roadevents/infra/stack"
-	"github.com/roadevents/roadevents/shared/service"
+	"github.com/roadevents/roadevents/shared/app"
 )
 
 func main() {
 	defer jsii.Close()
-	app := awscdk.NewApp(nil)
+	cdkApp := awscdk.NewApp(nil)
 	ctx := func(key, def string) string {
-		if v, ok := app.Node().TryGetContext(jsii.String(key)).(string); ok && v != "" {
+		if v, ok := cdkApp.Node().TryGetContext(jsii.String(key)).(string); ok && v != "" {
 			return v
 		}
 		return def
@@ -69,11 +69,11 @@ func main() {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
-		props.Bundles = func(constructs.Construct, service.Group) awslambda.Code {
+		props.Bundles = func(constructs.Construct, app.Group) awslambda.Code {
 			return awslambda.Code_FromAsset(jsii.String(dir), nil)
 		}
 	} else {
-		for _, g := range service.LambdaGroups {
+		for _, g := range app.LambdaGroups {
 			zip := filepath.Join(props.BundleDir, string(g)+".zip")
 			if _, err := os.Stat(zip); err != nil {
 				fmt.Fprintf(os.Stderr, "infra: %s is missing: run scripts/build-lambdas.sh first "+
@@ -82,8 +82,8 @@ func main() {
 			}
 		}
 	}
-	stack.New(app, "roadevents-"+stage, props)
-	app.Synth(nil)
+	stack.New(cdkApp, "roadevents-"+stage, props)
+	cdkApp.Synth(nil)
 }
 
 func abs(root, p string) string {

@@ -2,7 +2,7 @@
 // GET /v1/stream for every client, fed by the table's DynamoDB Stream, and GET /health for the
 // load balancer. The Lambdas cannot stream (a proxied response cannot be flushed), so this
 // long-lived process holds the open connections. It is wiring only: configuration, the store
-// and its stream, the hub, the stream route from shared/service, a graceful server.
+// and its stream, the hub, the stream route from shared/app, a graceful server.
 //
 // Environment (shared/config): ROADEVENTS_STORE=dynamodb, ROADEVENTS_TABLE, ROADEVENTS_ADDR
 // (0.0.0.0:8080 in a container), optionally ROADEVENTS_STREAM_ARN and
@@ -26,11 +26,11 @@ import (
 	"time"
 
 	"github.com/roadevents/roadevents/shared/apikey"
+	"github.com/roadevents/roadevents/shared/app"
 	"github.com/roadevents/roadevents/shared/clock"
 	"github.com/roadevents/roadevents/shared/config"
+	"github.com/roadevents/roadevents/shared/daemon"
 	"github.com/roadevents/roadevents/shared/metering"
-	"github.com/roadevents/roadevents/shared/server"
-	"github.com/roadevents/roadevents/shared/service"
 	"github.com/roadevents/roadevents/shared/stream"
 )
 
@@ -77,7 +77,7 @@ func configure(getenv func(string) string) (config.Config, error) {
 
 // run serves the stream on ln until ctx ends, then drains.
 func run(ctx context.Context, cfg config.Config, logger *slog.Logger, ln net.Listener) (err error) {
-	st, err := service.OpenStore(ctx, cfg, clock.System, logger)
+	st, err := app.OpenStore(ctx, cfg, clock.System, logger)
 	if err != nil {
 		ln.Close()
 		return err
@@ -108,8 +108,8 @@ func run(ctx context.Context, cfg config.Config, logger *slog.Logger, ln net.Lis
 	}()
 	defer func() { <-hubDone }()
 
-	api := service.New(service.Deps{Config: cfg, Build: build, Table: st.Table, Clock: clock.System, Logger: logger,
-		Keys: keys, Meter: meter, Hub: hub}, service.GroupStream)
+	api := app.New(app.Deps{Config: cfg, Build: build, Table: st.Table, Clock: clock.System, Logger: logger,
+		Keys: keys, Meter: meter, Hub: hub}, app.GroupStream)
 	mux := http.NewServeMux()
 	// The load balancer's check: 503 until the hub follows the stream and from the moment it
 	// drains, so that no client is sent to a task that cannot promise it every change.
@@ -117,7 +117,7 @@ func run(ctx context.Context, cfg config.Config, logger *slog.Logger, ln net.Lis
 	mux.Handle("/", api.Handler())
 
 	logger.Info("streamer listening", "addr", ln.Addr().String(), "table", cfg.Table)
-	err = server.Serve(ctx, ln, mux, server.Options{Logger: logger, OnShutdown: []func(){hub.Drain}})
+	err = daemon.Serve(ctx, ln, mux, daemon.Options{Logger: logger, OnShutdown: []func(){hub.Drain}})
 	// The streams hold their connections themselves: wait for their bye to be written.
 	hub.Drain()
 	wait, cancel := context.WithTimeout(context.Background(), shutdownWrites)

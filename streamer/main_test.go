@@ -15,10 +15,10 @@ import (
 	"time"
 
 	"github.com/roadevents/roadevents/shared/apikey"
+	"github.com/roadevents/roadevents/shared/app"
 	"github.com/roadevents/roadevents/shared/clock"
 	"github.com/roadevents/roadevents/shared/config"
 	"github.com/roadevents/roadevents/shared/event"
-	"github.com/roadevents/roadevents/shared/service"
 	"github.com/roadevents/roadevents/shared/store/dynamodb"
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
 	"github.com/roadevents/roadevents/shared/stream"
@@ -62,8 +62,8 @@ func TestStreamerOnDynamoDBLocal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventsAPI := service.New(service.Deps{Config: config.Default(), Table: table, Clock: clock.System, Logger: logger, Keys: keys},
-		service.GroupEvents)
+	eventsAPI := app.New(app.Deps{Config: config.Default(), Table: table, Clock: clock.System, Logger: logger, Keys: keys},
+		app.GroupEvents)
 	lambda := httptest.NewServer(eventsAPI.Handler())
 	defer lambda.Close()
 

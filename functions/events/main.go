@@ -1,14 +1,14 @@
 // Command events is the Lambda function of the events route group (/v1/events*, /v1/stream/tickets; ARCHITECTURE.md,
 // "Lambdas and route groups"), behind the HTTP API (payload format 2.0). It is wiring only:
-// shared/service builds the group's handler from the environment, as main.go builds every
+// shared/app builds the group's handler from the environment, as main.go builds every
 // group, and aws-lambda-go-api-proxy turns each API Gateway event into a request for it.
 // scripts/build-lambdas.sh builds it as the bootstrap of provided.al2023 on arm64.
 package main
 
-import "github.com/roadevents/roadevents/shared/service"
+import "github.com/roadevents/roadevents/shared/app"
 
 // build identifies this build in GET /health; release builds set it with
 // -ldflags "-X main.build=<version>".
 var build = "dev"
 
-func main() { service.StartLambda(service.GroupEvents, build) }
+func main() { app.StartLambda(app.GroupEvents, build) }

@@ -20,7 +20,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/roadevents/roadevents/infra/stack"
-	"github.com/roadevents/roadevents/shared/service"
+	"github.com/roadevents/roadevents/shared/app"
 )
 
 // synthesized is one stack's template, synthesized once for every test (jsii starts a Node.js
@@ -72,18 +72,18 @@ func synth(t *testing.T) map[string]*synthesized {
 			return
 		}
 		root, _ := filepath.Abs(filepath.Join("..", ".."))
-		app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(filepath.Join(out, "cdk.out"))})
+		cdkApp := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(filepath.Join(out, "cdk.out"))})
 		stages = map[string]*synthesized{}
 		for _, stage := range []string{stack.StageDev, stack.StageProd} {
 			domain, cert := "", ""
 			if stage == stack.StageProd {
 				domain, cert = testStreamOriginDomain, testStreamCertificate
 			}
-			s := stack.New(app, "roadevents-"+stage, stack.Props{
+			s := stack.New(cdkApp, "roadevents-"+stage, stack.Props{
 				StreamOriginDomain:   domain,
 				StreamCertificateARN: cert,
 				Stage:                stage,
-				Bundles: func(constructs.Construct, service.Group) awslambda.Code {
+				Bundles: func(constructs.Construct, app.Group) awslambda.Code {
 					return awslambda.Code_FromAsset(jsii.String(bundle), nil)
 				},
 				WebDist:    filepath.Join(root, "web", "dist"),
@@ -185,9 +185,9 @@ func TestRoutesWiredToTheirFunction(t *testing.T) {
 		routeFunction[key] = integrationTarget[ref(join[1])]
 	}
 
-	want := map[string]service.Group{}
-	for _, g := range service.LambdaGroups {
-		for _, r := range service.GroupRoutes(g) {
+	want := map[string]app.Group{}
+	for _, g := range app.LambdaGroups {
+		for _, r := range app.GroupRoutes(g) {
 			want[r.Method+" "+stack.APIPath(r.Path)] = g
 		}
 	}
@@ -196,7 +196,7 @@ func TestRoutesWiredToTheirFunction(t *testing.T) {
 	var doc struct {
 		Paths map[string]map[string]any `json:"paths"`
 	}
-	if err := json.Unmarshal(service.Document(), &doc); err != nil {
+	if err := json.Unmarshal(app.Document(), &doc); err != nil {
 		t.Fatalf("decode the API document: %v", err)
 	}
 	documented := 0
@@ -225,10 +225,10 @@ func TestRoutesWiredToTheirFunction(t *testing.T) {
 			t.Errorf("route %s invokes %q; want %q (the %s function)", key, got, fn, g)
 		}
 	}
-	if got := routeFunction["$default"]; got != s.logicalID(s.stack.Functions[service.GroupMeta]) {
+	if got := routeFunction["$default"]; got != s.logicalID(s.stack.Functions[app.GroupMeta]) {
 		t.Errorf("$default route invokes %q; want the meta function", got)
 	}
-	if got := routeFunction["OPTIONS /{proxy+}"]; got != s.logicalID(s.stack.Functions[service.GroupMeta]) {
+	if got := routeFunction["OPTIONS /{proxy+}"]; got != s.logicalID(s.stack.Functions[app.GroupMeta]) {
 		t.Errorf("OPTIONS /{proxy+} invokes %q; want the meta function", got)
 	}
 	t.Logf("%d routes wired, %d documented operations", len(want), documented)
@@ -417,7 +417,7 @@ func TestLeastPrivilege(t *testing.T) {
 		t.Fatal("no policy statements found")
 	}
 	// Each function reads only the secrets it needs and uses the table's item actions.
-	for _, g := range service.LambdaGroups {
+	for _, g := range app.LambdaGroups {
 		must(t, string(g)+" table actions", func() {
 			s.template.HasResourceProperties(jsii.String("AWS::IAM::Policy"), map[string]any{
 				"Roles": assertions.Match_ArrayWith(&[]any{map[string]any{"Ref": *s.stack.GetLogicalId(s.stack.Functions[g].Role().Node().DefaultChild().(awscdk.CfnElement))}}),
@@ -469,7 +469,7 @@ func TestSiteBucketPrivate(t *testing.T) {
 func TestFunctions(t *testing.T) {
 	s := synth(t)[stack.StageDev]
 	fns := s.resources("AWS::Lambda::Function")
-	for _, g := range service.LambdaGroups {
+	for _, g := range app.LambdaGroups {
 		id := s.logicalID(s.stack.Functions[g])
 		p := props(fns[id])
 		if p == nil {
@@ -486,12 +486,12 @@ func TestFunctions(t *testing.T) {
 			t.Errorf("%s memory %v timeout %v; want %v", g, p["MemorySize"], p["Timeout"], stack.Sizes[g])
 		}
 		vars := p["Environment"].(map[string]any)["Variables"].(map[string]any)
-		if _, ok := vars[service.SecretsEnv]; !ok {
-			t.Errorf("%s has no %s", g, service.SecretsEnv)
+		if _, ok := vars[app.SecretsEnv]; !ok {
+			t.Errorf("%s has no %s", g, app.SecretsEnv)
 		}
 		for k := range vars {
 			if strings.HasSuffix(k, "_KEY") && k != "ROADEVENTS_KMS_KEY_ID" {
-				t.Errorf("%s has secret variable %s in its configuration; want it in %s", g, k, service.SecretsEnv)
+				t.Errorf("%s has secret variable %s in its configuration; want it in %s", g, k, app.SecretsEnv)
 			}
 		}
 		if _, ok := p["LoggingConfig"].(map[string]any)["LogGroup"]; !ok {
@@ -519,7 +519,7 @@ func TestOverageSchedule(t *testing.T) {
 	if len(rules) != 1 {
 		t.Fatalf("%d EventBridge rules; want 1", len(rules))
 	}
-	billing := s.logicalID(s.stack.Functions[service.GroupBilling])
+	billing := s.logicalID(s.stack.Functions[app.GroupBilling])
 	for id, res := range rules {
 		p := props(res)
 		if p["ScheduleExpression"] != "rate(1 hour)" || p["State"] != "ENABLED" {

@@ -20,7 +20,7 @@ import (
 // fakeServer answers the routes the generator uses as the interface says (spec 4.1, 7):
 // publish with the domain's own validation and idempotency by client_event_id, and area
 // queries by exact distance to each extent, nearest first, capped at 500. It stands in for
-// shared/events so the generator is tested on its own.
+// shared/eventstore so the generator is tested on its own.
 type fakeServer struct {
 	key string
 	// failEvery makes every failEvery-th query answer 500 (0: never).

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/roadevents/roadevents/shared/apikey"
+	"github.com/roadevents/roadevents/shared/app"
 	"github.com/roadevents/roadevents/shared/clock"
 	"github.com/roadevents/roadevents/shared/config"
-	"github.com/roadevents/roadevents/shared/service"
 	"github.com/roadevents/roadevents/shared/store/embedded"
 	"github.com/roadevents/roadevents/shared/stream"
 )
@@ -45,7 +45,7 @@ func startServer(tb testing.TB) (base, key string) {
 	}
 	cfg := config.Default()
 	cfg.Store = config.StoreEmbedded
-	api := service.New(service.Deps{Config: cfg, Table: st, Clock: clock.System, Logger: logger, Keys: keys, Hub: hub})
+	api := app.New(app.Deps{Config: cfg, Table: st, Clock: clock.System, Logger: logger, Keys: keys, Hub: hub})
 	srv := httptest.NewServer(api.Handler())
 	tb.Cleanup(func() {
 		hub.Drain()

@@ -22,9 +22,9 @@ import (
 	bolterrors "go.etcd.io/bbolt/errors"
 
 	"github.com/roadevents/roadevents/shared/apikey"
+	"github.com/roadevents/roadevents/shared/app"
 	"github.com/roadevents/roadevents/shared/clock"
 	"github.com/roadevents/roadevents/shared/config"
-	"github.com/roadevents/roadevents/shared/service"
 )
 
 // Errors of the operator commands.
@@ -60,11 +60,11 @@ func IssueKey(ctx context.Context, cfg config.Config, req apikey.IssueRequest, l
 		logger = slog.Default()
 	}
 	if cfg.Store == config.StoreEmbedded {
-		if err := probeLock(filepath.Join(cfg.DataDir, service.EmbeddedFile)); err != nil {
+		if err := probeLock(filepath.Join(cfg.DataDir, app.EmbeddedFile)); err != nil {
 			return "", apikey.Key{}, err
 		}
 	}
-	st, err := service.OpenStore(ctx, cfg, clock.System, logger)
+	st, err := app.OpenStore(ctx, cfg, clock.System, logger)
 	if err != nil {
 		if errors.Is(err, bolterrors.ErrTimeout) {
 			// Taken between the probe and the open: same answer.

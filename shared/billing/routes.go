@@ -10,12 +10,12 @@ import (
 	"github.com/stripe/stripe-go/v76/webhook"
 
 	"github.com/roadevents/roadevents/shared/consoleauth"
+	"github.com/roadevents/roadevents/shared/consoleusage"
 	"github.com/roadevents/roadevents/shared/httpapi"
 	"github.com/roadevents/roadevents/shared/metering"
 	"github.com/roadevents/roadevents/shared/orgs"
 	"github.com/roadevents/roadevents/shared/plans"
 	"github.com/roadevents/roadevents/shared/schema"
-	"github.com/roadevents/roadevents/shared/usage"
 )
 
 // Public sentences of the handler errors (spec 7, shape 1).
@@ -48,7 +48,7 @@ var (
 		schema.Req("plan", plans.PublicSchema),
 		schema.Req("period_start", schema.Date().Describe("First day of the current calendar month (UTC).")),
 		schema.Req("period_end", schema.Date().Describe("Last day of the current calendar month (UTC).")),
-		schema.Req("totals", usage.TotalsSchema), // live traffic of the month so far
+		schema.Req("totals", consoleusage.TotalsSchema), // live traffic of the month so far
 		schema.Req("included_reads", schema.Integer().OrNull()),
 		schema.Req("billing_configured", schema.Boolean().WithDefault(false)),
 		schema.Req("subscription_active", schema.Boolean().WithDefault(false)),
@@ -60,14 +60,14 @@ var (
 
 // Summary is the BillingSummary record (spec 2.9).
 type Summary struct {
-	OrgID              string       `json:"org_id"`
-	Plan               plans.Public `json:"plan"`
-	PeriodStart        string       `json:"period_start"`
-	PeriodEnd          string       `json:"period_end"`
-	Totals             usage.Totals `json:"totals"`
-	IncludedReads      *int64       `json:"included_reads"`
-	BillingConfigured  bool         `json:"billing_configured"`
-	SubscriptionActive bool         `json:"subscription_active"`
+	OrgID              string              `json:"org_id"`
+	Plan               plans.Public        `json:"plan"`
+	PeriodStart        string              `json:"period_start"`
+	PeriodEnd          string              `json:"period_end"`
+	Totals             consoleusage.Totals `json:"totals"`
+	IncludedReads      *int64              `json:"included_reads"`
+	BillingConfigured  bool                `json:"billing_configured"`
+	SubscriptionActive bool                `json:"subscription_active"`
 }
 
 // SessionOut is the BillingSessionPublic record (spec 2.9).
@@ -223,7 +223,7 @@ func (s *Service) summary(w http.ResponseWriter, r *http.Request) error {
 		OrgID: a.org, Plan: p.Public(),
 		PeriodStart:        first.Format(metering.DateFormat),
 		PeriodEnd:          last.Format(metering.DateFormat),
-		Totals:             usage.TotalsOf(metering.Sum(days)),
+		Totals:             consoleusage.TotalsOf(metering.Sum(days)),
 		IncludedReads:      p.IncludedReads,
 		BillingConfigured:  s.Configured(),
 		SubscriptionActive: st.Active(),

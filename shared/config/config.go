@@ -63,7 +63,7 @@ const EventIDKeyFile = "event-id.key"
 // Limits are the deployment values of spec 8 that the service enforces or serves.
 type Limits struct {
 	MaxQueryRadiusM   float64 // GET /v1/events and the stream: 422 above it (spec 8)
-	QueryLevel        int     // H3 resolution of the area index, served by /v1/meta/limits (service.New sets it to events.QueryLevel, the level the index is read at)
+	QueryLevel        int     // H3 resolution of the area index, served by /v1/meta/limits (app.New sets it to eventstore.QueryLevel, the level the index is read at)
 	MaxEventsPerQuery int     // silent truncation of an area query (spec 8)
 }
 

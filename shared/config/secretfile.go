@@ -41,29 +41,11 @@ func LoadOrCreateKey(dir, name string, size int) ([]byte, error) {
 	}
 	key = make([]byte, size)
 	rand.Read(key) // crypto/rand never fails since Go 1.24
-	// CreateTemp makes the file 0600: the key is never readable by others, even briefly.
-	tmp, err := os.CreateTemp(dir, "."+name+".*.tmp")
-	if err != nil {
-		return nil, fmt.Errorf("config: create key %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name())
-	_, err = tmp.WriteString(hex.EncodeToString(key) + "\n")
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Link(tmp.Name(), path)
-	}
+	err = durable.WriteNew(path, []byte(hex.EncodeToString(key)+"\n"))
 	switch {
 	case errors.Is(err, fs.ErrExist):
 		return readKeyFile(path, size) // another process was first: use its key
 	case err != nil:
-		return nil, fmt.Errorf("config: create key %s: %w", path, err)
-	}
-	if err := durable.SyncDir(dir); err != nil {
 		return nil, fmt.Errorf("config: create key %s: %w", path, err)
 	}
 	return key, nil

@@ -13,6 +13,7 @@ import (
 
 	"github.com/pquerna/otp/totp"
 
+	"github.com/roadevents/roadevents/shared/app"
 	"github.com/roadevents/roadevents/shared/clock"
 	"github.com/roadevents/roadevents/shared/config"
 	"github.com/roadevents/roadevents/shared/consoleauth"
@@ -20,7 +21,6 @@ import (
 	"github.com/roadevents/roadevents/shared/mail"
 	"github.com/roadevents/roadevents/shared/schema"
 	"github.com/roadevents/roadevents/shared/seal"
-	"github.com/roadevents/roadevents/shared/service"
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
 )
 
@@ -62,11 +62,11 @@ func newEnvWith(t *testing.T, tab tables.Table, m mail.Mailer) *env {
 	if m == nil {
 		m = e.inbox
 	}
-	api := service.New(service.Deps{
+	api := app.New(app.Deps{
 		Config: cfg, Build: "test", Table: tab.Table, Clock: tab.Clock,
 		Logger: slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Mailer: m, Sealer: sealer,
-	}, service.GroupConsoleAuth, service.GroupEvents)
+	}, app.GroupConsoleAuth, app.GroupEvents)
 	e.h = api.Handler()
 	return e
 }

@@ -77,38 +77,11 @@ func (o *Outbox) Send(ctx context.Context, m Message) error {
 	}
 	name := now.Format("20060102T150405.000000000Z") + "-" + id + ".eml"
 	path := filepath.Join(o.dir, name)
-	if err := writeAtomic(o.dir, path, raw); err != nil {
+	if err := durable.WriteNew(path, raw); err != nil {
 		return fmt.Errorf("mail: write %s: %w", path, err)
 	}
 	o.log.InfoContext(ctx, "mail written to outbox", "to", m.To, "subject", m.Subject, "file", path)
 	return nil
-}
-
-func writeAtomic(dir, path string, data []byte) (err error) {
-	f, err := os.CreateTemp(dir, ".writing-*.tmp")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	if err = os.Rename(f.Name(), path); err != nil {
-		return err
-	}
-	// The rename is durable once the folder is synced.
-	return durable.SyncDir(dir)
 }
 
 // Compose renders m as an RFC 5322 message with MIME (RFC 2045-2049): headers From, To,

@@ -10,11 +10,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/roadevents/roadevents/shared/app"
 	"github.com/roadevents/roadevents/shared/config"
-	"github.com/roadevents/roadevents/shared/events"
+	"github.com/roadevents/roadevents/shared/eventstore"
 	"github.com/roadevents/roadevents/shared/meta"
 	"github.com/roadevents/roadevents/shared/schema"
-	"github.com/roadevents/roadevents/shared/service"
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
 	"github.com/roadevents/roadevents/shared/taxonomy"
 )
@@ -24,8 +24,8 @@ func newServer(t *testing.T) *httptest.Server {
 	cfg := config.Default()
 	cfg.ConsoleURL = "http://console.test/"
 	tab := tables.Embedded(t)
-	api := service.New(service.Deps{Config: cfg, Build: "test-build", Table: tab.Table, Clock: tab.Clock,
-		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}, service.GroupMeta)
+	api := app.New(app.Deps{Config: cfg, Build: "test-build", Table: tab.Table, Clock: tab.Clock,
+		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}, app.GroupMeta)
 	srv := httptest.NewServer(api.Handler())
 	t.Cleanup(srv.Close)
 	return srv
@@ -139,8 +139,8 @@ func TestLimitsDocument(t *testing.T) {
 		t.Fatal(err)
 	}
 	// query_level is the resolution the area index is read at, whatever the configuration says.
-	if got["max_query_radius_m"] != 9780.0 || got["query_level"] != float64(events.QueryLevel) || got["note"] == "" {
-		t.Fatalf("limits = %v; want max_query_radius_m 9780, query_level %d and a note", got, events.QueryLevel)
+	if got["max_query_radius_m"] != 9780.0 || got["query_level"] != float64(eventstore.QueryLevel) || got["note"] == "" {
+		t.Fatalf("limits = %v; want max_query_radius_m 9780, query_level %d and a note", got, eventstore.QueryLevel)
 	}
 	if len(got) != 3 {
 		t.Errorf("limits has keys %v; want exactly max_query_radius_m, query_level, note", got)

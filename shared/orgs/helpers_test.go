@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/roadevents/roadevents/shared/apikey"
+	"github.com/roadevents/roadevents/shared/app"
 	"github.com/roadevents/roadevents/shared/audit"
 	"github.com/roadevents/roadevents/shared/clock"
 	"github.com/roadevents/roadevents/shared/config"
@@ -19,7 +20,6 @@ import (
 	"github.com/roadevents/roadevents/shared/metering"
 	"github.com/roadevents/roadevents/shared/orgs"
 	"github.com/roadevents/roadevents/shared/schema"
-	"github.com/roadevents/roadevents/shared/service"
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
 )
 
@@ -96,11 +96,11 @@ func seatsUncapped(string) (int, int) { return 1, 0 }
 
 func newEnvCaps(t *testing.T, tab tables.Table, caps func(string) (int, int)) *env {
 	t.Helper()
-	return newEnvGroups(t, tab, caps, service.GroupConsoleAuth, service.GroupConsoleOrgs, service.GroupEvents)
+	return newEnvGroups(t, tab, caps, app.GroupConsoleAuth, app.GroupConsoleOrgs, app.GroupEvents)
 }
 
 // newEnvGroups serves groups (every group when none are named).
-func newEnvGroups(t *testing.T, tab tables.Table, caps func(string) (int, int), groups ...service.Group) *env {
+func newEnvGroups(t *testing.T, tab tables.Table, caps func(string) (int, int), groups ...app.Group) *env {
 	t.Helper()
 	cfg := config.Default()
 	cfg.Console.HashKey = bytes.Repeat([]byte{0x5a}, 32)
@@ -109,7 +109,7 @@ func newEnvGroups(t *testing.T, tab tables.Table, caps func(string) (int, int), 
 	e := &env{t: t, tab: tab, clock: tab.Clock, inbox: &inbox{}, seen: &bodies{}, logs: &consoletest.LogBuffer{},
 		keys:  apikey.New(tab.Table, apikey.Options{Clock: tab.Clock}),
 		meter: metering.New(tab.Table, metering.Options{Clock: tab.Clock, FlushInterval: -1, WriteThrough: true})}
-	api := service.New(service.Deps{
+	api := app.New(app.Deps{
 		Config: cfg, Build: "test", Table: tab.Table, Clock: tab.Clock,
 		Logger: slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Mailer: e.inbox, PlanCaps: caps, Keys: e.keys, Meter: e.meter,

@@ -6,9 +6,9 @@ import (
 	"testing"
 
 	"github.com/roadevents/roadevents/shared/billing"
+	"github.com/roadevents/roadevents/shared/consoleusage"
 	"github.com/roadevents/roadevents/shared/orgs"
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
-	"github.com/roadevents/roadevents/shared/usage"
 )
 
 // spec 4.3 ("resources are resolved within the caller's organisation") and 4.4: organisation
@@ -35,13 +35,13 @@ func TestTenantDataStaysInItsOrganisation(t *testing.T) {
 
 		pa := "/console/orgs/" + a.org.OrgID
 		r = e.call("GET", pa+"/usage?window=7d&environment=live", a.owner.token, "")
-		e.expect(r, http.StatusOK, usage.SeriesSchema, "alpha's usage")
-		if got := decode[usage.Series](t, r).Totals.Reads; got != 1 {
+		e.expect(r, http.StatusOK, consoleusage.SeriesSchema, "alpha's usage")
+		if got := decode[consoleusage.Series](t, r).Totals.Reads; got != 1 {
 			t.Fatalf("alpha's live reads = %d; want 1 (else the checks on bravo prove nothing)", got)
 		}
 		r = e.call("GET", pa+"/vitality", a.owner.token, "")
-		e.expect(r, http.StatusOK, usage.VitalitySchema, "alpha's vitality")
-		if v := decode[usage.Vitality](t, r); !v.HasTraffic || v.LastUsedKeyID == nil || *v.LastUsedKeyID != live.APIKey.KeyID {
+		e.expect(r, http.StatusOK, consoleusage.VitalitySchema, "alpha's vitality")
+		if v := decode[consoleusage.Vitality](t, r); !v.HasTraffic || v.LastUsedKeyID == nil || *v.LastUsedKeyID != live.APIKey.KeyID {
 			t.Fatalf("alpha's vitality = %+v; want traffic by %s", v, live.APIKey.KeyID)
 		}
 
@@ -58,27 +58,27 @@ func TestTenantDataStaysInItsOrganisation(t *testing.T) {
 			{pb + "/keys", nil},
 			{pb + "/audit?limit=200", nil},
 			{pb + "/usage?window=90d&environment=live", func(t *testing.T, r response) {
-				e.with(t).expect(r, http.StatusOK, usage.SeriesSchema, "bravo's live usage")
-				if s := decode[usage.Series](t, r); s.Totals != (usage.Totals{}) || s.OrgID != b.org.OrgID {
+				e.with(t).expect(r, http.StatusOK, consoleusage.SeriesSchema, "bravo's live usage")
+				if s := decode[consoleusage.Series](t, r); s.Totals != (consoleusage.Totals{}) || s.OrgID != b.org.OrgID {
 					t.Errorf("bravo's live usage = org %s, totals %+v; want %s, zeros", s.OrgID, s.Totals, b.org.OrgID)
 				}
 			}},
 			{pb + "/usage?window=90d&environment=sandbox", func(t *testing.T, r response) {
-				if s := decode[usage.Series](t, r); s.Totals != (usage.Totals{}) {
+				if s := decode[consoleusage.Series](t, r); s.Totals != (consoleusage.Totals{}) {
 					t.Errorf("bravo's sandbox usage totals = %+v; want zeros", s.Totals)
 				}
 			}},
 			{pb + "/vitality?environment=live", func(t *testing.T, r response) {
-				e.with(t).expect(r, http.StatusOK, usage.VitalitySchema, "bravo's vitality")
-				v := decode[usage.Vitality](t, r)
-				if v.HasTraffic || v.LastUsedAt != nil || v.LastUsedKeyID != nil || v.Today != (usage.Totals{}) || len(v.Keys) != 0 {
+				e.with(t).expect(r, http.StatusOK, consoleusage.VitalitySchema, "bravo's vitality")
+				v := decode[consoleusage.Vitality](t, r)
+				if v.HasTraffic || v.LastUsedAt != nil || v.LastUsedKeyID != nil || v.Today != (consoleusage.Totals{}) || len(v.Keys) != 0 {
 					t.Errorf("bravo's live vitality = %+v; want no traffic, nulls, zeros, no live keys", v)
 				}
 			}},
 			{pb + "/vitality?environment=sandbox", nil},
 			{pb + "/billing", func(t *testing.T, r response) {
 				e.with(t).expect(r, http.StatusOK, billing.BillingSummarySchema, "bravo's billing summary")
-				if s := decode[billing.Summary](t, r); s.Totals != (usage.Totals{}) || s.OrgID != b.org.OrgID {
+				if s := decode[billing.Summary](t, r); s.Totals != (consoleusage.Totals{}) || s.OrgID != b.org.OrgID {
 					t.Errorf("bravo's billing = org %s, totals %+v; want %s, zeros", s.OrgID, s.Totals, b.org.OrgID)
 				}
 			}},

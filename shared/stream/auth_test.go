@@ -12,7 +12,7 @@ import (
 
 	"github.com/roadevents/roadevents/shared/apikey"
 	"github.com/roadevents/roadevents/shared/event"
-	"github.com/roadevents/roadevents/shared/events"
+	"github.com/roadevents/roadevents/shared/eventstore"
 	"github.com/roadevents/roadevents/shared/metering"
 	"github.com/roadevents/roadevents/shared/schema"
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
@@ -249,7 +249,7 @@ func TestQueryValidation(t *testing.T) {
 func TestStreamParamsMatchTheAreaQuery(t *testing.T) {
 	t.Parallel()
 	var list []schema.Param
-	for _, rt := range events.Routes(events.Deps{}) {
+	for _, rt := range eventstore.Routes(eventstore.Deps{}) {
 		if rt.Method == http.MethodGet && rt.Path == "/v1/events" {
 			list = rt.Params
 		}

@@ -10,7 +10,7 @@ import (
 
 // NewDecoder returns the Decoder of the table's change feed for the event items of the store
 // that owns them: isEvent recognises an event item's key and decode reads its stored form
-// (events.IsEventItem and events.DecodeEvent). Only the storage layer knows the stored form;
+// (eventstore.IsEventItem and eventstore.DecodeEvent). Only the storage layer knows the stored form;
 // which delta a change emits is decided here, from the two events (Classify).
 func NewDecoder(isEvent func(store.Key) bool, decode func(store.Item) (event.Event, error)) Decoder {
 	return keyedDecoder{wants: isEvent, DecoderFunc: func(ch store.Change) (EventChange, bool, error) {

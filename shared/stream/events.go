@@ -3,16 +3,16 @@ package stream
 import (
 	"context"
 
-	"github.com/roadevents/roadevents/shared/events"
+	"github.com/roadevents/roadevents/shared/eventstore"
 )
 
 // EventsSnapshots reads snapshots from the events store: the very query of GET /v1/events
-// (events.Store.Area), so a snapshot holds what that route returns for the same filter and
+// (eventstore.Store.Area), so a snapshot holds what that route returns for the same filter and
 // credential: active events of the networks the viewer is served, nearest first, at most
 // 500 (contract 2, snapshot).
-func EventsSnapshots(st *events.Store) Snapshotter {
+func EventsSnapshots(st *eventstore.Store) Snapshotter {
 	return SnapshotFunc(func(ctx context.Context, v Viewer, f Filter) ([]SnapshotEvent, error) {
-		res, err := st.Area(ctx, events.Caller{Org: v.Org, Environment: v.Environment}, events.AreaQuery{
+		res, err := st.Area(ctx, eventstore.Caller{Org: v.Org, Environment: v.Environment}, eventstore.AreaQuery{
 			Center:        f.Center,
 			Radius:        f.Radius,
 			Types:         f.Types,
@@ -34,5 +34,5 @@ func EventsSnapshots(st *events.Store) Snapshotter {
 
 // EventsDecoder decodes the event items of the events store from the table's change feed.
 func EventsDecoder() Decoder {
-	return NewDecoder(events.IsEventItem, events.DecodeEvent)
+	return NewDecoder(eventstore.IsEventItem, eventstore.DecodeEvent)
 }

@@ -154,7 +154,7 @@ func (h *Hub) WaitReady(ctx context.Context) error {
 }
 
 // Drain ends every stream, open or opened from now on, with bye reconnect: true, so that
-// clients reconnect to another process; call it when shutdown begins (server.Options
+// clients reconnect to another process; call it when shutdown begins (daemon.Options
 // OnShutdown), before the server waits for in-flight requests.
 func (h *Hub) Drain() {
 	h.drainOnce.Do(func() { close(h.draining) })

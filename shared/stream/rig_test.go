@@ -19,7 +19,7 @@ import (
 
 	"github.com/roadevents/roadevents/shared/apikey"
 	"github.com/roadevents/roadevents/shared/event"
-	"github.com/roadevents/roadevents/shared/events"
+	"github.com/roadevents/roadevents/shared/eventstore"
 	"github.com/roadevents/roadevents/shared/geo"
 	"github.com/roadevents/roadevents/shared/httpapi"
 	"github.com/roadevents/roadevents/shared/metering"
@@ -71,7 +71,7 @@ type rig struct {
 	timers *streamtest.Timers
 	keys   *apikey.Keys
 	meter  *metering.Meter
-	events *events.Store
+	events *eventstore.Store
 
 	// API keys: organisation A live and sandbox, organisation B live.
 	liveKey, sandboxKey, otherKey string
@@ -97,7 +97,7 @@ func newRig(t testing.TB, tab tables.Table, opts ...rigOptions) *rig {
 	r := &rig{tab: tab, table: &faultTable{Table: tab.Table}, timers: streamtest.NewTimers()}
 	r.keys = apikey.New(r.table, apikey.Options{Clock: tab.Clock, Logger: logger})
 	r.meter = metering.New(r.table, metering.Options{Clock: tab.Clock, Logger: logger, FlushInterval: -1})
-	evs, err := events.New(r.table, events.Options{IDKey: bytes.Repeat([]byte{7}, 32), Clock: tab.Clock, Logger: logger})
+	evs, err := eventstore.New(r.table, eventstore.Options{IDKey: bytes.Repeat([]byte{7}, 32), Clock: tab.Clock, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func newRig(t testing.TB, tab tables.Table, opts ...rigOptions) *rig {
 		Logger: logger, Clock: tab.Clock,
 		Middleware: []httpapi.RouteMiddleware{apikey.Middleware(r.keys, apikey.MiddlewareOptions{Tickets: tickets})},
 	})
-	api.Handle(events.Routes(events.Deps{Store: evs, Meter: r.meter, Clock: tab.Clock})...)
+	api.Handle(eventstore.Routes(eventstore.Deps{Store: evs, Meter: r.meter, Clock: tab.Clock})...)
 	d := stream.Deps{
 		Hub: r.hub, Snapshots: stream.EventsSnapshots(evs), Tickets: tickets, Meter: r.meter,
 		Clock: tab.Clock, Timers: r.timers, Logger: logger, WriteTimeout: o.writeTimeout,

@@ -326,7 +326,7 @@ func TestNoChangeLostBetweenSnapshotAndFirstDelta(t *testing.T) {
 	})
 }
 
-// Shutdown (server.Options.OnShutdown): every open stream says bye with reconnect and ends;
+// Shutdown (daemon.Options.OnShutdown): every open stream says bye with reconnect and ends;
 // a stream opened while draining says bye at once.
 func TestDrain(t *testing.T) {
 	t.Parallel()

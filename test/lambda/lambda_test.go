@@ -33,8 +33,8 @@ import (
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/roadevents/roadevents/shared/apikey"
+	"github.com/roadevents/roadevents/shared/app"
 	"github.com/roadevents/roadevents/shared/metering"
-	"github.com/roadevents/roadevents/shared/service"
 	"github.com/roadevents/roadevents/shared/store"
 	"github.com/roadevents/roadevents/shared/store/dynamodb"
 	"github.com/roadevents/roadevents/shared/store/embedded"
@@ -47,7 +47,7 @@ const endpointEnv = "ROADEVENTS_DYNAMODB_ENDPOINT"
 const answerTimeout = 60 * time.Second
 
 // bootstrapPath returns the host bootstrap of group, skipping the test when it is not built.
-func bootstrapPath(t testing.TB, group service.Group) string {
+func bootstrapPath(t testing.TB, group app.Group) string {
 	t.Helper()
 	p, err := filepath.Abs(filepath.Join("..", "..", "build", "lambda", "host", string(group), "bootstrap"))
 	if err != nil {
@@ -75,7 +75,7 @@ func embeddedBackend(t testing.TB) backend {
 		env:  []string{"ROADEVENTS_STORE=embedded", "ROADEVENTS_DATA=" + dir},
 		open: func(t testing.TB) store.Table {
 			t.Helper()
-			s, err := embedded.Open(filepath.Join(dir, service.EmbeddedFile), embedded.Options{SweepInterval: -1})
+			s, err := embedded.Open(filepath.Join(dir, app.EmbeddedFile), embedded.Options{SweepInterval: -1})
 			if err != nil {
 				t.Fatalf("open embedded store: %v", err)
 			}
@@ -107,7 +107,7 @@ func dynamoBackend(t testing.TB) backend {
 			"ROADEVENTS_STORE=dynamodb", "ROADEVENTS_TABLE=" + name, "ROADEVENTS_DATA=" + t.TempDir(),
 			"AWS_ENDPOINT_URL_DYNAMODB=" + endpoint,
 			"AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local",
-			// The shared keys a Lambda on DynamoDB must be given (service.ErrLambdaKeys).
+			// The shared keys a Lambda on DynamoDB must be given (app.ErrLambdaKeys).
 			"ROADEVENTS_EVENT_ID_KEY=" + randomHex(32), "ROADEVENTS_AUTH_HASH_KEY=" + randomHex(32),
 			"ROADEVENTS_SEAL_KEY=" + randomHex(32),
 		},
@@ -130,7 +130,7 @@ type function struct {
 }
 
 // start runs the bootstrap of group with the environment Lambda gives a function plus env.
-func start(t testing.TB, group service.Group, env []string) *function {
+func start(t testing.TB, group app.Group, env []string) *function {
 	t.Helper()
 	path := bootstrapPath(t, group)
 	rt := newRuntimeAPI(t)
@@ -257,7 +257,7 @@ func TestFunctions(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("the bootstraps are Linux programs")
 	}
-	for _, group := range service.LambdaGroups {
+	for _, group := range app.LambdaGroups {
 		t.Run(string(group), func(t *testing.T) {
 			bootstrapPath(t, group)
 			for name, mk := range map[string]func(testing.TB) backend{"embedded": embeddedBackend, "dynamodb": dynamoBackend} {
@@ -270,7 +270,7 @@ func TestFunctions(t *testing.T) {
 	}
 }
 
-func testFunction(t *testing.T, group service.Group, b backend) {
+func testFunction(t *testing.T, group app.Group, b backend) {
 	// A sandbox key, written before the function starts (the embedded file is then free).
 	table := b.open(t)
 	raw, _, err := apikey.New(table, apikey.Options{}).Issue(context.Background(),
@@ -299,7 +299,7 @@ func testFunction(t *testing.T, group service.Group, b backend) {
 
 	// Every route of the group reaches its handler (whatever the handler then answers to a
 	// request without credentials or body), and none fails.
-	routes := service.GroupRoutes(group)
+	routes := app.GroupRoutes(group)
 	for _, r := range routes {
 		target := concrete(r.Path)
 		resp := f.call(t, r.Method, target, nil, "")
@@ -310,7 +310,7 @@ func testFunction(t *testing.T, group service.Group, b backend) {
 	t.Logf("%s on %s: %d routes answered", group, b.name, len(routes))
 
 	switch group {
-	case service.GroupMeta:
+	case app.GroupMeta:
 		resp := f.call(t, "GET", "/health", nil, "")
 		if resp.StatusCode != 200 || !strings.Contains(resp.Body, `"status"`) {
 			t.Errorf("GET /health: %d %s; want 200 with a status", resp.StatusCode, resp.Body)
@@ -319,14 +319,14 @@ func testFunction(t *testing.T, group service.Group, b backend) {
 		if resp.StatusCode != 200 || !strings.Contains(resp.Body, "max_query_radius_m") {
 			t.Errorf("GET /v1/meta/limits: %d %s; want 200 with max_query_radius_m", resp.StatusCode, resp.Body)
 		}
-	case service.GroupConsoleAuth:
+	case app.GroupConsoleAuth:
 		resp := f.call(t, "POST", "/console/auth/request-code", nil, `{"email":"driver@example.com"}`)
 		if resp.StatusCode != 200 {
 			t.Errorf("POST /console/auth/request-code: %d %s; want 200", resp.StatusCode, resp.Body)
 		}
-	case service.GroupEvents:
+	case app.GroupEvents:
 		testEvents(t, f, b, auth)
-	case service.GroupBilling:
+	case app.GroupBilling:
 		resp := f.call(t, "GET", "/console/plans", nil, "")
 		if resp.StatusCode != 200 {
 			t.Errorf("GET /console/plans: %d %s; want 200", resp.StatusCode, resp.Body)
@@ -382,7 +382,7 @@ func testEvents(t *testing.T, f *function, b backend, auth map[string]string) {
 // and exits, instead of waiting for events it cannot serve.
 func TestInitError(t *testing.T) {
 	t.Parallel()
-	f := start(t, service.GroupMeta, []string{"ROADEVENTS_STORE=dynamodb", "ROADEVENTS_TABLE=t"})
+	f := start(t, app.GroupMeta, []string{"ROADEVENTS_STORE=dynamodb", "ROADEVENTS_TABLE=t"})
 	select {
 	case body := <-f.rt.initCh:
 		if !strings.Contains(body, "ROADEVENTS_EVENT_ID_KEY") {
@@ -403,10 +403,10 @@ func TestInitError(t *testing.T) {
 
 // BenchmarkInit starts each function b.N times on each store and measures the time from
 // process start to the first response (a cold start's init cost on this machine), reporting
-// the median. On DynamoDB the function contacts nothing at init (service.NewLambda), as on
+// the median. On DynamoDB the function contacts nothing at init (app.NewLambda), as on
 // AWS; the embedded store opens its file and its key files.
 func BenchmarkInit(b *testing.B) {
-	for _, group := range service.LambdaGroups {
+	for _, group := range app.LambdaGroups {
 		for _, store := range []struct {
 			name string
 			mk   func(testing.TB) backend

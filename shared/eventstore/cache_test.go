@@ -1,0 +1,295 @@
+package eventstore
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/roadevents/roadevents/shared/event"
+	"github.com/roadevents/roadevents/shared/geo"
+	"github.com/roadevents/roadevents/shared/store"
+)
+
+// cacheItem is an area index item of event id under pk, with a record of the given version.
+func cacheItem(t *testing.T, pk, id string, version int64) store.Item {
+	t.Helper()
+	ev := event.Event{ID: id, Type: "accident", Lat: 1, Lon: 2, Version: version,
+		ExpiresAt: time.Date(2040, 1, 1, 0, 0, 0, 0, time.UTC)}
+	rec, err := encodeRecord(ev, []byte(fmt.Sprintf(`{"v":%d}`, version)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return areaItem(pk, id, ev.ExpiresAt, rec)
+}
+
+// versions returns the version of each record the cache holds for pk, by id, or nil when the
+// partition is not loaded.
+func versions(c *partCache, pk string) map[string]int64 {
+	var out map[string]int64
+	c.view(pk, 0, func(groups []group) {
+		out = map[string]int64{}
+		for _, g := range groups {
+			for _, r := range g.recs {
+				out[r.id] = r.rec.version
+			}
+		}
+	})
+	return out
+}
+
+// A partition read from the table is kept, and writes of this process keep it current.
+func TestPartCacheFollowsWrites(t *testing.T) {
+	t.Parallel()
+	c := newPartCache(1 << 20)
+	const pk = "area#live#cell"
+	hit, tk := c.view(pk, 0, func([]group) {})
+	if hit {
+		t.Fatal("empty cache: hit; want a miss")
+	}
+	a, _ := cacheRecord(cacheItem(t, pk, "ev_a", 1), true)
+	c.fill(tk, []cachedRec{a})
+	if got := versions(c, pk); fmt.Sprint(got) != "map[ev_a:1]" {
+		t.Fatalf("after fill: %v; want ev_a at version 1", got)
+	}
+	c.apply([]store.Op{
+		store.PutOp(cacheItem(t, pk, "ev_a", 2), store.Condition{}),
+		store.PutOp(cacheItem(t, pk, "ev_b", 1), store.Condition{}),
+		store.PutOp(store.Item{store.AttrPK: "event#ev_a", store.AttrSK: "event"}, store.Condition{}),
+	}, nil, 0)
+	if got := versions(c, pk); fmt.Sprint(got) != "map[ev_a:2 ev_b:1]" {
+		t.Fatalf("after puts: %v; want ev_a at 2 and ev_b at 1", got)
+	}
+	c.apply([]store.Op{store.DeleteOp(store.Key{PK: pk, SK: "ev_a"}, store.Condition{})}, nil, 0)
+	if got := versions(c, pk); fmt.Sprint(got) != "map[ev_b:1]" {
+		t.Fatalf("after delete: %v; want ev_b only", got)
+	}
+	// A refused transaction wrote nothing: the partition stays.
+	c.apply([]store.Op{store.DeleteOp(store.Key{PK: pk, SK: "ev_b"}, store.Condition{})}, &store.ConditionError{Op: 0}, 0)
+	if got := versions(c, pk); fmt.Sprint(got) != "map[ev_b:1]" {
+		t.Fatalf("after a refused transaction: %v; want ev_b still", got)
+	}
+	// A transaction of unknown outcome drops the partition: the table decides again.
+	c.apply([]store.Op{store.DeleteOp(store.Key{PK: pk, SK: "ev_b"}, store.Condition{})}, errors.New("timeout"), 0)
+	if got := versions(c, pk); got != nil {
+		t.Fatalf("after a failed transaction: %v; want the partition dropped", got)
+	}
+}
+
+// A reader that read the table before a write of this process must not put back what it read
+// after the write: it would hide the write until the partition is dropped.
+func TestPartCacheRefusesAStaleFill(t *testing.T) {
+	t.Parallel()
+	const pk = "area#live#cell"
+	old, _ := cacheRecord(cacheItem(t, pk, "ev_a", 1), true)
+	t.Run("write in between", func(t *testing.T) {
+		c := newPartCache(1 << 20)
+		_, tk := c.view(pk, 0, func([]group) {})
+		c.apply([]store.Op{store.PutOp(cacheItem(t, pk, "ev_a", 2), store.Condition{})}, nil, 0)
+		c.fill(tk, []cachedRec{old})
+		if got := versions(c, pk); got != nil {
+			t.Errorf("fill after a write: %v; want it refused", got)
+		}
+	})
+	t.Run("eviction in between", func(t *testing.T) {
+		c := newPartCache(1 << 20)
+		_, tk := c.view(pk, 0, func([]group) {})
+		c.evict()
+		c.fill(tk, []cachedRec{old})
+		if got := versions(c, pk); got != nil {
+			t.Errorf("fill after an eviction: %v; want it refused (the write count was forgotten)", got)
+		}
+	})
+}
+
+// The cache stays within its limit, however many partitions are read.
+func TestPartCacheLimit(t *testing.T) {
+	t.Parallel()
+	const limit = 64 << 10
+	c := newPartCache(limit)
+	for i := range 1000 {
+		pk := fmt.Sprintf("area#live#%d", i)
+		_, tk := c.view(pk, 0, func([]group) {})
+		r, _ := cacheRecord(cacheItem(t, pk, "ev_a", 1), true)
+		c.fill(tk, []cachedRec{r, r})
+		if got := c.size.Load(); got > limit {
+			t.Fatalf("after %d partitions: %d bytes; want at most %d", i+1, got, limit)
+		}
+	}
+}
+
+// pointDistance is geo.Distance to the bit, so that a point's distance does not depend on
+// whether it was measured by an area query or by anything else using geo.
+func TestPointDistance(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(3, 3))
+	for range 100_000 {
+		c := geo.Point{Lat: r.Float64()*180 - 90, Lon: r.Float64()*360 - 180}
+		p := geo.Point{Lat: geo.Round5(c.Lat + r.NormFloat64()), Lon: geo.Round5(math.Mod(c.Lon+r.NormFloat64()+540, 360) - 180)}
+		p.Lat = max(-90, min(90, p.Lat))
+		m := newMatcher(AreaQuery{Center: c, Radius: 1000}, 0, 500)
+		if got, want := m.pointDistance(p, math.Cos(p.Lat*degToRad)), geo.Distance(c, p); got != want {
+			t.Fatalf("pointDistance(%v, %v) = %v; geo.Distance = %v", c, p, got, want)
+		}
+	}
+}
+
+// Expired records leave the cache once a minute: the table's TTL deletions never reach it.
+func TestPartCachePrunesExpired(t *testing.T) {
+	t.Parallel()
+	c := newPartCache(1 << 20)
+	const pk = "area#live#cell"
+	expires := time.Date(2040, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano() // cacheItem's expiry
+	_, tk := c.view(pk, expires-1, func([]group) {})
+	a, _ := cacheRecord(cacheItem(t, pk, "ev_a", 1), true)
+	c.fill(tk, []cachedRec{a})
+	before := c.size.Load()
+	c.view(pk, expires, func([]group) {}) // the first view prunes at once
+	if got := versions(c, pk); len(got) != 0 {
+		t.Errorf("after expiry: %v; want the record pruned", got)
+	}
+	if after := c.size.Load(); after != before-a.size {
+		t.Errorf("size %d after pruning; want %d", after, before-a.size)
+	}
+}
+
+// scanItem is an area index item of event id under pk at the given extent (one position: a
+// point), expiring at expires.
+func scanItem(t *testing.T, pk, id string, expires time.Time, ext ...geo.Point) store.Item {
+	t.Helper()
+	ev := event.Event{ID: id, Type: "accident", Lat: ext[0].Lat, Lon: ext[0].Lon, Version: 1, ExpiresAt: expires}
+	if len(ext) > 1 {
+		ev.Type = "congestion"
+		coords := make([][2]float64, len(ext))
+		for i, p := range ext {
+			coords[i] = [2]float64{p.Lon, p.Lat}
+		}
+		ev.Geometry = &event.LineString{Type: event.GeometryType, Coordinates: coords}
+	}
+	rec, err := encodeRecord(ev, []byte(fmt.Sprintf(`{"id":%q}`, id)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return areaItem(pk, id, expires, rec)
+}
+
+// A cached partition read by groups, nearest first, skipping the groups out of reach, and
+// points first within each (matcher.addPart) gives exactly the answer of its records taken in
+// order, with the cap reached (where the reach test and the skipping tighten) and not.
+func TestAddPartAgreesWithAdd(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(5, 8))
+	center := geo.Point{Lat: 48.85, Lon: 2.35}
+	near := func(spread float64) geo.Point {
+		return geo.Point{Lat: geo.Round5(center.Lat + (r.Float64()-0.5)*spread), Lon: geo.Round5(center.Lon + (r.Float64()-0.5)*spread)}
+	}
+	expires := time.Date(2040, 1, 1, 0, 0, 0, 0, time.UTC)
+	var recs []cachedRec
+	for i := range 2000 {
+		ext := []geo.Point{near(0.1)}
+		if r.IntN(5) == 0 { // LineStrings of 2 to 6 positions, some long
+			for range 1 + r.IntN(5) {
+				ext = append(ext, near(0.1))
+			}
+		}
+		rec, err := cacheRecord(scanItem(t, "area#live#cell", fmt.Sprintf("ev_%05d", i), expires, ext...), i%2 == 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, rec)
+	}
+	var p part
+	p.load(recs)
+	for _, radius := range []float64{300, 1000, 3000, 9780} {
+		for _, limit := range []int{500, 50} {
+			for range 5 {
+				q := AreaQuery{Center: near(0.05), Radius: radius}
+				byPart, inOrder := newMatcher(q, 0, limit), newMatcher(q, 0, limit)
+				byPart.addPart(p.groups)
+				for i := range recs {
+					inOrder.add(&recs[i])
+				}
+				if got, want := fmt.Sprint(byPart.result(true)), fmt.Sprint(inOrder.result(false)); got != want {
+					t.Errorf("centre %v, radius %v, limit %d: by groups found\n%s\nwant (records in order)\n%s", q.Center, radius, limit, got, want)
+				}
+			}
+		}
+	}
+}
+
+// A point found twice, read across a concurrent move, is answered once, in its newest copy,
+// wherever the copies come in the order of reading.
+func TestResultKeepsTheNewestCopy(t *testing.T) {
+	t.Parallel()
+	center := geo.Point{Lat: 48.85, Lon: 2.35}
+	expires := time.Date(2040, 1, 1, 0, 0, 0, 0, time.UTC)
+	old, err := cacheRecord(scanItem(t, "area#live#a", "ev_moved", expires, geo.Point{Lat: 48.851, Lon: 2.35}), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved := old
+	moved.rec.version, moved.p0 = 2, geo.Point{Lat: 48.852, Lon: 2.35}
+	moved.u, moved.cos = moved.p0.Unit(), math.Cos(moved.p0.Lat*degToRad)
+	other, err := cacheRecord(scanItem(t, "area#live#b", "ev_other", expires, geo.Point{Lat: 48.8515, Lon: 2.35}), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, order := range [][]cachedRec{{old, other, moved}, {moved, other, old}} {
+		m := newMatcher(AreaQuery{Center: center, Radius: 1000}, 0, 500)
+		for i := range order {
+			m.add(&order[i])
+		}
+		got := m.result(false)
+		if len(got) != 2 || got[0].ID != "ev_other" || got[1].ID != "ev_moved" || got[1].Distance != geo.Distance(center, moved.p0) {
+			t.Errorf("found %v; want ev_other, then ev_moved once at its new position, %.1f m", got, geo.Distance(center, moved.p0))
+		}
+	}
+}
+
+// A query can tell whether records were added to the cache while it read: only then may it
+// have seen an event twice (stillSince).
+func TestPartCacheTellsWhetherRecordsWereAdded(t *testing.T) {
+	t.Parallel()
+	c := newPartCache(1 << 20)
+	const pk = "area#live#cell"
+	mark, still := c.still()
+	if !still || !c.stillSince(mark) {
+		t.Fatal("an idle cache: not still")
+	}
+	_, tk := c.view(pk, 0, func([]group) {})
+	a, _ := cacheRecord(cacheItem(t, pk, "ev_a", 1), true)
+	c.fill(tk, []cachedRec{a})
+	if c.stillSince(mark) {
+		t.Error("after a fill: still; want the query told")
+	}
+	mark, _ = c.still()
+	c.apply([]store.Op{store.PutOp(cacheItem(t, pk, "ev_b", 1), store.Condition{})}, nil, 0)
+	if c.stillSince(mark) {
+		t.Error("after a write: still; want the query told")
+	}
+}
+
+// The answer is ordered by distance, then id, to the last bit, however close the distances:
+// result sorts them rounded to float32 first.
+func TestResultOrdersCloseDistancesExactly(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(2, 4))
+	m := newMatcher(AreaQuery{Center: geo.Point{}, Radius: 9780}, 0, 300)
+	for i := range 400 {
+		d := 1000 + float64(r.IntN(50))*1e-6 // many share a float32, some are equal
+		m.found = append(m.found, AreaEvent{ID: fmt.Sprintf("ev_%03d", r.IntN(1000)) + fmt.Sprint(i), Distance: d})
+		m.ver = append(m.ver, 1)
+		m.push(d)
+	}
+	got := m.result(true)
+	if len(got) != 300 {
+		t.Fatalf("%d events; want the cap, 300", len(got))
+	}
+	for i := 1; i < len(got); i++ {
+		if a, b := got[i-1], got[i]; a.Distance > b.Distance || a.Distance == b.Distance && a.ID >= b.ID {
+			t.Fatalf("event %d (%s, %v) after (%s, %v): not nearest first, ties by id", i, b.ID, b.Distance, a.ID, a.Distance)
+		}
+	}
+}

@@ -1,0 +1,285 @@
+package eventstore_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/roadevents/roadevents/shared/apikey"
+	"github.com/roadevents/roadevents/shared/app"
+	"github.com/roadevents/roadevents/shared/config"
+	"github.com/roadevents/roadevents/shared/event"
+	"github.com/roadevents/roadevents/shared/metering"
+	"github.com/roadevents/roadevents/shared/store/storetest/tables"
+)
+
+// harness is the service with the events group, served over HTTP on one table, with the
+// table's fake clock: what a client of /v1/events meets.
+type harness struct {
+	t     *testing.T
+	tab   tables.Table
+	url   string
+	keys  *apikey.Keys
+	meter *metering.Meter
+}
+
+func newHarness(t *testing.T, tab tables.Table) *harness {
+	t.Helper()
+	discard := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	keys := apikey.New(tab, apikey.Options{Clock: tab.Clock, Logger: discard})
+	meter := metering.New(tab, metering.Options{Clock: tab.Clock, Logger: discard, FlushInterval: -1})
+	cfg := config.Default()
+	cfg.EventIDKey = testIDKey
+	if tab.Adapter == tables.AdapterDynamoDB {
+		// As deployed: processes sharing DynamoDB keep no area cache (service.areaCacheBytes).
+		cfg.Store, cfg.Table = config.StoreDynamoDB, "test"
+	}
+	api := app.New(app.Deps{Config: cfg, Build: "test", Table: tab, Clock: tab.Clock, Logger: discard,
+		Keys: keys, Meter: meter}, app.GroupEvents)
+	srv := httptest.NewServer(api.Handler())
+	t.Cleanup(func() {
+		srv.Close()
+		if err := keys.Wait(context.Background()); err != nil {
+			t.Errorf("keys.Wait = %v", err)
+		}
+	})
+	return &harness{t: t, tab: tab, url: srv.URL, keys: keys, meter: meter}
+}
+
+// key issues an API key of organisation org in environment env and returns the raw key.
+func (h *harness) key(org, env string) string {
+	h.t.Helper()
+	raw, _, err := h.keys.Issue(context.Background(), apikey.IssueRequest{OrgID: org, Environment: env, Label: "test"})
+	if err != nil {
+		h.t.Fatalf("Issue(%s, %s) = %v", org, env, err)
+	}
+	return raw
+}
+
+// reply is one HTTP answer.
+type reply struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// do sends a request with key as bearer credential (none when empty) and body as JSON (a
+// string is sent as it is).
+func (h *harness) do(method, path, key string, body any) reply {
+	h.t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	default:
+		data, err := json.Marshal(b)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		rd = bytes.NewReader(data)
+	}
+	req, err := http.NewRequest(method, h.url+path, rd)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		h.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return reply{status: resp.StatusCode, header: resp.Header, body: data}
+}
+
+// publicEvent is EventPublic as a client decodes it.
+type publicEvent struct {
+	EventID       string           `json:"event_id"`
+	SchemaVersion int              `json:"schema_version"`
+	Type          string           `json:"type"`
+	Subtype       *string          `json:"subtype"`
+	Lat           float64          `json:"lat"`
+	Lon           float64          `json:"lon"`
+	Geometry      *json.RawMessage `json:"geometry"`
+	Severity      *string          `json:"severity"`
+	CreatedAt     time.Time        `json:"created_at"`
+	ExpiresAt     time.Time        `json:"expires_at"`
+	UpdatedAt     *time.Time       `json:"updated_at"`
+	SourceKind    string           `json:"source_kind"`
+	Status        string           `json:"status"`
+	Verification  string           `json:"verification"`
+	Confidence    float64          `json:"confidence"`
+	ConfirmCount  int              `json:"confirm_count"`
+	DenyCount     int              `json:"deny_count"`
+	Environment   string           `json:"environment"`
+}
+
+// event decodes an EventPublic answer, failing unless the status is want.
+func (r reply) event(t *testing.T, want int) publicEvent {
+	t.Helper()
+	r.expect(t, want)
+	var e publicEvent
+	if err := json.Unmarshal(r.body, &e); err != nil {
+		t.Fatalf("decode EventPublic %s: %v", r.body, err)
+	}
+	return e
+}
+
+// list decodes a GET /v1/events answer, failing unless it is 200.
+func (r reply) list(t *testing.T) []publicEvent {
+	t.Helper()
+	r.expect(t, http.StatusOK)
+	var out []publicEvent
+	if err := json.Unmarshal(r.body, &out); err != nil {
+		t.Fatalf("decode list %s: %v", r.body, err)
+	}
+	return out
+}
+
+func (r reply) expect(t *testing.T, status int) {
+	t.Helper()
+	if r.status != status {
+		t.Fatalf("status = %d %s; want %d", r.status, r.body, status)
+	}
+}
+
+// detail checks a handler error (spec 7 shape 1: {"detail": <string>}) and returns the
+// sentence.
+func (r reply) detail(t *testing.T, status int) string {
+	t.Helper()
+	r.expect(t, status)
+	var body map[string]any
+	if err := json.Unmarshal(r.body, &body); err != nil {
+		t.Fatalf("decode error body %s: %v", r.body, err)
+	}
+	d, ok := body["detail"].(string)
+	if !ok || d == "" || len(body) != 1 {
+		t.Fatalf("body = %s; want {\"detail\": <non-empty string>} (spec 7 shape 1)", r.body)
+	}
+	return d
+}
+
+// problem is one item of a validation error, as a client matches it (spec 7: type and loc,
+// never msg).
+type problem struct {
+	Type string
+	Loc  string // the loc as JSON, e.g. ["body","lat"]
+}
+
+// problems checks a validation error (spec 7 shape 2: {"detail": [{type, loc, msg, input}]})
+// and returns its items.
+func (r reply) problems(t *testing.T) []problem {
+	t.Helper()
+	r.expect(t, http.StatusUnprocessableEntity)
+	var body struct {
+		Detail []map[string]json.RawMessage `json:"detail"`
+	}
+	if err := json.Unmarshal(r.body, &body); err != nil || len(body.Detail) == 0 {
+		t.Fatalf("body = %s; want {\"detail\": [validation items]} (%v)", r.body, err)
+	}
+	var out []problem
+	for _, d := range body.Detail {
+		for _, k := range []string{"type", "loc", "msg", "input"} {
+			if _, ok := d[k]; !ok {
+				t.Errorf("validation item %v lacks %q (spec 7 shape 2)", d, k)
+			}
+		}
+		var typ string
+		json.Unmarshal(d["type"], &typ)
+		var loc []any
+		json.Unmarshal(d["loc"], &loc)
+		l, _ := json.Marshal(loc)
+		out = append(out, problem{Type: typ, Loc: string(l)})
+	}
+	return out
+}
+
+// hasProblem reports whether r is a validation error holding want.
+func (r reply) hasProblem(t *testing.T, want problem) {
+	t.Helper()
+	got := r.problems(t)
+	if !slices.Contains(got, want) {
+		t.Errorf("validation errors = %v; want one %v", got, want)
+	}
+}
+
+// eventBody is a POST /v1/events body; fields are added by the test.
+type eventBody map[string]any
+
+func point(typ string, lat, lon float64) eventBody {
+	return eventBody{"type": typ, "lat": lat, "lon": lon}
+}
+
+func (b eventBody) with(k string, v any) eventBody {
+	c := eventBody{}
+	for kk, vv := range b {
+		c[kk] = vv
+	}
+	c[k] = v
+	return c
+}
+
+// publish posts body and returns the event, failing unless it was created.
+func (h *harness) publish(key string, body eventBody) publicEvent {
+	h.t.Helper()
+	return h.do("POST", "/v1/events", key, body).event(h.t, http.StatusCreated)
+}
+
+// area asks GET /v1/events with the query string q.
+func (h *harness) area(key, q string) []publicEvent {
+	h.t.Helper()
+	return h.do("GET", "/v1/events?"+q, key, nil).list(h.t)
+}
+
+func ids(list []publicEvent) []string {
+	out := make([]string, len(list))
+	for i, e := range list {
+		out[i] = e.EventID
+	}
+	return out
+}
+
+func q(lat, lon float64, extra ...string) string {
+	s := fmt.Sprintf("lat=%v&lon=%v", lat, lon)
+	for _, e := range extra {
+		s += "&" + e
+	}
+	return s
+}
+
+// usage returns today's counts of organisation org in env, after flushing the meter.
+func (h *harness) usage(org, env string) metering.Totals {
+	h.t.Helper()
+	if err := h.meter.Flush(context.Background()); err != nil {
+		h.t.Fatal(err)
+	}
+	now := h.tab.Clock.Now()
+	days, err := h.meter.Read(context.Background(), org, env, now, now)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return metering.Sum(days)
+}
+
+const (
+	live    = event.EnvironmentLive
+	sandbox = event.EnvironmentSandbox
+)

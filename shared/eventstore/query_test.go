@@ -1,0 +1,396 @@
+package eventstore_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/roadevents/roadevents/shared/app"
+	"github.com/roadevents/roadevents/shared/config"
+	"github.com/roadevents/roadevents/shared/event"
+	"github.com/roadevents/roadevents/shared/eventstore"
+	"github.com/roadevents/roadevents/shared/geo"
+	"github.com/roadevents/roadevents/shared/store/storetest/tables"
+)
+
+// spec 7, GET /v1/events 422: each cause at its loc with its type (contract 1).
+func TestListValidation(t *testing.T) {
+	t.Parallel()
+	tables.Each(t, func(t *testing.T, tab tables.Table) {
+		t.Parallel()
+		h := newHarness(t, tab)
+		key := h.key("org_a", live)
+		for _, tc := range []struct {
+			name, query string
+			want        problem
+		}{
+			{"radius 0", q(48, 11, "radius=0"), problem{"greater_than", `["query","radius"]`}},
+			{"negative radius", q(48, 11, "radius=-5"), problem{"greater_than", `["query","radius"]`}},
+			{"radius over max_query_radius_m", q(48, 11, "radius=9780.5"), problem{"less_than_equal", `["query","radius"]`}},
+			{"unknown type", q(48, 11, "type=accident", "type=other"), problem{"enum", `["query","type",1]`}},
+			{"lat out of range", q(90.1, 11), problem{"less_than_equal", `["query","lat"]`}},
+			{"lon out of range", q(48, -180.1), problem{"greater_than_equal", `["query","lon"]`}},
+			{"lat missing", "lon=11", problem{"missing", `["query","lat"]`}},
+			{"lat not a number", "lat=north&lon=11", problem{"float_parsing", `["query","lat"]`}},
+			{"min_confidence over 1", q(48, 11, "min_confidence=1.01"), problem{"less_than_equal", `["query","min_confidence"]`}},
+			{"min_confidence under 0", q(48, 11, "min_confidence=-0.1"), problem{"greater_than_equal", `["query","min_confidence"]`}},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				h.do("GET", "/v1/events?"+tc.query, key, nil).hasProblem(t, tc.want)
+			})
+		}
+		// The widest radius itself is allowed, and an empty area is an empty array.
+		if got := h.area(key, q(48, 11, "radius=9780")); len(got) != 0 {
+			t.Errorf("empty area = %v; want []", got)
+		}
+		if r := h.do("GET", "/v1/events?"+q(48, 11), key, nil); string(r.body) != "[]" {
+			t.Errorf("empty area body = %s; want []", r.body)
+		}
+	})
+}
+
+// spec 4.1 rule 3: only active events, nearest first, distance to the full extent, default
+// radius 1000 m, filters by type and confidence.
+func TestListNearestFirst(t *testing.T) {
+	t.Parallel()
+	tables.Each(t, func(t *testing.T, tab tables.Table) {
+		t.Parallel()
+		h := newHarness(t, tab)
+		key := h.key("org_a", live)
+		center := geo.Point{Lat: 52.52, Lon: 13.405}
+		at := func(bearing, d float64) geo.Point { return destination(center, bearing, d) }
+		p300, p600, p900, p1200 := at(0, 300), at(90, 600), at(180, 900), at(270, 1200)
+		e600 := h.publish(key, point("accident", p600.Lat, p600.Lon))
+		e300 := h.publish(key, point("object_on_road", p300.Lat, p300.Lon))
+		e1200 := h.publish(key, point("congestion", p1200.Lat, p1200.Lon))
+		e900 := h.publish(key, point("road_damage", p900.Lat, p900.Lon))
+		// A 4 km segment whose ends are 2 km away but which passes 250 m from the centre.
+		a, b := at(0, 250), at(0, 250)
+		a, b = destination(a, 90, 2000), destination(b, 270, 2000)
+		a, b = roundPoint(a), roundPoint(b)
+		seg := h.publish(key, point("congestion", a.Lat, a.Lon).with("geometry", map[string]any{
+			"coordinates": [][2]float64{{a.Lon, a.Lat}, {b.Lon, b.Lat}}}))
+
+		got := ids(h.area(key, q(center.Lat, center.Lon)))
+		want := []string{seg.EventID, e300.EventID, e600.EventID, e900.EventID}
+		if !slices.Equal(got, want) {
+			t.Errorf("default radius: %v; want %v (nearest first, the segment by its extent, 1200 m out)", got, want)
+		}
+		got = ids(h.area(key, q(center.Lat, center.Lon, "radius=1500")))
+		if want := append(want, e1200.EventID); !slices.Equal(got, want) {
+			t.Errorf("radius 1500: %v; want %v", got, want)
+		}
+		got = ids(h.area(key, q(center.Lat, center.Lon, "radius=1500", "type=congestion", "type=accident")))
+		if want := []string{seg.EventID, e600.EventID, e1200.EventID}; !slices.Equal(got, want) {
+			t.Errorf("type congestion and accident: %v; want %v", got, want)
+		}
+		// Confirm one event twice: its confidence rises over the others' 0.667.
+		for _, tok := range []string{"v1", "v2"} {
+			h.do("POST", "/v1/events/"+e900.EventID+"/signals", key, map[string]any{"action": "confirm", "reporter_token": tok}).
+				expect(t, http.StatusOK)
+		}
+		got = ids(h.area(key, q(center.Lat, center.Lon, "min_confidence=0.7")))
+		if want := []string{e900.EventID}; !slices.Equal(got, want) {
+			t.Errorf("min_confidence 0.7: %v; want %v", got, want)
+		}
+		if got := h.area(key, q(center.Lat, center.Lon, "min_confidence=0.8")); len(got) != 1 || got[0].Confidence != 0.8 {
+			t.Errorf("min_confidence 0.8: %v; want the event of confidence 0.8 (at least, inclusive)", ids(got))
+		}
+		if u := h.usage("org_a", live); u.Reads != 5 {
+			t.Errorf("reads metered = %d; want 5, one per query", u.Reads)
+		}
+	})
+}
+
+func roundPoint(p geo.Point) geo.Point {
+	return geo.Point{Lat: geo.Round5(p.Lat), Lon: geo.Round5(p.Lon)}
+}
+
+// The antimeridian: a query at lon 179.99 finds an event at lon -179.99 (2.2 km away at the
+// equator) and the other way round, and a segment crossing it is found from both sides.
+func TestListAcrossTheAntimeridian(t *testing.T) {
+	t.Parallel()
+	tables.Each(t, func(t *testing.T, tab tables.Table) {
+		t.Parallel()
+		h := newHarness(t, tab)
+		key := h.key("org_a", live)
+		west := h.publish(key, point("accident", 0, -179.99))
+		east := h.publish(key, point("accident", 0.005, 179.995))
+		seg := h.publish(key, point("congestion", -0.03, 179.98).with("geometry", map[string]any{
+			"coordinates": [][2]float64{{179.98, -0.03}, {-179.98, -0.03}}}))
+		if got, want := ids(h.area(key, q(0, 179.99, "radius=2300"))), []string{east.EventID, west.EventID}; !slices.Equal(got, want) {
+			t.Errorf("at lon 179.99, radius 2300: %v; want %v (787 m and 2226 m; the segment is 3336 m away)", got, want)
+		}
+		if got, want := ids(h.area(key, q(0, 179.99, "radius=3400"))), []string{east.EventID, west.EventID, seg.EventID}; !slices.Equal(got, want) {
+			t.Errorf("at lon 179.99, radius 3400: %v; want %v", got, want)
+		}
+		if got, want := ids(h.area(key, q(0, -179.995, "radius=3400"))), []string{west.EventID, east.EventID, seg.EventID}; !slices.Equal(got, want) {
+			t.Errorf("at lon -179.995, radius 3400: %v; want %v", got, want)
+		}
+	})
+}
+
+// spec 8 and spec 4.1 rule 3: at most 500 events, the nearest, truncated silently. The
+// embedded store only: 520 publishes are slow on DynamoDB Local, and the query path is the same
+// code on both adapters (tested there by the other tests).
+func TestListCapsAt500(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, tables.Embedded(t))
+	key := h.key("org_a", live)
+	center := geo.Point{Lat: 40.4, Lon: -3.7}
+	var mu sync.Mutex
+	want := map[string]float64{}
+	var wg sync.WaitGroup
+	for i := range 520 {
+		wg.Go(func() {
+			p := roundPoint(destination(center, float64(i*37%360), 10+float64(i)*15))
+			e := h.publish(key, point("congestion", p.Lat, p.Lon))
+			mu.Lock()
+			want[e.EventID] = geo.Distance(center, p)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	got := h.area(key, q(center.Lat, center.Lon, "radius=9780"))
+	if len(got) != 500 {
+		t.Fatalf("got %d events; want 500 (spec 8: silently truncated)", len(got))
+	}
+	// Events are 10 m + 15 m * i away: the 500 nearest are i < 500.
+	for i, e := range got {
+		if d, far := want[e.EventID], 10+float64(500)*15-1; d > far {
+			t.Errorf("event %d of the answer is %.0f m away; want only the 500 nearest (under %.0f m)", i, d, far)
+		}
+		if i > 0 && want[got[i-1].EventID] > want[e.EventID] {
+			t.Errorf("event %d (%.0f m) after one at %.0f m; want nearest first", i, want[e.EventID], want[got[i-1].EventID])
+		}
+	}
+}
+
+// spec 1 and spec 4.1 rule 3: a live key is served live events only, a sandbox key both.
+func TestListVisibility(t *testing.T) {
+	t.Parallel()
+	tables.Each(t, func(t *testing.T, tab tables.Table) {
+		t.Parallel()
+		h := newHarness(t, tab)
+		liveKey, sandboxKey := h.key("org_a", live), h.key("org_a", sandbox)
+		otherLive := h.key("org_b", live)
+		l := h.publish(liveKey, point("accident", 41.9, 12.5))
+		s := h.publish(sandboxKey, point("accident", 41.901, 12.5))
+		o := h.publish(otherLive, point("accident", 41.902, 12.5))
+		if got, want := ids(h.area(liveKey, q(41.9, 12.5))), []string{l.EventID, o.EventID}; !slices.Equal(got, want) {
+			t.Errorf("live key: %v; want the live events %v only", got, want)
+		}
+		if got, want := ids(h.area(sandboxKey, q(41.9, 12.5))), []string{l.EventID, s.EventID, o.EventID}; !slices.Equal(got, want) {
+			t.Errorf("sandbox key: %v; want live and sandbox %v", got, want)
+		}
+		// Organisation is resolved but does not alter the query (spec 4.1 rule 3).
+		if got, want := ids(h.area(otherLive, q(41.9, 12.5))), []string{l.EventID, o.EventID}; !slices.Equal(got, want) {
+			t.Errorf("org_b's live key: %v; want %v", got, want)
+		}
+	})
+}
+
+// The issue's lookup budget, over the globe (covers grow towards the poles and at pentagons):
+// a 1000 m query reads at most 20 cells at the fine level; the widest reads the coarse level's
+// 12 to 24 cells (package doc, "Area index"); a sandbox credential reads both environments'
+// partitions of the same cells.
+func TestAreaLookupBudget(t *testing.T) {
+	t.Parallel()
+	tab := tables.Embedded(t)
+	s, err := eventstore.New(tab, eventstore.Options{IDKey: testIDKey, Clock: tab.Clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sandboxCaller := eventstore.Caller{Org: "o", Environment: event.EnvironmentSandbox}
+	for _, c := range []struct {
+		name      string
+		caller    eventstore.Caller
+		radius    float64
+		level     int
+		maxLookup int
+	}{
+		{"live 1000 m", liveCaller, 1000, eventstore.FineLevel, eventstore.MaxLookups},
+		{"live 9780 m", liveCaller, 9780, eventstore.CoarseLevel, 24},
+		{"sandbox 1000 m", sandboxCaller, 1000, eventstore.FineLevel, 2 * eventstore.MaxLookups},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			worst := 0
+			for lat := -80.0; lat <= 80; lat += 7.3 {
+				for lon := -180.0; lon < 180; lon += 23.7 {
+					res, err := s.Area(context.Background(), c.caller, eventstore.AreaQuery{
+						Center: geo.Point{Lat: lat, Lon: lon}, Radius: c.radius})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if res.Level != c.level {
+						t.Fatalf("at %v, %v: level %d; want %d", lat, lon, res.Level, c.level)
+					}
+					worst = max(worst, res.Lookups)
+				}
+			}
+			if worst > c.maxLookup {
+				t.Errorf("up to %d lookups; want at most %d", worst, c.maxLookup)
+			}
+		})
+	}
+}
+
+// The area index follows revisions and ends (issue item 9): an event moved by a revision is
+// found at its new place only, and an event ended by the deny quorum is no longer listed.
+func TestListFollowsChanges(t *testing.T) {
+	t.Parallel()
+	tables.Each(t, func(t *testing.T, tab tables.Table) {
+		t.Parallel()
+		h := newHarness(t, tab)
+		key := h.key("org_a", live)
+		e := h.publish(key, point("roadworks", 59.33, 18.06))
+		h.do("POST", "/v1/events/"+e.EventID+"/revisions", key, map[string]any{"lat": 59.40, "lon": 18.06}).
+			expect(t, http.StatusOK)
+		if got := h.area(key, q(59.33, 18.06)); len(got) != 0 {
+			t.Errorf("old place after the revision: %v; want nothing", ids(got))
+		}
+		got := h.area(key, q(59.40, 18.06))
+		if len(got) != 1 || got[0].Lat != 59.40 {
+			t.Fatalf("new place after the revision: %+v; want the revised event", got)
+		}
+		for i := range event.DenyQuorum {
+			h.do("POST", "/v1/events/"+e.EventID+"/signals", key, map[string]any{
+				"action": "deny", "reporter_token": fmt.Sprintf("d%d", i)}).expect(t, http.StatusOK)
+		}
+		if got := h.area(key, q(59.40, 18.06)); len(got) != 0 {
+			t.Errorf("after the deny quorum: %v; want nothing (the event is expired)", ids(got))
+		}
+	})
+}
+
+// The area cache (Options.CacheBytes) answers exactly what the table holds: a store that
+// caches, under concurrent publishes, revisions, signals and queries and with a limit small
+// enough to evict all the time, agrees afterwards with a store reading the same table.
+func TestAreaCacheAgreesWithTheTable(t *testing.T) {
+	t.Parallel()
+	tab := tables.Embedded(t)
+	cached, err := eventstore.New(tab, eventstore.Options{IDKey: testIDKey, Clock: tab.Clock, CacheBytes: 256 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := eventstore.New(tab, eventstore.Options{IDKey: testIDKey, Clock: tab.Clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	center := geo.Point{Lat: 45.76, Lon: 4.84}
+	near := func(r *rand.Rand) geo.Point {
+		return roundPoint(destination(center, r.Float64()*360, r.Float64()*3000))
+	}
+	var (
+		mu  sync.Mutex
+		ids []string
+		wg  sync.WaitGroup
+	)
+	for w := range 8 {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(uint64(w), 9))
+			for range 60 {
+				switch op := r.IntN(10); {
+				case op < 4:
+					p := near(r)
+					e, _, err := cached.Publish(ctx, liveCaller, event.EventIn{Type: "congestion", Lat: p.Lat, Lon: p.Lon})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					mu.Lock()
+					ids = append(ids, e.ID)
+					mu.Unlock()
+				case op < 7:
+					mu.Lock()
+					var id string
+					if len(ids) > 0 {
+						id = ids[r.IntN(len(ids))]
+					}
+					mu.Unlock()
+					if id == "" {
+						continue
+					}
+					var err error
+					if op < 5 {
+						p := near(r)
+						_, err = cached.Revise(ctx, liveCaller, id, event.RevisionIn{Lat: p.Lat, Lon: p.Lon})
+					} else {
+						tok := fmt.Sprint("v", r.IntN(5))
+						action := []string{event.ActionConfirm, event.ActionDeny}[r.IntN(2)]
+						_, _, err = cached.Signal(ctx, liveCaller, id, event.SignalIn{Action: action, ReporterToken: &tok})
+					}
+					if err != nil && !errors.Is(err, event.ErrOver) {
+						t.Error(err)
+						return
+					}
+				default:
+					if _, err := cached.Area(ctx, liveCaller, eventstore.AreaQuery{Center: near(r), Radius: 1000 + r.Float64()*8000}); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	r := rand.New(rand.NewPCG(99, 99))
+	for i := range 40 {
+		q := eventstore.AreaQuery{Center: near(r), Radius: []float64{300, 1000, 2500, 9780}[i%4]}
+		got, err := cached.Area(ctx, liveCaller, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := plain.Area(ctx, liveCaller, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got.AppendJSON(nil)) != string(want.AppendJSON(nil)) {
+			t.Fatalf("query %d (radius %v): cached answer of %d events differs from the table's %d", i, q.Radius, len(got.Events), len(want.Events))
+		}
+	}
+}
+
+// contract 2: the limits document's query_level is the resolution the area index is read at
+// for the default radius, and max_query_radius_m the radius GET /v1/events refuses above.
+func TestLimitsDocumentMatchesTheIndex(t *testing.T) {
+	t.Parallel()
+	tab := tables.Embedded(t)
+	cfg := config.Default()
+	cfg.EventIDKey = testIDKey
+	api := app.New(app.Deps{Config: cfg, Table: tab, Clock: tab.Clock,
+		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	rec := httptest.NewRecorder()
+	api.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/v1/meta/limits", nil))
+	var limits struct {
+		MaxQueryRadiusM float64 `json:"max_query_radius_m"`
+		QueryLevel      int     `json:"query_level"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &limits); err != nil {
+		t.Fatal(err)
+	}
+	s, err := eventstore.New(tab, eventstore.Options{IDKey: testIDKey, Clock: tab.Clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Area(context.Background(), liveCaller, eventstore.AreaQuery{Center: geo.Point{Lat: 1, Lon: 1}, Radius: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if limits.QueryLevel != res.Level || limits.QueryLevel != eventstore.QueryLevel {
+		t.Errorf("query_level %d; a 1000 m query reads level %d (eventstore.QueryLevel %d)", limits.QueryLevel, res.Level, eventstore.QueryLevel)
+	}
+	if limits.MaxQueryRadiusM != 9780 {
+		t.Errorf("max_query_radius_m %v; want 9780 (spec 8)", limits.MaxQueryRadiusM)
+	}
+}

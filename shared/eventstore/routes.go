@@ -1,0 +1,337 @@
+package eventstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+
+	"github.com/roadevents/roadevents/shared/apikey"
+	"github.com/roadevents/roadevents/shared/clock"
+	"github.com/roadevents/roadevents/shared/event"
+	"github.com/roadevents/roadevents/shared/geo"
+	"github.com/roadevents/roadevents/shared/httpapi"
+	"github.com/roadevents/roadevents/shared/metering"
+	"github.com/roadevents/roadevents/shared/schema"
+	"github.com/roadevents/roadevents/shared/taxonomy"
+)
+
+// Meter counts consumption (spec 1: every read, publish and signal); *metering.Meter is one.
+type Meter interface {
+	Count(ctx context.Context, org, env string, c metering.Counter)
+}
+
+var _ Meter = (*metering.Meter)(nil)
+
+// Deps is what the route group needs.
+type Deps struct {
+	Store *Store
+	Meter Meter
+	// Clock is the clock of the Store (the occurred_at slack of spec 2.2 is checked against
+	// it); clock.System when nil.
+	Clock clock.Clock
+	// MaxRadius is max_query_radius_m (spec 8): 422 above it. DefaultMaxRadius when 0.
+	MaxRadius float64
+	// DefaultRadius is the radius of a query that names none (spec 4.1: 1000 m) when 0.
+	DefaultRadius float64
+}
+
+// Public sentences of the handler errors (spec 7, shape 1).
+const (
+	detailNotFound     = "Event not found"
+	detailNotPublisher = "Only the organisation that published this event may revise it"
+	detailBusy         = "The event is changing too fast; retry"
+)
+
+// Routes returns the events group: publish, area query, read, revise and signal (spec 4.1,
+// spec 7). Every route takes an API key (httpapi.SecurityAPIKey); the caller's organisation
+// and environment come from it (apikey.Middleware), never from a payload (spec 1).
+func Routes(d Deps) []httpapi.Route {
+	if d.Clock == nil {
+		d.Clock = clock.System
+	}
+	if d.MaxRadius <= 0 {
+		d.MaxRadius = DefaultMaxRadius
+	}
+	if d.DefaultRadius <= 0 {
+		d.DefaultRadius = 1000
+	}
+	h := &handlers{store: d.Store, meter: d.Meter, clock: d.Clock}
+	tags := []string{"events"}
+	security := []httpapi.Security{httpapi.SecurityAPIKey}
+	eventID := schema.Path("event_id", schema.String().Describe("ev_ followed by 26 characters of lower-case base32.")).
+		Describe("The event's id; an unknown or malformed id is 404.")
+	notFound := httpapi.ErrorResponse("Unknown event id, or an event not served to the credential's network.")
+	busy := httpapi.ErrorResponse("The event kept changing under concurrent writes; retry with backoff.")
+	public := event.EventPublicSchema
+	return []httpapi.Route{
+		{
+			Method: http.MethodPost, Path: "/v1/events", OperationID: "publishEvent", Tags: tags, Security: security,
+			Summary: "Publish a road event",
+			Description: "The event takes the environment of the credential and its expiry from the taxonomy. " +
+				"With a client_event_id, publishing the same content again returns the stored event with 200 " +
+				"and creates nothing; different content, or an id already used in the other environment, is 409.",
+			Body: event.EventInSchema,
+			Validate: func(body any) (any, schema.Errors) {
+				return event.DecodeEventIn(body, d.Clock.Now())
+			},
+			Responses: map[int]httpapi.Response{
+				http.StatusCreated: {Description: "Created.", Schema: public, Headers: []httpapi.Header{{
+					Name: "Location", Description: "Path of the new event (GET /v1/events/{event_id})."}}},
+				http.StatusOK: httpapi.JSONResponse("Faithful replay of a known client_event_id: the stored event, nothing created.", public),
+				http.StatusConflict: httpapi.ErrorResponse("The client_event_id was used before with different content " +
+					"(the detail names the first differing field), or in the other environment."),
+				http.StatusServiceUnavailable: busy,
+			},
+			Handler: httpapi.HandlerFunc(h.publish),
+		},
+		{
+			Method: http.MethodGet, Path: "/v1/events", OperationID: "listEvents", Tags: tags, Security: security,
+			Summary: "Active events around a point, nearest first",
+			Description: "Distance is measured to the event's full extent, so a long segment passing the point is " +
+				"returned. At most 500 events are returned, truncated silently. A live key is served live events, " +
+				"a sandbox key live and sandbox events.",
+			Params: []schema.Param{
+				schema.Query("lat", schema.Number().Range(-90, 90)).Require().Describe("Latitude of the centre, decimal degrees."),
+				schema.Query("lon", schema.Number().Range(-180, 180)).Require().Describe("Longitude of the centre, decimal degrees."),
+				schema.Query("radius", schema.Number().GreaterThan(0).Max(d.MaxRadius).WithDefault(d.DefaultRadius)).
+					Describe("Metres; at most max_query_radius_m (GET /v1/meta/limits)."),
+				schema.Query("type", schema.Array(schema.Enum(taxonomy.IDs()...))).
+					Describe("Keep these types only; repeat the parameter for several."),
+				schema.Query("min_confidence", schema.Number().Range(0, 1).WithDefault(0.0)).
+					Describe("Keep events whose confidence is at least this."),
+			},
+			Responses: map[int]httpapi.Response{
+				http.StatusOK: httpapi.JSONResponse("Active events, nearest first; possibly empty.", schema.Array(public)),
+			},
+			Handler: httpapi.HandlerFunc(h.list),
+		},
+		{
+			Method: http.MethodGet, Path: "/v1/events/{event_id}", OperationID: "getEvent", Tags: tags, Security: security,
+			Summary:     "One event, in any status",
+			Description: "An event the credential's network is not served (a sandbox event for a live key) is 404, never 403.",
+			Params:      []schema.Param{eventID},
+			Responses: map[int]httpapi.Response{
+				http.StatusOK:       httpapi.JSONResponse("The event, in any status.", public),
+				http.StatusNotFound: notFound,
+			},
+			Handler: httpapi.HandlerFunc(h.get),
+		},
+		{
+			Method: http.MethodPost, Path: "/v1/events/{event_id}/revisions", OperationID: "reviseEvent", Tags: tags, Security: security,
+			Summary: "Restate an event (publishing organisation only)",
+			Description: "The five fields are applied, not merged: an omitted severity or subtype is cleared and an " +
+				"omitted geometry collapses the event to its point. Expiry goes back to a full TTL within the " +
+				"ceiling, except for wrong_way_vehicle.",
+			Params: []schema.Param{eventID},
+			Body:   event.RevisionInSchema,
+			Validate: func(body any) (any, schema.Errors) {
+				// The stored type is not known yet: Revise checks the subtype against it.
+				return event.DecodeRevisionIn(body, "")
+			},
+			Responses: map[int]httpapi.Response{
+				http.StatusOK: httpapi.JSONResponse("Revised.", public),
+				http.StatusForbidden: httpapi.ErrorResponse("Another organisation's event, or the caller's own event " +
+					"under a credential of the other environment."),
+				http.StatusNotFound:           notFound,
+				http.StatusConflict:           httpapi.ErrorResponse("The event is expired, invalidated or merged."),
+				http.StatusServiceUnavailable: busy,
+			},
+			Handler: httpapi.HandlerFunc(h.revise),
+		},
+		{
+			Method: http.MethodPost, Path: "/v1/events/{event_id}/signals", OperationID: "signalEvent", Tags: tags, Security: security,
+			Summary: "Confirm or deny an event",
+			Description: "One signal per reporter counts and the latest wins; without reporter_token the organisation " +
+				"counts as one reporter. Repeating the standing action changes nothing (200).",
+			Params: []schema.Param{eventID},
+			Body:   event.SignalInSchema,
+			Validate: func(body any) (any, schema.Errors) {
+				return nil, event.ValidateSignalIn(body)
+			},
+			Responses: map[int]httpapi.Response{
+				http.StatusOK:        httpapi.JSONResponse("Accepted, or a repeat of the standing action (no change).", public),
+				http.StatusForbidden: httpapi.ErrorResponse("A sandbox credential signalling a live event."),
+				http.StatusNotFound:  notFound,
+				http.StatusConflict: httpapi.ErrorResponse("The event is expired, invalidated or merged " +
+					"(a late denial of an event already cleared included)."),
+				http.StatusTooManyRequests:    httpapi.ErrorResponse("The organisation's hourly signal ceiling.", httpapi.RetryAfter),
+				http.StatusServiceUnavailable: busy,
+			},
+			Handler: httpapi.HandlerFunc(h.signal),
+		},
+	}
+}
+
+type handlers struct {
+	store *Store
+	meter Meter
+	clock clock.Clock
+}
+
+// callerOf returns the authenticated caller; a route reached without one is a wiring mistake
+// (the API lacks apikey.Middleware), answered 500 rather than served to nobody in particular.
+func callerOf(r *http.Request) (Caller, error) {
+	p, ok := apikey.PrincipalFrom(r.Context())
+	if !ok || p.OrgID == "" {
+		return Caller{}, errors.New("events: no authenticated principal: is apikey.Middleware installed?")
+	}
+	return Caller{Org: p.OrgID, Environment: p.Environment}, nil
+}
+
+func (h *handlers) publish(w http.ResponseWriter, r *http.Request) error {
+	c, err := callerOf(r)
+	if err != nil {
+		return err
+	}
+	in, err := httpapi.Body[event.EventIn](r)
+	if err != nil {
+		return err
+	}
+	h.meter.Count(r.Context(), c.Org, c.Environment, metering.Publishes)
+	ev, created, err := h.store.Publish(r.Context(), c, in)
+	switch {
+	case errors.Is(err, event.ErrReplayDiffers):
+		detail := fmt.Sprintf("client_event_id '%s' was already used with different content", deref(in.ClientEventID))
+		if field, differs := event.FirstDifference(ev, in); differs && ev.Org == c.Org {
+			detail += fmt.Sprintf(": %s differs", field)
+		}
+		return httpapi.NewError(http.StatusConflict, detail, err)
+	case errors.Is(err, event.ErrOtherEnvironment):
+		return httpapi.NewError(http.StatusConflict, fmt.Sprintf(
+			"client_event_id '%s' is already used in the %s environment", deref(in.ClientEventID), ev.Environment), err)
+	case err != nil:
+		return h.failure(err, "publish", in.Geometry)
+	}
+	if !created {
+		return httpapi.WriteJSON(w, http.StatusOK, ev.Public(h.clock.Now()))
+	}
+	w.Header().Set("Location", "/v1/events/"+ev.ID)
+	return httpapi.WriteJSON(w, http.StatusCreated, ev.Public(h.clock.Now()))
+}
+
+// bufPool holds response buffers of area queries, which run to tens of kilobytes.
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
+
+func (h *handlers) list(w http.ResponseWriter, r *http.Request) error {
+	c, err := callerOf(r)
+	if err != nil {
+		return err
+	}
+	p := httpapi.Params(r)
+	h.meter.Count(r.Context(), c.Org, c.Environment, metering.Reads)
+	res, err := h.store.Area(r.Context(), c, AreaQuery{
+		Center:        pointOf(p.Float("lat"), p.Float("lon")),
+		Radius:        p.Float("radius"),
+		Types:         p.Strings("type"),
+		MinConfidence: p.Float("min_confidence"),
+	})
+	if err != nil {
+		return err
+	}
+	bp := bufPool.Get().(*[]byte)
+	defer bufPool.Put(bp)
+	body := res.AppendJSON((*bp)[:0])
+	*bp = body
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusOK)
+	_, err = w.Write(body)
+	return err
+}
+
+func (h *handlers) get(w http.ResponseWriter, r *http.Request) error {
+	c, err := callerOf(r)
+	if err != nil {
+		return err
+	}
+	h.meter.Count(r.Context(), c.Org, c.Environment, metering.Reads)
+	ev, err := h.store.Get(r.Context(), c, r.PathValue("event_id"))
+	if err != nil {
+		return h.failure(err, "read", nil)
+	}
+	return httpapi.WriteJSON(w, http.StatusOK, ev.Public(h.clock.Now()))
+}
+
+func (h *handlers) revise(w http.ResponseWriter, r *http.Request) error {
+	c, err := callerOf(r)
+	if err != nil {
+		return err
+	}
+	in, err := httpapi.Body[event.RevisionIn](r)
+	if err != nil {
+		return err
+	}
+	ev, err := h.store.Revise(r.Context(), c, r.PathValue("event_id"), in)
+	if err != nil {
+		return h.failure(err, "revise", in.Geometry)
+	}
+	return httpapi.WriteJSON(w, http.StatusOK, ev.Public(h.clock.Now()))
+}
+
+func (h *handlers) signal(w http.ResponseWriter, r *http.Request) error {
+	c, err := callerOf(r)
+	if err != nil {
+		return err
+	}
+	in, err := httpapi.Body[event.SignalIn](r)
+	if err != nil {
+		return err
+	}
+	// Every signal is metered, a throttled one too (spec 8 rule 3).
+	h.meter.Count(r.Context(), c.Org, c.Environment, metering.Signals)
+	ev, _, err := h.store.Signal(r.Context(), c, r.PathValue("event_id"), in)
+	if err != nil {
+		return h.failure(err, "signal", nil)
+	}
+	return httpapi.WriteJSON(w, http.StatusOK, ev.Public(h.clock.Now()))
+}
+
+// failure maps the store's errors to responses (spec 7). what names the act for the 409
+// sentence; geometry is the payload's, echoed as the input of a 422 on its size.
+func (h *handlers) failure(err error, what string, geometry *event.LineString) error {
+	var (
+		throttled *ThrottledError
+		extent    *ExtentError
+		over      *OverError
+	)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return httpapi.NewError(http.StatusNotFound, detailNotFound, err)
+	case errors.Is(err, ErrNotPublisher):
+		return httpapi.NewError(http.StatusForbidden, detailNotPublisher, err)
+	case errors.Is(err, ErrOtherNetwork) && what == "signal":
+		return httpapi.NewError(http.StatusForbidden, "A sandbox key may read live events but not signal them", err)
+	case errors.Is(err, ErrOtherNetwork):
+		return httpapi.NewError(http.StatusForbidden, "This event belongs to the other environment: "+
+			"revise it with a key of the environment it was published in", err)
+	case errors.As(err, &over):
+		return httpapi.NewError(http.StatusConflict, fmt.Sprintf("The event is %s: it takes no more %s", over.Status, acts[what]), err)
+	case errors.As(err, &throttled):
+		e := httpapi.TooManyRequests("The organisation's hourly signal ceiling is reached; retry after the time "+
+			"the Retry-After header gives", throttled.RetryAfter)
+		e.Cause = err
+		return e
+	case errors.As(err, &extent):
+		return schema.Errors{schema.ValueError(schema.Loc("body", "geometry"), fmt.Sprintf(
+			"geometry is too long to index: its %.0f m cross more than %d area index cells; "+
+				"publish a segment of at most about 20 km, or several events", extent.Length, MaxIndexCells), geometry)}
+	case errors.Is(err, ErrBusy):
+		return httpapi.NewError(http.StatusServiceUnavailable, detailBusy, err).WithHeader("Retry-After", "1")
+	}
+	return err
+}
+
+// acts names what a 409 refuses, by the what of failure.
+var acts = map[string]string{"signal": "signals", "revise": "revisions"}
+
+func pointOf(lat, lon float64) geo.Point { return geo.Point{Lat: lat, Lon: lon} }
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}

@@ -1,0 +1,543 @@
+package eventstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/roadevents/roadevents/shared/clock"
+	"github.com/roadevents/roadevents/shared/event"
+	"github.com/roadevents/roadevents/shared/ratelimit"
+	"github.com/roadevents/roadevents/shared/store"
+)
+
+// Defaults of Options.
+const (
+	// DefaultRetention is how long an event's items are kept past the latest moment it can
+	// leave active (contract 2 asks for at least 7 days).
+	DefaultRetention = 14 * 24 * time.Hour
+	// DefaultMaxEventsPerQuery is the silent cap of an area query (spec 8).
+	DefaultMaxEventsPerQuery = 500
+	// DefaultMaxRadius is the widest area query (spec 8, max_query_radius_m).
+	DefaultMaxRadius = 9780.0
+	// DefaultParallelism is how many index partitions one query reads at once.
+	DefaultParallelism = 16
+	// MinIDKeyBytes is the shortest key Options.IDKey may be: event ids derived from it must
+	// not be predictable (contract 2).
+	MinIDKeyBytes = 16
+)
+
+// maxAttempts bounds the tries of one change of an event that keeps colliding with changes
+// made by other processes (optimistic concurrency on the event's version). Within a process,
+// changes of one event are serialised (Store.lock) and never collide.
+const maxAttempts = 50
+
+// Errors of the package, besides ErrExtentTooLarge. Check them with errors.Is; the lifecycle's
+// own errors (event.ErrReplayDiffers, event.ErrOtherEnvironment, and event.ErrOver inside an
+// *OverError) and schema.Errors come through.
+var (
+	// ErrNotFound is returned for an unknown or malformed event id, and for an event the
+	// caller's network is not served (spec 4.1 rule 4: 404, never 403).
+	ErrNotFound = errors.New("events: event not found")
+	// ErrNotPublisher is returned by Revise for another organisation's event (spec 4.1 rule 5,
+	// spec 7: 403).
+	ErrNotPublisher = errors.New("events: only the publishing organisation may revise an event")
+	// ErrOtherNetwork is returned by Revise for the caller's own event under a credential of
+	// the other environment, and by Signal for a sandbox credential on a live event (spec 1:
+	// a sandbox credential may read but not vote on or revise live events; spec 7: 403).
+	ErrOtherNetwork = errors.New("events: the event belongs to the other environment")
+	// ErrThrottled is returned (in a *ThrottledError) by Signal past the organisation's
+	// hourly signal ceiling (spec 8: 429 with Retry-After).
+	ErrThrottled = errors.New("events: hourly signal ceiling reached")
+	// ErrBusy is returned when a change of an event lost to concurrent changes maxAttempts
+	// times in a row; the client may retry (5xx).
+	ErrBusy = errors.New("events: the event kept changing under concurrent writes")
+	// ErrInvalidQuery is returned by Area for a query the HTTP layer should have refused
+	// (radius not in (0, MaxRadius], invalid centre).
+	ErrInvalidQuery = errors.New("events: invalid area query")
+)
+
+// OverError is event.ErrOver with the status the event is in (spec 3: expired, invalidated
+// or merged), for the 409's sentence.
+type OverError struct {
+	Status string
+	Err    error // wraps event.ErrOver
+}
+
+// Error describes the refusal.
+func (e *OverError) Error() string { return fmt.Sprintf("%v (status %s)", e.Err, e.Status) }
+
+// Unwrap makes errors.Is(err, event.ErrOver) true.
+func (e *OverError) Unwrap() error { return e.Err }
+
+// ThrottledError is a signal refused by the ceiling.
+type ThrottledError struct {
+	// RetryAfter is the time left in the ceiling's window (contract 2: at least a second).
+	RetryAfter time.Duration
+}
+
+// Error describes the refusal.
+func (e *ThrottledError) Error() string {
+	return fmt.Sprintf("%v: retry after %s", ErrThrottled, e.RetryAfter)
+}
+
+// Unwrap makes errors.Is(err, ErrThrottled) true.
+func (e *ThrottledError) Unwrap() error { return ErrThrottled }
+
+// Ceiling is the signal ceiling (spec 8); *ratelimit.Signals is one.
+type Ceiling interface {
+	Allow(ctx context.Context, org, env string, now time.Time) (ok bool, retryAfter time.Duration, err error)
+}
+
+var _ Ceiling = (*ratelimit.Signals)(nil)
+
+// Caller is who asks: the organisation and environment of the credential (spec 1: always
+// derived server-side from the credential).
+type Caller struct {
+	Org         string
+	Environment string // event.EnvironmentLive or event.EnvironmentSandbox
+}
+
+// sees tells whether the caller is served events of environment env (spec 1: a live
+// credential sees live events only, a sandbox credential both).
+func (c Caller) sees(env string) bool {
+	return c.Environment == event.EnvironmentSandbox || env == event.EnvironmentLive
+}
+
+// environments lists the environments the caller is served.
+func (c Caller) environments() []string {
+	if c.Environment == event.EnvironmentSandbox {
+		return []string{event.EnvironmentLive, event.EnvironmentSandbox}
+	}
+	return []string{event.EnvironmentLive}
+}
+
+// Options configure a Store.
+type Options struct {
+	// IDKey is the HMAC key of event ids derived from client_event_id (contract 2); at least
+	// MinIDKeyBytes. Every process serving one table must share it, or a retried publish
+	// would not find its event.
+	IDKey []byte
+	// Ceiling is the signal ceiling; nil applies none.
+	Ceiling Ceiling
+	// Clock decides expiry and stamps events; clock.System when nil. Give the table's clock.
+	Clock clock.Clock
+	// Logger receives what a request cannot report: unreadable index records. slog.Default()
+	// when nil.
+	Logger *slog.Logger
+	// Retention: DefaultRetention when 0 or less.
+	Retention time.Duration
+	// MaxEventsPerQuery: DefaultMaxEventsPerQuery when 0 or less.
+	MaxEventsPerQuery int
+	// MaxRadius: DefaultMaxRadius when 0 or less.
+	MaxRadius float64
+	// Parallelism: DefaultParallelism when 0 or less.
+	Parallelism int
+	// CacheBytes, when above 0, keeps up to that many bytes of decoded area index partitions
+	// in memory (cache.go). Only for a Store that is the only writer of its table's area
+	// index, in the only process writing it: the embedded store of `go run .`. 0 reads the
+	// table for every query, as several processes sharing DynamoDB must.
+	CacheBytes int64
+}
+
+// Store keeps road events on a table: the events, their votes and the area index. It is safe
+// for concurrent use.
+type Store struct {
+	table       store.Table
+	idKey       []byte
+	ceiling     Ceiling
+	clock       clock.Clock
+	log         *slog.Logger
+	retention   time.Duration
+	maxPerQuery int
+	maxRadius   float64
+	parallelism int
+
+	cache *partCache // nil without Options.CacheBytes
+
+	seed  maphash.Seed
+	locks [1024]sync.Mutex
+}
+
+// New returns the event store on table. It fails when opts.IDKey is too short.
+func New(table store.Table, opts Options) (*Store, error) {
+	if len(opts.IDKey) < MinIDKeyBytes {
+		return nil, fmt.Errorf("events: an id key of at least %d bytes is needed, got %d", MinIDKeyBytes, len(opts.IDKey))
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.System
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Retention <= 0 {
+		opts.Retention = DefaultRetention
+	}
+	if opts.MaxEventsPerQuery <= 0 {
+		opts.MaxEventsPerQuery = DefaultMaxEventsPerQuery
+	}
+	if opts.MaxRadius <= 0 {
+		opts.MaxRadius = DefaultMaxRadius
+	}
+	if opts.Parallelism <= 0 {
+		opts.Parallelism = DefaultParallelism
+	}
+	var cache *partCache
+	if opts.CacheBytes > 0 {
+		cache = newPartCache(opts.CacheBytes)
+	}
+	return &Store{
+		cache:       cache,
+		table:       table,
+		idKey:       slices.Clone(opts.IDKey),
+		ceiling:     opts.Ceiling,
+		clock:       opts.Clock,
+		log:         opts.Logger,
+		retention:   opts.Retention,
+		maxPerQuery: opts.MaxEventsPerQuery,
+		maxRadius:   opts.MaxRadius,
+		parallelism: opts.Parallelism,
+		seed:        maphash.MakeSeed(),
+	}, nil
+}
+
+// lock serialises the changes of one event within this process, so that concurrent signals
+// on a busy event queue here instead of failing each other's version condition; other
+// processes (other Lambdas) are still held off by that condition. Events share 1024 locks.
+func (s *Store) lock(id string) func() {
+	m := &s.locks[maphash.String(s.seed, id)%uint64(len(s.locks))]
+	m.Lock()
+	return m.Unlock
+}
+
+// load reads an event and the cells its index items are under.
+func (s *Store) load(ctx context.Context, id string) (event.Event, []string, error) {
+	it, err := s.table.Get(ctx, EventKey(id))
+	if errors.Is(err, store.ErrNotFound) {
+		return event.Event{}, nil, fmt.Errorf("event %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return event.Event{}, nil, fmt.Errorf("read event %s: %w", id, err)
+	}
+	return decodeEvent(it)
+}
+
+// Get returns event id as the caller may read it, in any status (spec 4.1 rule 4). An unknown
+// or malformed id, or an event of a network the caller is not served, is ErrNotFound.
+func (s *Store) Get(ctx context.Context, c Caller, id string) (event.Event, error) {
+	if !event.ValidID(id) {
+		return event.Event{}, fmt.Errorf("event id %q: %w", id, ErrNotFound)
+	}
+	ev, _, err := s.load(ctx, id)
+	if err != nil {
+		return event.Event{}, err
+	}
+	if !c.sees(ev.Environment) {
+		return event.Event{}, fmt.Errorf("event %s of %s for a %s caller: %w", id, ev.Environment, c.Environment, ErrNotFound)
+	}
+	return ev, nil
+}
+
+// Publish stores the event published as in by the caller (spec 4.1 rules 1 and 2) and returns
+// it with created true. The event inherits the caller's environment, and its expiry comes from
+// the taxonomy (event.New). in must have passed validation (event.ValidateEventIn).
+//
+// With a client_event_id the id is derived from (organisation, client_event_id) (contract 2),
+// and the event item is written on condition that none exists: of concurrent identical
+// publishes exactly one creates the event. When the id is taken, the stored event decides
+// (event.CheckReplay): a faithful replay returns it with created false and writes nothing;
+// other content is event.ErrReplayDiffers naming the first differing field, and the other
+// environment event.ErrOtherEnvironment (both 409). An extent over MaxIndexCells cells is an
+// *ExtentError.
+func (s *Store) Publish(ctx context.Context, c Caller, in event.EventIn) (event.Event, bool, error) {
+	id := event.NewID()
+	if in.ClientEventID != nil {
+		id = event.DerivedID(s.idKey, c.Org, *in.ClientEventID)
+	}
+	for attempt := 1; ; attempt++ {
+		now := s.clock.Now()
+		ev := event.New(in, c.Org, c.Environment, id, now)
+		cells, err := indexCells(ev.Extent())
+		if err != nil {
+			return event.Event{}, false, err
+		}
+		ops, err := s.changeOps(ev, store.IfNotExists(), nil, cells, nil, now)
+		if err != nil {
+			return event.Event{}, false, err
+		}
+		err = s.transact(ctx, ops)
+		if err == nil {
+			return ev, true, nil
+		}
+		var ce *store.ConditionError
+		if errors.As(err, &ce) && ce.Op == 0 {
+			stored, _, lerr := s.load(ctx, id)
+			switch {
+			case errors.Is(lerr, ErrNotFound):
+				// It expired (TTL) between the write and the read: publish again.
+			case lerr != nil:
+				return event.Event{}, false, lerr
+			default:
+				if err := event.CheckReplay(stored, in, c.Org, c.Environment); err != nil {
+					return stored, false, fmt.Errorf("publish %s: %w", id, err)
+				}
+				return stored, false, nil
+			}
+		} else if !errors.Is(err, store.ErrConflict) {
+			return event.Event{}, false, fmt.Errorf("publish %s: %w", id, err)
+		}
+		if attempt >= maxAttempts {
+			return event.Event{}, false, fmt.Errorf("publish %s: %w: %d attempts: %w", id, ErrBusy, attempt, err)
+		}
+		if err := s.backoff(ctx, attempt); err != nil {
+			return event.Event{}, false, fmt.Errorf("publish %s: %w", id, err)
+		}
+	}
+}
+
+// Revise applies a revision by the publisher (spec 4.1 rule 5, spec 3) and returns the event
+// as revised: the index moves to the new extent in the same transaction. Errors: ErrNotFound
+// (unknown, or not served to the caller's network), ErrNotPublisher and ErrOtherNetwork
+// (403), an *OverError wrapping event.ErrOver (409), schema.Errors (422: the subtype must
+// belong to the stored type), an *ExtentError.
+func (s *Store) Revise(ctx context.Context, c Caller, id string, in event.RevisionIn) (event.Event, error) {
+	if !event.ValidID(id) {
+		return event.Event{}, fmt.Errorf("event id %q: %w", id, ErrNotFound)
+	}
+	defer s.lock(id)()
+	for attempt := 1; ; attempt++ {
+		ev, cells, err := s.load(ctx, id)
+		if err != nil {
+			return event.Event{}, err
+		}
+		switch {
+		case !c.sees(ev.Environment):
+			return event.Event{}, fmt.Errorf("revise %s of %s for a %s caller: %w", id, ev.Environment, c.Environment, ErrNotFound)
+		case ev.Org != c.Org:
+			return event.Event{}, fmt.Errorf("revise %s: %w", id, ErrNotPublisher)
+		case ev.Environment != c.Environment:
+			return event.Event{}, fmt.Errorf("revise %s of %s with a %s credential: %w", id, ev.Environment, c.Environment, ErrOtherNetwork)
+		}
+		now := s.clock.Now()
+		read := ev.Version
+		if _, err := ev.Revise(in, now); err != nil {
+			return event.Event{}, overError(err, ev, now)
+		}
+		next, err := indexCells(ev.Extent())
+		if err != nil {
+			return event.Event{}, err
+		}
+		ops, err := s.changeOps(ev, store.IfEqual(attrVersion, read), cells, next, nil, now)
+		if err != nil {
+			return event.Event{}, err
+		}
+		if err := s.commit(ctx, ops, attempt); err != nil {
+			if errors.Is(err, errRetry) {
+				continue
+			}
+			return event.Event{}, fmt.Errorf("revise %s: %w", id, err)
+		}
+		return ev, nil
+	}
+}
+
+// Signal applies a confirmation or denial (spec 4.1 rule 6, spec 3) and returns the event as
+// it now stands and what the signal did. The reporter is the reporter_token, or the caller's
+// organisation as a whole; its vote replaces its previous one, and the event, the vote and the
+// index items (whose confidence and expiry the signal changes) are written in one transaction.
+// A repeat of the standing action writes nothing (event.Unchanged).
+//
+// Errors: ErrNotFound (unknown, or not served to the caller), ErrOtherNetwork (a sandbox
+// credential on a live event, 403), a *ThrottledError past the ceiling (429), an *OverError
+// wrapping event.ErrOver (409: expired, invalidated or merged, a late denial of a cleared
+// event included).
+func (s *Store) Signal(ctx context.Context, c Caller, id string, in event.SignalIn) (event.Event, event.Outcome, error) {
+	if !event.ValidID(id) {
+		return event.Event{}, event.Unchanged, fmt.Errorf("event id %q: %w", id, ErrNotFound)
+	}
+	reporter := in.Reporter(c.Org)
+	defer s.lock(id)()
+	allowed := false
+	for attempt := 1; ; attempt++ {
+		ev, prev, cells, err := s.loadWithVote(ctx, id, reporter)
+		if err != nil {
+			return event.Event{}, event.Unchanged, err
+		}
+		switch {
+		case !c.sees(ev.Environment):
+			return event.Event{}, event.Unchanged, fmt.Errorf("signal %s of %s for a %s caller: %w", id, ev.Environment, c.Environment, ErrNotFound)
+		case ev.Environment != c.Environment:
+			return event.Event{}, event.Unchanged, fmt.Errorf("signal %s of %s with a %s credential: %w", id, ev.Environment, c.Environment, ErrOtherNetwork)
+		}
+		if !allowed && s.ceiling != nil {
+			ok, retry, err := s.ceiling.Allow(ctx, c.Org, c.Environment, s.clock.Now())
+			if err != nil {
+				return event.Event{}, event.Unchanged, fmt.Errorf("signal %s: ceiling: %w", id, err)
+			}
+			if !ok {
+				return event.Event{}, event.Unchanged, fmt.Errorf("signal %s by %s: %w", id, c.Org, &ThrottledError{RetryAfter: retry})
+			}
+		}
+		allowed = true
+		now := s.clock.Now()
+		read := ev.Version
+		vote, outcome, err := ev.Signal(reporter, prev, in.Action, in.Position(), now)
+		if err != nil {
+			return event.Event{}, event.Unchanged, overError(err, ev, now)
+		}
+		if outcome == event.Unchanged {
+			return ev, outcome, nil
+		}
+		ops, err := s.changeOps(ev, store.IfEqual(attrVersion, read), cells, cells, &vote, now)
+		if err != nil {
+			return event.Event{}, event.Unchanged, err
+		}
+		if err := s.commit(ctx, ops, attempt); err != nil {
+			if errors.Is(err, errRetry) {
+				continue
+			}
+			return event.Event{}, event.Unchanged, fmt.Errorf("signal %s: %w", id, err)
+		}
+		return ev, outcome, nil
+	}
+}
+
+// overError wraps event.ErrOver in an *OverError naming the event's status at now; other
+// errors pass unchanged.
+func overError(err error, ev event.Event, now time.Time) error {
+	if errors.Is(err, event.ErrOver) {
+		return &OverError{Status: ev.StatusAt(now), Err: err}
+	}
+	return err
+}
+
+// loadWithVote reads an event and a reporter's standing vote on it (nil when none) in one
+// batch.
+func (s *Store) loadWithVote(ctx context.Context, id, reporter string) (event.Event, *event.Vote, []string, error) {
+	items, err := s.table.BatchGet(ctx, []store.Key{EventKey(id), voteKey(id, reporter)})
+	if err != nil {
+		return event.Event{}, nil, nil, fmt.Errorf("read event %s: %w", id, err)
+	}
+	var (
+		evItem store.Item
+		vote   *event.Vote
+	)
+	for _, it := range items {
+		if it.Key() == EventKey(id) {
+			evItem = it
+			continue
+		}
+		v, err := decodeVote(it)
+		if err != nil {
+			return event.Event{}, nil, nil, err
+		}
+		vote = &v
+	}
+	if evItem == nil {
+		return event.Event{}, nil, nil, fmt.Errorf("event %s: %w", id, ErrNotFound)
+	}
+	ev, cells, err := decodeEvent(evItem)
+	return ev, vote, cells, err
+}
+
+// errRetry tells a change loop to read the event again and redo its change.
+var errRetry = errors.New("events: retry")
+
+// commit writes one change of an event. A change that lost to a concurrent one (its version
+// condition failed, or the table reported a conflict) gets errRetry after a backoff, up to
+// maxAttempts; then ErrBusy.
+func (s *Store) commit(ctx context.Context, ops []store.Op, attempt int) error {
+	err := s.transact(ctx, ops)
+	var ce *store.ConditionError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ce) && ce.Op == 0, errors.Is(err, store.ErrConflict):
+		if attempt >= maxAttempts {
+			return fmt.Errorf("%w: %d attempts: %w", ErrBusy, attempt, err)
+		}
+		if err := s.backoff(ctx, attempt); err != nil {
+			return err
+		}
+		return errRetry
+	}
+	return err
+}
+
+// transact runs a transaction and brings the cache up to date with it.
+func (s *Store) transact(ctx context.Context, ops []store.Op) error {
+	err := s.table.TransactWrite(ctx, ops)
+	if s.cache != nil {
+		s.cache.apply(ops, err, s.clock.Now().UnixNano())
+	}
+	return err
+}
+
+// backoff waits before attempt+1: a random time up to 2^attempt ms, at most 50 ms, so that
+// processes colliding on one event spread out. It is real time, not the store's clock: it
+// paces the table, it is not a rule of the service.
+func (s *Store) backoff(ctx context.Context, attempt int) error {
+	limit := min(time.Millisecond<<min(attempt, 6), 50*time.Millisecond)
+	t := time.NewTimer(rand.N(limit) + 1)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// changeOps is the transaction that writes ev, conditioned on cond, with vote when not nil,
+// and moves its area index items from the cells prev to the cells next: a put under every cell
+// of next (each carrying the event's new record) and a delete under every cell of prev that
+// next lacks. An event that is no longer active at now (the deny quorum ended it) keeps no
+// index items. The event item, first (operation 0), records the cells it is indexed under.
+func (s *Store) changeOps(ev event.Event, cond store.Condition, prev, next []string, vote *event.Vote, now time.Time) ([]store.Op, error) {
+	if ev.IsOver(now) {
+		next = nil
+	}
+	evItem, err := s.eventItem(ev, next)
+	if err != nil {
+		return nil, err
+	}
+	ops := make([]store.Op, 0, 2+len(prev)+len(next))
+	ops = append(ops, store.PutOp(evItem, cond))
+	if vote != nil {
+		vi, err := s.voteItem(ev, *vote)
+		if err != nil {
+			return nil, err
+		}
+		ops = append(ops, store.PutOp(vi, store.Condition{}))
+	}
+	if len(next) > 0 {
+		body, err := json.Marshal(ev.Public(now))
+		if err != nil {
+			return nil, fmt.Errorf("encode event %s: %w", ev.ID, err)
+		}
+		rec, err := encodeRecord(ev, body)
+		if err != nil {
+			return nil, err
+		}
+		for _, cell := range next {
+			ops = append(ops, store.PutOp(areaItem(areaPK(ev.Environment, cell), ev.ID, ev.ExpiresAt, rec), store.Condition{}))
+		}
+	}
+	for _, cell := range prev {
+		if _, found := slices.BinarySearch(next, cell); !found {
+			ops = append(ops, store.DeleteOp(store.Key{PK: areaPK(ev.Environment, cell), SK: ev.ID}, store.Condition{}))
+		}
+	}
+	if len(ops) > store.MaxTransactOps {
+		// MaxIndexCells makes this unreachable; refuse rather than write part of a change.
+		return nil, fmt.Errorf("event %s: %d operations: %w", ev.ID, len(ops), store.ErrInvalid)
+	}
+	return ops, nil
+}
