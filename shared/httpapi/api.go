@@ -167,6 +167,10 @@ func (a *API) complete(r Route) (*Route, error) {
 	case a.keys[rt.Method+" "+rt.Path]:
 		return nil, fmt.Errorf("declared twice")
 	}
+	c, isTyped := rt.Handler.(contract)
+	if rt.Body != nil && !isTyped {
+		return nil, fmt.Errorf("a route with a body needs a typed handler (httpapi.JSON), so its payload type is checked against the schema")
+	}
 	wildcards := map[string]bool{}
 	var order []string
 	for _, seg := range strings.Split(rt.Path[1:], "/") {
@@ -237,6 +241,11 @@ func (a *API) complete(r Route) (*Route, error) {
 		}
 		if _, declared := rt.Responses[http.StatusUnsupportedMediaType]; !declared {
 			rt.Responses[http.StatusUnsupportedMediaType] = ErrorResponse("Request body is not application/json")
+		}
+	}
+	if isTyped {
+		if err := checkContract(&rt, c); err != nil {
+			return nil, err
 		}
 	}
 	return &rt, nil

@@ -106,8 +106,6 @@ func TestScenarios(t *testing.T) {
 			wantStatus: 401, wantBody: []string{`{"detail":"API key missing"}`}, wantHeader: map[string]string{"WWW-Authenticate": "Bearer"}},
 		{name: "domain value_error is a 422 list", method: "POST", url: "/v1/cross-field", body: `{"type":"accident","lat":1,"lon":2,"geometry":{"coordinates":[[5,5],[6,6]]}}`,
 			wantStatus: 422, wantBody: []string{`"type":"value_error","loc":["body","geometry"]`, `"msg":"Value error, lat/lon must equal the first point of geometry"`}},
-		{name: "struct that disagrees with the schema is a 500", method: "POST", url: "/v1/wrong-type", body: goodEvent,
-			wantStatus: 500, wantBody: []string{`{"detail":"Internal Server Error"}`}},
 		{name: "unknown error is a 500 without its cause", method: "GET", url: "/v1/broken",
 			wantStatus: 500, wantBody: []string{`{"detail":"Internal Server Error"}`}},
 		{name: "panic is a JSON 500", method: "GET", url: "/v1/panic",
@@ -383,62 +381,60 @@ func TestRouteMiddlewareSeesTheRouteAndRunsBeforeValidation(t *testing.T) {
 	}
 }
 
+// A payload type and its schema are checked when the route is added (and so in every test
+// that builds the API), never at a request: a mismatch cannot ship.
 func TestHandleRejectsBadDeclarations(t *testing.T) {
 	t.Parallel()
 	ok := http.NotFoundHandler()
+	type xIn struct {
+		X string `json:"x"`
+	}
+	echoX := httpapi.JSON(http.StatusOK, func(r *httpapi.Request[xIn]) (xIn, error) { return r.Body, nil })
+	xOK := map[int]httpapi.Response{http.StatusOK: httpapi.JSONResponse("x", schema.Object(schema.Req("x", schema.String())))}
 	cases := []struct {
 		name  string
 		route httpapi.Route
+		why   string // in the panic's message, when set
 	}{
-		{"lower-case method", httpapi.Route{Method: "get", Path: "/a", Handler: ok}},
-		{"subtree path", httpapi.Route{Method: "GET", Path: "/a/", Handler: ok}},
-		{"no handler", httpapi.Route{Method: "GET", Path: "/a"}},
+		{"lower-case method", httpapi.Route{Method: "get", Path: "/a", Handler: ok}, ""},
+		{"subtree path", httpapi.Route{Method: "GET", Path: "/a/", Handler: ok}, ""},
+		{"no handler", httpapi.Route{Method: "GET", Path: "/a"}, ""},
 		{"path parameter not in path", httpapi.Route{Method: "GET", Path: "/a", Handler: ok,
-			Params: []schema.Param{schema.Path("id", schema.String())}}},
+			Params: []schema.Param{schema.Path("id", schema.String())}}, ""},
 		{"parameter without schema", httpapi.Route{Method: "GET", Path: "/a", Handler: ok,
-			Params: []schema.Param{{Name: "q", In: schema.InQuery}}}},
-		{"duplicate route", httpapi.Route{Method: "GET", Path: "/v1/events", Handler: ok}},
-		{"duplicate operation id", httpapi.Route{Method: "GET", Path: "/b", OperationID: "get_event", Handler: ok}},
-		{"two schemas with one name", httpapi.Route{Method: "POST", Path: "/c", Handler: ok,
-			Body: schema.Object(schema.Req("x", schema.String())).Named("EventIn")}},
+			Params: []schema.Param{{Name: "q", In: schema.InQuery}}}, ""},
+		{"duplicate route", httpapi.Route{Method: "GET", Path: "/v1/events", Handler: ok}, ""},
+		{"duplicate operation id", httpapi.Route{Method: "GET", Path: "/b", OperationID: "get_event", Handler: ok}, ""},
+		{"two schemas with one name", httpapi.Route{Method: "POST", Path: "/c", Handler: echoX,
+			Body: schema.Object(schema.Req("x", schema.String())).Named("EventIn"), Responses: xOK}, "EventIn"},
+		{"a body read by an untyped handler", httpapi.Route{Method: "POST", Path: "/f", Handler: ok,
+			Body: schema.Object(schema.Req("x", schema.String())).Named("X"), Responses: xOK}, "typed handler"},
+		{"body type that disagrees with the schema", httpapi.Route{Method: "POST", Path: "/g", Body: eventIn, Responses: xOK,
+			Handler: httpapi.JSON(http.StatusOK, func(*httpapi.Request[signalPayload]) (any, error) { return nil, nil })}, "body: schema: Go type and schema disagree"},
+		{"answer type that disagrees with the schema", httpapi.Route{Method: "POST", Path: "/h", Body: signalIn,
+			Responses: map[int]httpapi.Response{http.StatusOK: httpapi.JSONResponse("The event", eventOut)},
+			Handler:   httpapi.JSON(http.StatusOK, func(*httpapi.Request[signalPayload]) (signalPayload, error) { return signalPayload{}, nil })}, "response 200: schema: Go type and schema disagree"},
+		{"answer status without a documented body", httpapi.Route{Method: "GET", Path: "/i",
+			Handler: httpapi.JSON(http.StatusOK, func(*httpapi.Request[httpapi.NoBody]) (signalPayload, error) { return signalPayload{}, nil })}, "documents no body"},
+		{"a body the handler does not read", httpapi.Route{Method: "POST", Path: "/j", Body: signalIn, Responses: xOK,
+			Handler: httpapi.JSON(http.StatusOK, func(*httpapi.Request[httpapi.NoBody]) (any, error) { return nil, nil })}, "reads none"},
 		{"Validate without Body", httpapi.Route{Method: "POST", Path: "/d", Handler: ok,
-			Validate: func(any) (any, schema.Errors) { return nil, nil }}},
+			Validate: func(any) (any, schema.Errors) { return nil, nil }}, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			api, _ := newTestAPI(t, httpapi.Config{})
 			defer func() {
-				if recover() == nil {
+				switch r := recover(); {
+				case r == nil:
 					t.Errorf("Handle(%s %s) did not panic", tc.route.Method, tc.route.Path)
+				case !strings.Contains(fmt.Sprint(r), tc.why):
+					t.Errorf("Handle(%s %s) panicked with %q; want it to say %q", tc.route.Method, tc.route.Path, r, tc.why)
 				}
 			}()
 			api.Handle(tc.route)
 		})
-	}
-}
-
-func TestDecodeJSONOutsideTheRouter(t *testing.T) {
-	t.Parallel()
-	var got signalPayload
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		in, ok := httpapi.DecodeJSON[signalPayload](w, r, signalIn)
-		if !ok {
-			return
-		}
-		got = in
-		w.WriteHeader(http.StatusNoContent)
-	})
-	rec := call(t, h, "POST", "/hook", strings.NewReader(`{"action":"confirm","reporter_token":"car-1"}`), nil)
-	if rec.Code != http.StatusNoContent || got.Action != "confirm" || got.ReporterToken == nil || *got.ReporterToken != "car-1" {
-		t.Errorf("valid body: status %d, decoded %+v; want 204 and the payload", rec.Code, got)
-	}
-	rec = call(t, h, "POST", "/hook", strings.NewReader(`{"action":"maybe","x":1}`), nil)
-	var body struct {
-		Detail []schema.ValidationError `json:"detail"`
-	}
-	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil || rec.Code != 422 || len(body.Detail) != 2 {
-		t.Errorf("invalid body: status %d body %s; want 422 with 2 errors", rec.Code, rec.Body)
 	}
 }
 
@@ -465,8 +461,9 @@ func TestRouteValidateReportsCrossFieldErrorsWithSchemaErrors(t *testing.T) {
 			}
 			return nil, errs
 		},
-		Handler: httpapi.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
-			return httpapi.WriteJSON(w, http.StatusOK, map[string]string{"ok": "yes"})
+		Responses: map[int]httpapi.Response{http.StatusOK: httpapi.JSONResponse("Done", schema.Object(schema.Req("ok", schema.String())))},
+		Handler: httpapi.JSON(http.StatusOK, func(*httpapi.Request[map[string]any]) (map[string]string, error) {
+			return map[string]string{"ok": "yes"}, nil
 		}),
 	})
 	h := api.Handler()
@@ -530,14 +527,9 @@ func TestRouteValidateHandsOverTheDecodedBody(t *testing.T) {
 	} {
 		api.Handle(httpapi.Route{
 			Method: "POST", Path: path, Body: body,
-			Validate: func(v any) (any, schema.Errors) { return decoded, body.Validate(v, []any{"body"}) },
-			Handler: httpapi.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
-				in, err := httpapi.Body[rangeIn](r)
-				if err != nil {
-					return err
-				}
-				return httpapi.WriteJSON(w, http.StatusOK, in)
-			}),
+			Validate:  func(v any) (any, schema.Errors) { return decoded, body.Validate(v, []any{"body"}) },
+			Responses: map[int]httpapi.Response{http.StatusOK: httpapi.JSONResponse("The range", body)},
+			Handler:   httpapi.JSON(http.StatusOK, func(r *httpapi.Request[rangeIn]) (rangeIn, error) { return r.Body, nil }),
 		})
 	}
 	h := api.Handler()

@@ -8,46 +8,11 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"reflect"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/roadevents/roadevents/shared/schema"
 )
-
-// DecodeJSON reads, validates and decodes a JSON body outside the router (for a handler not
-// declared as a Route with Body): it applies the same rules as a route with that body
-// schema and the default limits, and either returns the value or writes the 413, 415 or 422
-// response and returns false.
-func DecodeJSON[T any](w http.ResponseWriter, r *http.Request, s *schema.Schema) (T, bool) {
-	var out T
-	if err := checkBodyType(s, reflect.TypeFor[T]()); err != nil {
-		WriteError(w, r, err)
-		return out, false
-	}
-	v, present, err := readJSON(r, DefaultMaxBodyBytes, DefaultMaxDepth)
-	if err != nil {
-		WriteError(w, r, err)
-		return out, false
-	}
-	if !present {
-		writeValidation(w, schema.Errors{{Type: schema.ErrMissing, Loc: []any{"body"}, Msg: "Field required", Input: nil}})
-		return out, false
-	}
-	if errs := s.Validate(v, []any{"body"}); len(errs) > 0 {
-		writeValidation(w, errs)
-		return out, false
-	}
-	raw, err := marshalBody(s.Normalize(v))
-	if err == nil {
-		err = decodeInto(raw, &out)
-	}
-	if err != nil {
-		WriteError(w, r, fmt.Errorf("httpapi: decode validated body into %T: %w", out, err))
-		return out, false
-	}
-	return out, true
-}
 
 // readJSON reads the request body under the content-type, size and depth rules. present is
 // false for an empty body or a JSON null (FastAPI then reports the body missing). err is an

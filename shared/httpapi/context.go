@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"reflect"
-	"sync"
 
 	"github.com/roadevents/roadevents/shared/schema"
 )
@@ -81,22 +79,16 @@ func Params(r *http.Request) schema.Values {
 	return schema.Values{}
 }
 
-// Body decodes the request's validated body into T. By the time a handler runs, the router
-// has already answered 413, 415 or 422 for a bad body, so an error here is a wiring or
-// declaration mistake (ErrNoBody, ErrBodyType) that WriteError turns into a 500.
-//
-// T is checked against the route's body schema (schema.CheckStruct) on first use, so a
-// payload struct cannot drift from what /openapi.json documents. The body is normalised
-// first (schema.Normalize): defaults filled in, integral numbers as integers, date-times in
-// UTC. Values of interface type receive json.Number for numbers.
-func Body[T any](r *http.Request) (T, error) {
+// body decodes the request's validated body into T, which Handle has checked against the
+// route's body schema (see JSON). The body is normalised first (schema.Normalize): defaults
+// filled in, integral numbers as integers, date-times in UTC. Values of interface type receive
+// json.Number for numbers. When Route.Validate already decoded the body into T, that value is
+// used as it is.
+func body[T any](r *http.Request) (T, error) {
 	var out T
 	d := routeFrom(r.Context())
 	if d == nil || d.route.Body == nil || d.body == nil {
 		return out, ErrNoBody
-	}
-	if err := checkBodyType(d.route.Body, reflect.TypeFor[T]()); err != nil {
-		return out, err
 	}
 	if v, ok := d.decoded.(T); ok {
 		return v, nil
@@ -116,27 +108,4 @@ func decodeInto(data []byte, out any) error {
 	dec.UseNumber()
 	dec.DisallowUnknownFields()
 	return dec.Decode(out)
-}
-
-type typeCheck struct {
-	s *schema.Schema
-	t reflect.Type
-}
-
-var checkedTypes sync.Map // typeCheck -> error (nil when they agree)
-
-func checkBodyType(s *schema.Schema, t reflect.Type) error {
-	key := typeCheck{s, t}
-	if v, ok := checkedTypes.Load(key); ok {
-		if v == nil {
-			return nil
-		}
-		return v.(error)
-	}
-	var err error
-	if cerr := schema.CheckType(s, t); cerr != nil {
-		err = fmt.Errorf("%w: %w", ErrBodyType, cerr)
-	}
-	checkedTypes.Store(key, err)
-	return err
 }

@@ -17,14 +17,10 @@
 //			404: httpapi.ErrorResponse("Unknown event"),
 //			429: httpapi.ErrorResponse("Hourly signal ceiling", httpapi.RetryAfter),
 //		},
-//		Handler: httpapi.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
-//			in, err := httpapi.Body[SignalPayload](r)
-//			if err != nil {
-//				return err
-//			}
-//			id := r.PathValue("event_id") // or httpapi.Params(r).String("event_id")
-//			...
-//			return httpapi.WriteJSON(w, http.StatusOK, out)
+//		Errors: httpapi.ErrorTable{{Err: ErrCeiling, Status: 429, Detail: "Hourly signal ceiling reached"}},
+//		Handler: httpapi.JSON(http.StatusOK, func(r *httpapi.Request[SignalPayload]) (EventPublic, error) {
+//			id := r.Params.String("event_id")
+//			return signal(r.Context(), id, r.Body) // an error goes through Errors
 //		}),
 //	})
 //	http.ListenAndServe(addr, api.Handler())
@@ -51,11 +47,13 @@
 //     ["body", <byte offset>]; an empty body is 422 missing at ["body"]; then the schema
 //     reports every error at once (model_attributes_type, extra_forbidden, ...). Parameter
 //     and body errors come in one 422 {"detail": [...]}.
-//  8. The handler, which reads Params(r) and Body[T](r).
+//  8. The handler: a typed function (JSON) given the parameters and the body decoded into
+//     its input type, or a HandlerFunc for answers that are not one JSON value.
 //
 // # Errors
 //
-// Handlers return errors through HandlerFunc (or call WriteError): an *Error carries the
+// Handlers return errors (JSON, HandlerFunc) and WriteError answers them: an error the
+// route's ErrorTable names becomes that row's status and sentence; an *Error carries the
 // status, the public sentence and the internal cause (logged, never sent); schema.Errors from
 // domain rules becomes a 422 list; anything else is a logged 500. Unauthorized builds the 401
 // with WWW-Authenticate: Bearer that every /v1 credential failure carries (spec 7).

@@ -16,12 +16,9 @@ import (
 
 // Errors of the package itself. Check them with errors.Is.
 var (
-	// ErrNoBody is returned by Body when the request's route declares no body schema, so no
-	// validated body exists: a wiring mistake, answered with 500.
+	// ErrNoBody is returned when a handler reads a body its request's route does not have: a
+	// wiring mistake (a typed handler served outside its API), answered with 500.
 	ErrNoBody = errors.New("httpapi: route declares no body")
-	// ErrBodyType is returned by Body when the Go type asked for disagrees with the route's
-	// body schema (see schema.CheckStruct): a declaration mistake, answered with 500.
-	ErrBodyType = errors.New("httpapi: body type disagrees with the route's schema")
 )
 
 // Error is a handler failure with the status and the public sentence to send, and the
@@ -119,6 +116,7 @@ func (f HandlerFunc) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // WriteError maps err to a response, logging what must not be sent:
+//   - an error the route's ErrorTable (Route.Errors) matches becomes that row's response;
 //   - an *Error (anywhere in the chain) gives its status, headers and detail; its cause is
 //     logged (at error level for 5xx, debug otherwise);
 //   - schema.Errors gives 422 with the validation list (domain value_error rules);
@@ -131,6 +129,9 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	if started(ctx) {
 		log.LogAttrs(ctx, slog.LevelError, "error after the response began", slog.String("error", err.Error()))
 		return
+	}
+	if d := routeFrom(ctx); d != nil {
+		err = d.route.Errors.Public(err)
 	}
 	var he *Error
 	var verrs schema.Errors
@@ -209,4 +210,60 @@ func started(ctx context.Context) bool {
 		return info.rec.wroteHeader
 	}
 	return false
+}
+
+// ErrorRule is one row of an ErrorTable: the error it matches (with errors.Is) and the public
+// response that error becomes.
+type ErrorRule struct {
+	Err    error
+	Status int
+	Detail string
+}
+
+// ErrorTable maps a domain package's sentinel errors to statuses and public sentences: one
+// table per package, declared beside its routes, instead of a switch in every handler
+// (STYLE.md guideline 5). The first matching row wins. A 401 carries WWW-Authenticate: Bearer;
+// an error that says when to retry (Retrier) sends Retry-After.
+type ErrorTable []ErrorRule
+
+// Retrier is an error that knows how long the caller should wait before trying again, such
+// as a rate limit's refusal.
+type Retrier interface {
+	error
+	RetryIn() time.Duration
+}
+
+// With returns a table whose rows are rules, then t's: a route's own sentences for errors the
+// package table also names.
+func (t ErrorTable) With(rules ...ErrorRule) ErrorTable {
+	return append(append(ErrorTable{}, rules...), t...)
+}
+
+// Public returns err as the *Error of the first row matching it, with err as its cause, or err
+// unchanged when no row matches or err already carries a response (*Error, schema.Errors).
+func (t ErrorTable) Public(err error) error {
+	var he *Error
+	var verrs schema.Errors
+	if err == nil || errors.As(err, &he) || errors.As(err, &verrs) {
+		return err
+	}
+	for _, rule := range t {
+		if !errors.Is(err, rule.Err) {
+			continue
+		}
+		var e *Error
+		var retry Retrier
+		switch {
+		case rule.Status == http.StatusUnauthorized:
+			e = Unauthorized(rule.Detail)
+		case errors.As(err, &retry):
+			e = TooManyRequests(rule.Detail, retry.RetryIn())
+			e.Status = rule.Status
+		default:
+			e = NewError(rule.Status, rule.Detail, nil)
+		}
+		e.Cause = err
+		return e
+	}
+	return err
 }

@@ -53,6 +53,8 @@ var (
 		schema.Req("created_at", schema.DateTime()),
 	).Named("EventPublic")
 
+	okOut = schema.Object(schema.Req("ok", schema.Boolean())).Named("Ok")
+
 	signalIn = schema.Object(
 		schema.Req("action", schema.Enum("confirm", "deny")),
 		schema.Prop("reporter_token", schema.String().Match(tokenPattern).OrNull()),
@@ -136,14 +138,8 @@ func newTestAPI(t testing.TB, cfg httpapi.Config) (*httpapi.API, *syncBuffer) {
 		cfg.Clock = clock.NewFake(time.Date(2024, 5, 1, 10, 0, 0, 0, time.UTC))
 	}
 	api := httpapi.New(cfg)
-	echo := func(status int) httpapi.HandlerFunc {
-		return func(w http.ResponseWriter, r *http.Request) error {
-			in, err := httpapi.Body[eventPayload](r)
-			if err != nil {
-				return err
-			}
-			return httpapi.WriteJSON(w, status, in)
-		}
+	echo := func(status int) http.Handler {
+		return httpapi.JSON(status, func(r *httpapi.Request[eventPayload]) (any, error) { return r.Body, nil })
 	}
 	api.Handle(
 		httpapi.Route{
@@ -192,41 +188,29 @@ func newTestAPI(t testing.TB, cfg httpapi.Config) (*httpapi.API, *syncBuffer) {
 				200: httpapi.JSONResponse("Signal accepted", eventOut),
 				429: httpapi.ErrorResponse("Hourly signal ceiling reached", httpapi.RetryAfter),
 			},
-			Handler: httpapi.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
-				in, err := httpapi.Body[signalPayload](r)
-				if err != nil {
-					return err
+			Handler: httpapi.JSON(http.StatusOK, func(r *httpapi.Request[signalPayload]) (any, error) {
+				if r.Body.Action == "deny" {
+					return nil, httpapi.TooManyRequests("Signal ceiling reached", 1500*time.Millisecond)
 				}
-				if in.Action == "deny" {
-					return httpapi.TooManyRequests("Signal ceiling reached", 1500*time.Millisecond)
-				}
-				return httpapi.WriteJSON(w, http.StatusOK, map[string]string{"event_id": r.PathValue("event_id"), "action": in.Action})
+				return map[string]string{"event_id": r.Params.String("event_id"), "action": r.Body.Action}, nil
 			}),
 		},
 		httpapi.Route{
 			Method: "POST", Path: "/v1/tiny", Body: signalIn, MaxBodyBytes: 64,
-			Handler: httpapi.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
-				return httpapi.WriteJSON(w, http.StatusOK, map[string]bool{"ok": true})
+			Responses: map[int]httpapi.Response{200: httpapi.JSONResponse("Done", okOut)},
+			Handler: httpapi.JSON(http.StatusOK, func(*httpapi.Request[signalPayload]) (map[string]bool, error) {
+				return map[string]bool{"ok": true}, nil
 			}),
 		},
 		httpapi.Route{
 			Method: "POST", Path: "/v1/cross-field", Body: eventIn,
-			Handler: httpapi.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
-				in, err := httpapi.Body[eventPayload](r)
-				if err != nil {
-					return err
-				}
+			Responses: map[int]httpapi.Response{200: httpapi.JSONResponse("The payload", eventIn)},
+			Handler: httpapi.JSON(http.StatusOK, func(r *httpapi.Request[eventPayload]) (eventPayload, error) {
+				in := r.Body
 				if in.Geometry != nil && (in.Geometry.Coordinates[0][0] != in.Lon || in.Geometry.Coordinates[0][1] != in.Lat) {
-					return schema.Errors{schema.ValueError(schema.Loc("body", "geometry"), "lat/lon must equal the first point of geometry", nil)}
+					return in, schema.Errors{schema.ValueError(schema.Loc("body", "geometry"), "lat/lon must equal the first point of geometry", nil)}
 				}
-				return httpapi.WriteJSON(w, http.StatusOK, in)
-			}),
-		},
-		httpapi.Route{
-			Method: "POST", Path: "/v1/wrong-type", Body: eventIn,
-			Handler: httpapi.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
-				_, err := httpapi.Body[signalPayload](r) // declared EventIn, read as SignalIn
-				return err
+				return in, nil
 			}),
 		},
 		httpapi.Route{

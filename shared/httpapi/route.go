@@ -57,7 +57,7 @@ type Route struct {
 	// errors (contract 1: every error of a payload is reported). It receives the body as
 	// Body.Validate does (decoded with UseNumber) and must include Body's own errors. Body
 	// still documents, normalises and types the body. Validate may also return the body
-	// already decoded into the type the handler reads it as (nil otherwise): Body[T] then
+	// already decoded into the type the handler reads it as (nil otherwise): JSON then
 	// hands that over rather than encoding and decoding the body once more, which was about
 	// 5 % of the server's CPU per publish.
 	Validate func(body any) (decoded any, errs schema.Errors)
@@ -67,10 +67,13 @@ type Route struct {
 	// (HTTPValidationError) and a secured route gets 401 without declaring them; a route
 	// declaring no 2xx gets "200 Successful Response".
 	Responses map[int]Response
+	// Errors turns the handler's domain errors into responses (see ErrorTable).
+	Errors ErrorTable
 	// Hidden keeps the route out of /openapi.json.
 	Hidden bool
-	// Handler serves the request once parameters and body are valid. A HandlerFunc maps
-	// returned errors to responses.
+	// Handler serves the request once parameters and body are valid. JSON makes one from a
+	// typed function, and is required for a route with a Body; a HandlerFunc suits the rest
+	// (streams, documents). Both write returned errors through Errors.
 	Handler http.Handler
 }
 

@@ -76,6 +76,24 @@ func (e *LimitedError) Error() string {
 // Unwrap makes errors.Is(err, ErrLimited) true.
 func (e *LimitedError) Unwrap() error { return ErrLimited }
 
+// Is makes errors.Is(err, rule.Refusal()) true for a refusal by rule, so that an error table
+// can give each rule its own sentence.
+func (e *LimitedError) Is(target error) bool {
+	r, ok := target.(refusal)
+	return ok && string(r) == e.Rule
+}
+
+// RetryIn is the time left in the window (httpapi.Retrier): the Retry-After of the answer.
+func (e *LimitedError) RetryIn() time.Duration { return e.RetryAfter }
+
+// refusal is the sentinel of one rule's refusals (Rule.Refusal).
+type refusal string
+
+func (r refusal) Error() string { return "ratelimit: refused by " + string(r) }
+
+// Refusal returns the error that errors.Is matches against the *LimitedError of r alone.
+func (r Rule) Refusal() error { return refusal(r.Name) }
+
 // Rule is a limit per subject per fixed window. Windows are aligned to UTC: a Window of an
 // hour starts at every clock hour, of a day at midnight UTC.
 type Rule struct {

@@ -2,6 +2,7 @@ package ratelimit_test
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -261,5 +262,16 @@ func BenchmarkSignalsAllow(b *testing.B) {
 		if ok, _, err := l.Allow(b.Context(), "org_bench#live", hour); !ok || err != nil {
 			b.Fatalf("Allow = %v, %v", ok, err)
 		}
+	}
+}
+
+// An error table tells the rules apart by their refusal sentinels.
+func TestLimitedErrorMatchesItsRuleRefusalOnly(t *testing.T) {
+	a := ratelimit.Rule{Name: "a", Limit: 1, Window: time.Hour}
+	b := ratelimit.Rule{Name: "b", Limit: 1, Window: time.Hour}
+	err := fmt.Errorf("invite: %w", &ratelimit.LimitedError{Rule: "a", RetryAfter: 3 * time.Second})
+	if !errors.Is(err, a.Refusal()) || errors.Is(err, b.Refusal()) || !errors.Is(err, ratelimit.ErrLimited) {
+		t.Errorf("errors.Is(refusal by a): a %v, b %v, ErrLimited %v; want true, false, true",
+			errors.Is(err, a.Refusal()), errors.Is(err, b.Refusal()), errors.Is(err, ratelimit.ErrLimited))
 	}
 }

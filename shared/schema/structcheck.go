@@ -14,6 +14,7 @@ var ErrMismatch = errors.New("schema: Go type and schema disagree")
 
 var (
 	unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
+	marshalerType   = reflect.TypeFor[json.Marshaler]()
 	timeType        = reflect.TypeFor[time.Time]()
 )
 
@@ -37,12 +38,28 @@ func CheckStruct(s *Schema, v any) error {
 
 // CheckType is CheckStruct for a reflect.Type.
 func CheckType(s *Schema, t reflect.Type) error {
-	var problems []string
-	checkType(s, t, rootName(s, t), &problems)
-	if len(problems) > 0 {
-		return fmt.Errorf("%w:\n  %s", ErrMismatch, strings.Join(problems, "\n  "))
+	return check(s, t, unmarshalerType)
+}
+
+// CheckOutput is CheckType for a type that is encoded rather than decoded: an answer. A type
+// with its own MarshalJSON is trusted to write what the schema describes.
+func CheckOutput(s *Schema, t reflect.Type) error {
+	return check(s, t, marshalerType)
+}
+
+// check compares s and t, trusting the types that implement trusted (through a pointer).
+func check(s *Schema, t reflect.Type, trusted reflect.Type) error {
+	c := checker{trusted: trusted}
+	c.checkType(s, t, rootName(s, t))
+	if len(c.problems) > 0 {
+		return fmt.Errorf("%w:\n  %s", ErrMismatch, strings.Join(c.problems, "\n  "))
 	}
 	return nil
+}
+
+type checker struct {
+	trusted  reflect.Type
+	problems []string
 }
 
 func rootName(s *Schema, t reflect.Type) string {
@@ -52,9 +69,9 @@ func rootName(s *Schema, t reflect.Type) string {
 	return t.String()
 }
 
-func checkType(s *Schema, t reflect.Type, path string, problems *[]string) {
+func (c *checker) checkType(s *Schema, t reflect.Type, path string) {
 	bad := func(format string, args ...any) {
-		*problems = append(*problems, path+": "+fmt.Sprintf(format, args...))
+		c.problems = append(c.problems, path+": "+fmt.Sprintf(format, args...))
 	}
 	nilable := false
 	for t.Kind() == reflect.Pointer {
@@ -77,7 +94,7 @@ func checkType(s *Schema, t reflect.Type, path string, problems *[]string) {
 	if t.Kind() == reflect.Interface {
 		return
 	}
-	if reflect.PointerTo(t).Implements(unmarshalerType) {
+	if reflect.PointerTo(t).Implements(c.trusted) {
 		return
 	}
 	if len(s.AnyOf) > 0 {
@@ -112,7 +129,7 @@ func checkType(s *Schema, t reflect.Type, path string, problems *[]string) {
 			return
 		}
 		if s.Items != nil {
-			checkType(s.Items, t.Elem(), path+"[]", problems)
+			c.checkType(s.Items, t.Elem(), path+"[]")
 		}
 	case TypeObject:
 		switch t.Kind() {
@@ -122,10 +139,10 @@ func checkType(s *Schema, t reflect.Type, path string, problems *[]string) {
 				return
 			}
 			for _, p := range s.Properties {
-				checkType(p.Schema, t.Elem(), path+"."+p.Name, problems)
+				c.checkType(p.Schema, t.Elem(), path+"."+p.Name)
 			}
 		case reflect.Struct:
-			checkStruct(s, t, path, problems)
+			c.checkStruct(s, t, path)
 		default:
 			bad("schema is an object, Go type is %s", t)
 		}
@@ -134,20 +151,20 @@ func checkType(s *Schema, t reflect.Type, path string, problems *[]string) {
 	}
 }
 
-func checkStruct(s *Schema, t reflect.Type, path string, problems *[]string) {
+func (c *checker) checkStruct(s *Schema, t reflect.Type, path string) {
 	fields := map[string]reflect.Type{}
 	collectFields(t, fields)
 	for _, p := range s.Properties {
 		ft, ok := fields[p.Name]
 		if !ok {
-			*problems = append(*problems, fmt.Sprintf("%s.%s: property has no json field in Go type %s", path, p.Name, t))
+			c.problems = append(c.problems, fmt.Sprintf("%s.%s: property has no json field in Go type %s", path, p.Name, t))
 			continue
 		}
-		checkType(p.Schema, ft, path+"."+p.Name, problems)
+		c.checkType(p.Schema, ft, path+"."+p.Name)
 	}
 	for name := range fields {
 		if s.property(name) == nil {
-			*problems = append(*problems, fmt.Sprintf("%s.%s: json field of Go type %s is not in the schema", path, name, t))
+			c.problems = append(c.problems, fmt.Sprintf("%s.%s: json field of Go type %s is not in the schema", path, name, t))
 		}
 	}
 }
