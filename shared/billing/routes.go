@@ -94,7 +94,7 @@ func Routes(s *Service) []httpapi.Route {
 			Responses: map[int]httpapi.Response{
 				http.StatusOK: httpapi.JSONResponse("Every plan, cheapest first.", schema.Array(plans.PublicSchema)),
 			},
-			Handler: httpapi.HandlerFunc(s.listPlans),
+			Handler: httpapi.JSON(http.StatusOK, s.listPlans),
 		},
 		{
 			Method: http.MethodGet, Path: "/console/orgs/{org_id}/billing", OperationID: "getBilling", Tags: tags, Security: session,
@@ -105,7 +105,7 @@ func Routes(s *Service) []httpapi.Route {
 				http.StatusOK:       httpapi.JSONResponse("The billing summary.", BillingSummarySchema),
 				http.StatusNotFound: notFound,
 			},
-			Handler: httpapi.HandlerFunc(s.summary),
+			Handler: httpapi.JSON(http.StatusOK, s.summary),
 		},
 		{
 			Method: http.MethodPost, Path: "/console/orgs/{org_id}/billing/checkout", OperationID: "startCheckout", Tags: tags, Security: session,
@@ -122,7 +122,7 @@ func Routes(s *Service) []httpapi.Route {
 				http.StatusConflict:           httpapi.ErrorResponse("Already subscribed: use the portal."),
 				http.StatusServiceUnavailable: unconfigured,
 			},
-			Handler: httpapi.HandlerFunc(s.checkout),
+			Handler: httpapi.JSON(http.StatusOK, s.checkout),
 		},
 		{
 			Method: http.MethodPost, Path: "/console/orgs/{org_id}/billing/portal", OperationID: "openBillingPortal", Tags: tags, Security: session,
@@ -135,7 +135,7 @@ func Routes(s *Service) []httpapi.Route {
 				http.StatusConflict:           httpapi.ErrorResponse("No billing account yet: start a checkout first."),
 				http.StatusServiceUnavailable: unconfigured,
 			},
-			Handler: httpapi.HandlerFunc(s.portal),
+			Handler: httpapi.JSON(http.StatusOK, s.portal),
 		},
 		{
 			Method: http.MethodPost, Path: "/console/billing/webhook", OperationID: "stripeWebhook", Tags: tags,
@@ -152,13 +152,13 @@ func Routes(s *Service) []httpapi.Route {
 	}
 }
 
-func (s *Service) listPlans(w http.ResponseWriter, _ *http.Request) error {
+func (s *Service) listPlans(*httpapi.Request[httpapi.NoBody]) ([]plans.Public, error) {
 	all := s.plans.All()
 	out := make([]plans.Public, 0, len(all))
 	for _, p := range all {
 		out = append(out, p.Public())
 	}
-	return httpapi.WriteJSON(w, http.StatusOK, out)
+	return out, nil
 }
 
 // access is who the caller is in the path's organisation (spec 4.3: not a member is 404).
@@ -199,10 +199,11 @@ func (s *Service) ownerAct(r *http.Request) (access, error) {
 	return a, nil
 }
 
-func (s *Service) summary(w http.ResponseWriter, r *http.Request) error {
+func (s *Service) summary(in *httpapi.Request[httpapi.NoBody]) (Summary, error) {
+	r := in.HTTP
 	a, err := s.access(r)
 	if err != nil {
-		return err
+		return Summary{}, err
 	}
 	p, ok := s.plans.Get(a.plan)
 	if !ok {
@@ -213,13 +214,13 @@ func (s *Service) summary(w http.ResponseWriter, r *http.Request) error {
 	first, last := Period(now)
 	days, err := s.meter.Read(r.Context(), a.org, "live", first, now)
 	if err != nil {
-		return fmt.Errorf("billing: read usage of %s: %w", a.org, err)
+		return Summary{}, fmt.Errorf("billing: read usage of %s: %w", a.org, err)
 	}
 	st, err := s.State(r.Context(), a.org)
 	if err != nil {
-		return err
+		return Summary{}, err
 	}
-	return httpapi.WriteJSON(w, http.StatusOK, Summary{
+	return Summary{
 		OrgID: a.org, Plan: p.Public(),
 		PeriodStart:        first.Format(metering.DateFormat),
 		PeriodEnd:          last.Format(metering.DateFormat),
@@ -227,41 +228,38 @@ func (s *Service) summary(w http.ResponseWriter, r *http.Request) error {
 		IncludedReads:      p.IncludedReads,
 		BillingConfigured:  s.Configured(),
 		SubscriptionActive: st.Active(),
-	})
+	}, nil
 }
 
-func (s *Service) checkout(w http.ResponseWriter, r *http.Request) error {
+func (s *Service) checkout(in *httpapi.Request[checkoutIn]) (SessionOut, error) {
+	r := in.HTTP
 	a, err := s.ownerAct(r)
 	if err != nil {
-		return err
+		return SessionOut{}, err
 	}
-	in, err := httpapi.Body[checkoutIn](r)
-	if err != nil {
-		return err
-	}
-	p, ok := s.plans.Get(in.Plan)
+	p, ok := s.plans.Get(in.Body.Plan)
 	switch {
 	case !ok:
-		return httpapi.BadRequest(DetailUnknownPlan)
+		return SessionOut{}, httpapi.BadRequest(DetailUnknownPlan)
 	case !p.SelfServe || p.PriceID == "":
 		// Free and enterprise are never sold through checkout (spec 4.4), nor a self-serve
 		// plan whose price this deployment did not configure.
-		return httpapi.BadRequest(DetailNotSelfServe)
+		return SessionOut{}, httpapi.BadRequest(DetailNotSelfServe)
 	}
 	if s.consoleURL == "" {
-		return httpapi.NewError(http.StatusServiceUnavailable, DetailUnconfigured, errors.New("billing: no console URL for checkout's return pages"))
+		return SessionOut{}, httpapi.NewError(http.StatusServiceUnavailable, DetailUnconfigured, errors.New("billing: no console URL for checkout's return pages"))
 	}
 	ctx := r.Context()
 	st, err := s.State(ctx, a.org)
 	if err != nil {
-		return err
+		return SessionOut{}, err
 	}
 	if st.Active() {
-		return httpapi.Conflict(DetailSubscribed)
+		return SessionOut{}, httpapi.Conflict(DetailSubscribed)
 	}
 	customerID, err := s.ensureCustomer(ctx, a.org, a.caller.User.Email)
 	if err != nil {
-		return providerFailure(err)
+		return SessionOut{}, providerFailure(err)
 	}
 	req := CheckoutRequest{
 		OrgID: a.org, PlanID: p.ID, PriceID: p.PriceID, CustomerID: customerID,
@@ -278,32 +276,33 @@ func (s *Service) checkout(w http.ResponseWriter, r *http.Request) error {
 	}
 	url, err := s.provider.CreateCheckout(ctx, req)
 	if err != nil {
-		return providerFailure(err)
+		return SessionOut{}, providerFailure(err)
 	}
 	s.record(ctx, a.org, ActionCheckoutStarted, a.caller.User.ID, a.caller.User.Email, p.ID, map[string]any{"plan_id": p.ID})
-	return httpapi.WriteJSON(w, http.StatusOK, SessionOut{URL: url})
+	return SessionOut{URL: url}, nil
 }
 
-func (s *Service) portal(w http.ResponseWriter, r *http.Request) error {
+func (s *Service) portal(in *httpapi.Request[httpapi.NoBody]) (SessionOut, error) {
+	r := in.HTTP
 	a, err := s.ownerAct(r)
 	if err != nil {
-		return err
+		return SessionOut{}, err
 	}
 	st, err := s.State(r.Context(), a.org)
 	if err != nil {
-		return err
+		return SessionOut{}, err
 	}
 	if st.CustomerID == "" {
-		return httpapi.Conflict(DetailNoAccount)
+		return SessionOut{}, httpapi.Conflict(DetailNoAccount)
 	}
 	if s.consoleURL == "" {
-		return httpapi.NewError(http.StatusServiceUnavailable, DetailUnconfigured, errors.New("billing: no console URL for the portal's return page"))
+		return SessionOut{}, httpapi.NewError(http.StatusServiceUnavailable, DetailUnconfigured, errors.New("billing: no console URL for the portal's return page"))
 	}
 	url, err := s.provider.CreatePortal(r.Context(), st.CustomerID, s.consoleURL+"billing")
 	if err != nil {
-		return providerFailure(err)
+		return SessionOut{}, providerFailure(err)
 	}
-	return httpapi.WriteJSON(w, http.StatusOK, SessionOut{URL: url})
+	return SessionOut{URL: url}, nil
 }
 
 // providerFailure answers a failed call to Stripe with 503 (retry later); ErrBusy too.

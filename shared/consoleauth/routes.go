@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/roadevents/roadevents/shared/httpapi"
-	"github.com/roadevents/roadevents/shared/ratelimit"
 	"github.com/roadevents/roadevents/shared/schema"
 )
 
@@ -182,7 +181,7 @@ func Routes(s *Service) []httpapi.Route {
 	busy := httpapi.ErrorResponse("Concurrent changes to the account kept refusing the request; retry with backoff.")
 	totpLimited := limited("More than 5 TOTP or recovery attempts on this account in the current 15-minute window " +
 		"(one bucket shared by verify-totp, verify-recovery, totp/disable, recovery-codes/regenerate and key issuance).")
-	return []httpapi.Route{
+	routes := []httpapi.Route{
 		{
 			Method: http.MethodPost, Path: "/console/auth/request-code", OperationID: "requestCode", Tags: tags,
 			Summary: "E-mail a sign-in code (sign-up and sign-in are one route)",
@@ -193,7 +192,7 @@ func Routes(s *Service) []httpapi.Route {
 				http.StatusOK:              httpapi.JSONResponse("Code sent: method email, email where it went.", AuthChallengeSchema),
 				http.StatusTooManyRequests: limited("More than 5 code requests for this address in the current 15-minute window."),
 			},
-			Handler: httpapi.HandlerFunc(h.requestCode),
+			Handler: httpapi.JSON(http.StatusOK, h.requestCode),
 		},
 		{
 			Method: http.MethodPost, Path: "/console/auth/verify-code", OperationID: "verifyCode", Tags: tags,
@@ -207,7 +206,7 @@ func Routes(s *Service) []httpapi.Route {
 				http.StatusBadRequest:         httpapi.ErrorResponse("One answer for an unknown address and a wrong, expired, used or exhausted code."),
 				http.StatusServiceUnavailable: busy,
 			},
-			Handler: httpapi.HandlerFunc(h.verifyCode),
+			Handler: httpapi.JSON(http.StatusOK, h.verifyCode),
 		},
 		{
 			Method: http.MethodPost, Path: "/console/auth/verify-totp", OperationID: "verifyTotp", Tags: tags, Security: temp,
@@ -220,7 +219,8 @@ func Routes(s *Service) []httpapi.Route {
 				http.StatusTooManyRequests:    totpLimited,
 				http.StatusServiceUnavailable: busy,
 			},
-			Handler: httpapi.HandlerFunc(h.verifyTOTP),
+			Handler: httpapi.JSON(http.StatusOK, asCaller(h.verifyTOTP)),
+			Errors:  tempErrors,
 		},
 		{
 			Method: http.MethodPost, Path: "/console/auth/verify-recovery", OperationID: "verifyRecovery", Tags: tags, Security: temp,
@@ -233,7 +233,8 @@ func Routes(s *Service) []httpapi.Route {
 				http.StatusTooManyRequests:    totpLimited,
 				http.StatusServiceUnavailable: busy,
 			},
-			Handler: httpapi.HandlerFunc(h.verifyRecovery),
+			Handler: httpapi.JSON(http.StatusOK, asCaller(h.verifyRecovery)),
+			Errors:  tempErrors,
 		},
 		{
 			Method: http.MethodPost, Path: "/console/auth/totp/setup", OperationID: "setupTotp", Tags: tags, Security: session,
@@ -243,7 +244,7 @@ func Routes(s *Service) []httpapi.Route {
 				http.StatusOK:       httpapi.JSONResponse("The secret to add to an authenticator app.", TotpEnrolmentSchema),
 				http.StatusConflict: httpapi.ErrorResponse("TOTP is already enabled."),
 			},
-			Handler: httpapi.HandlerFunc(h.setupTOTP),
+			Handler: httpapi.JSON(http.StatusOK, asCaller(h.setupTOTP)),
 		},
 		{
 			Method: http.MethodPost, Path: "/console/auth/totp/confirm", OperationID: "confirmTotp", Tags: tags, Security: session,
@@ -256,7 +257,7 @@ func Routes(s *Service) []httpapi.Route {
 				http.StatusConflict:           httpapi.ErrorResponse("TOTP is already enabled, or no enrolment is pending."),
 				http.StatusServiceUnavailable: busy,
 			},
-			Handler: httpapi.HandlerFunc(h.confirmTOTP),
+			Handler: httpapi.JSON(http.StatusOK, asCaller(h.confirmTOTP)),
 		},
 		{
 			Method: http.MethodPost, Path: "/console/auth/totp/disable", OperationID: "disableTotp", Tags: tags, Security: session,
@@ -271,7 +272,7 @@ func Routes(s *Service) []httpapi.Route {
 				http.StatusTooManyRequests:    totpLimited,
 				http.StatusServiceUnavailable: busy,
 			},
-			Handler: httpapi.HandlerFunc(h.disableTOTP),
+			Handler: httpapi.JSON(http.StatusOK, asCaller(h.disableTOTP)),
 		},
 		{
 			Method: http.MethodGet, Path: "/console/auth/recovery-codes", OperationID: "getRecoveryCodesStatus", Tags: tags, Security: session,
@@ -279,7 +280,7 @@ func Routes(s *Service) []httpapi.Route {
 			Responses: map[int]httpapi.Response{
 				http.StatusOK: httpapi.JSONResponse("Remaining and total; 0 and 0 without TOTP.", RecoveryCodesStatusSchema),
 			},
-			Handler: httpapi.HandlerFunc(h.recoveryStatus),
+			Handler: httpapi.JSON(http.StatusOK, asCaller(h.recoveryStatus)),
 		},
 		{
 			Method: http.MethodPost, Path: "/console/auth/recovery-codes/regenerate", OperationID: "regenerateRecoveryCodes", Tags: tags, Security: session,
@@ -293,14 +294,14 @@ func Routes(s *Service) []httpapi.Route {
 				http.StatusTooManyRequests:    totpLimited,
 				http.StatusServiceUnavailable: busy,
 			},
-			Handler: httpapi.HandlerFunc(h.regenerate),
+			Handler: httpapi.JSON(http.StatusOK, asCaller(h.regenerate)),
 		},
 		{
 			Method: http.MethodGet, Path: "/console/auth/me", OperationID: "getMe", Tags: tags, Security: session,
 			Summary:     "The signed-in user, with a fresh session token",
 			Description: "Renews the session: the answer holds a new token valid 30 days; the old one stays valid until its own expiry or logout.",
 			Responses:   map[int]httpapi.Response{http.StatusOK: sessionOK, http.StatusServiceUnavailable: busy},
-			Handler:     httpapi.HandlerFunc(h.me),
+			Handler:     httpapi.JSON(http.StatusOK, asCaller(h.me)),
 		},
 		{
 			Method: http.MethodPatch, Path: "/console/auth/me", OperationID: "updateMe", Tags: tags, Security: session,
@@ -309,7 +310,7 @@ func Routes(s *Service) []httpapi.Route {
 			Responses: map[int]httpapi.Response{
 				http.StatusOK: httpapi.JSONResponse("The updated user.", MePublicSchema),
 			},
-			Handler: httpapi.HandlerFunc(h.updateMe),
+			Handler: httpapi.JSON(http.StatusOK, asCaller(h.updateMe)),
 		},
 		{
 			Method: http.MethodPost, Path: "/console/auth/logout", OperationID: "logout", Tags: tags, Security: session,
@@ -317,248 +318,142 @@ func Routes(s *Service) []httpapi.Route {
 			Responses: map[int]httpapi.Response{
 				http.StatusOK: httpapi.JSONResponse("Signed out.", OkResponseSchema),
 			},
-			Handler: httpapi.HandlerFunc(h.logout),
+			Handler: httpapi.JSON(http.StatusOK, asCaller(h.logout)),
 		},
 	}
+	for i := range routes {
+		if routes[i].Errors == nil {
+			routes[i].Errors = ErrorTable
+		}
+	}
+	return routes
 }
 
 type handlers struct {
 	s *Service
 }
 
-// caller is set by Middleware on every route with Security; its absence is a wiring mistake.
-func caller(r *http.Request) (Caller, error) {
-	c, ok := CallerFrom(r.Context())
-	if !ok {
-		return Caller{}, errors.New("consoleauth: route served without Middleware")
-	}
-	return c, nil
+// ErrorTable gives the package's errors their status and public sentence (spec 7, shape 1);
+// the cause is logged, never sent. A token valid a moment ago (logged out or used meanwhile)
+// is 401 with the session's sentence; the temp-token routes use tempErrors.
+var ErrorTable = httpapi.ErrorTable{
+	{Err: CodeRequestCap.Refusal(), Status: http.StatusTooManyRequests, Detail: DetailCodeRequests},
+	{Err: ErrLimited, Status: http.StatusTooManyRequests, Detail: DetailTOTPAttempts},
+	{Err: ErrInvalidCode, Status: http.StatusBadRequest, Detail: DetailInvalidCode},
+	{Err: ErrInvalidTOTP, Status: http.StatusBadRequest, Detail: DetailInvalidTOTP},
+	{Err: ErrInvalidRecoveryCode, Status: http.StatusBadRequest, Detail: DetailInvalidRecovery},
+	{Err: ErrTOTPEnabled, Status: http.StatusConflict, Detail: DetailTOTPEnabled},
+	{Err: ErrTOTPNotEnabled, Status: http.StatusConflict, Detail: DetailTOTPNotEnabled},
+	{Err: ErrNoEnrolment, Status: http.StatusConflict, Detail: DetailNoEnrolment},
+	{Err: ErrConflict, Status: http.StatusServiceUnavailable, Detail: DetailBusy},
+	{Err: ErrUnauthenticated, Status: http.StatusUnauthorized, Detail: DetailInvalidSession},
+	{Err: ErrUserNotFound, Status: http.StatusUnauthorized, Detail: DetailInvalidSession},
 }
 
-// fail maps the package's errors to responses (STYLE.md guideline 5); the cause is logged,
-// never sent.
-func fail(err error, invalid string) error {
-	var limited *ratelimit.LimitedError
-	pub := func(e *httpapi.Error) error {
-		e.Cause = err
-		return e
-	}
-	switch {
-	case errors.As(err, &limited):
-		detail := DetailTOTPAttempts
-		if limited.Rule == CodeRequestCap.Name {
-			detail = DetailCodeRequests
+// tempErrors is ErrorTable for the routes of a temp token (verify-totp, verify-recovery).
+var tempErrors = ErrorTable.With(
+	httpapi.ErrorRule{Err: ErrUnauthenticated, Status: http.StatusUnauthorized, Detail: DetailInvalidTemp},
+	httpapi.ErrorRule{Err: ErrUserNotFound, Status: http.StatusUnauthorized, Detail: DetailInvalidTemp},
+)
+
+// asCaller adapts an operation of the authenticated caller to a typed handler; Middleware
+// sets the caller on every route with Security, so its absence is a wiring mistake.
+func asCaller[In, Out any](f func(r *httpapi.Request[In], c Caller) (Out, error)) func(*httpapi.Request[In]) (Out, error) {
+	return func(r *httpapi.Request[In]) (Out, error) {
+		c, ok := CallerFrom(r.Context())
+		if !ok {
+			var zero Out
+			return zero, errors.New("consoleauth: route served without Middleware")
 		}
-		return pub(httpapi.TooManyRequests(detail, limited.RetryAfter))
-	case errors.Is(err, ErrInvalidCode):
-		return pub(httpapi.BadRequest(DetailInvalidCode))
-	case errors.Is(err, ErrInvalidTOTP):
-		return pub(httpapi.BadRequest(DetailInvalidTOTP))
-	case errors.Is(err, ErrInvalidRecoveryCode):
-		return pub(httpapi.BadRequest(DetailInvalidRecovery))
-	case errors.Is(err, ErrTOTPEnabled):
-		return pub(httpapi.Conflict(DetailTOTPEnabled))
-	case errors.Is(err, ErrTOTPNotEnabled):
-		return pub(httpapi.Conflict(DetailTOTPNotEnabled))
-	case errors.Is(err, ErrNoEnrolment):
-		return pub(httpapi.Conflict(DetailNoEnrolment))
-	case errors.Is(err, ErrConflict):
-		return pub(httpapi.NewError(http.StatusServiceUnavailable, DetailBusy, nil))
-	case errors.Is(err, ErrUnauthenticated), errors.Is(err, ErrUserNotFound):
-		// The token was valid a moment ago: logged out or used meanwhile.
-		return pub(httpapi.Unauthorized(invalid))
+		return f(r, c)
 	}
-	return err
 }
 
-func sessionOut(s *Session) SessionOut {
-	return SessionOut{Token: s.Token, ExpiresAt: s.ExpiresAt.UTC(), User: s.User.Public()}
+func sessionOut(s *Session, err error) (SessionOut, error) {
+	if err != nil {
+		return SessionOut{}, err
+	}
+	return SessionOut{Token: s.Token, ExpiresAt: s.ExpiresAt.UTC(), User: s.User.Public()}, nil
 }
 
-func (h *handlers) requestCode(w http.ResponseWriter, r *http.Request) error {
-	in, err := httpapi.Body[requestCodeIn](r)
-	if err != nil {
-		return err
-	}
-	email, err := h.s.RequestCode(r.Context(), in.Email)
-	if err != nil {
-		return fail(err, DetailInvalidSession)
-	}
-	return httpapi.WriteJSON(w, http.StatusOK, AuthChallengeOut{Method: "email", Email: &email})
+func recoveryOut(rc RecoveryCodes, err error) (RecoveryCodesOut, error) {
+	return RecoveryCodesOut{Codes: rc.Codes, GeneratedAt: rc.GeneratedAt.UTC()}, err
 }
 
-func (h *handlers) verifyCode(w http.ResponseWriter, r *http.Request) error {
-	in, err := httpapi.Body[verifyCodeIn](r)
-	if err != nil {
-		return err
-	}
-	sess, ch, err := h.s.VerifyCode(r.Context(), in.Email, in.Code)
-	if errors.Is(err, ErrUnauthenticated) {
-		err = ErrInvalidCode // a logout raced the first session; the code is spent either way
-	}
-	if err != nil {
-		return fail(err, DetailInvalidSession)
-	}
-	if ch != nil {
-		return httpapi.WriteJSON(w, http.StatusOK, AuthChallengeOut{Method: "totp", TempToken: &ch.TempToken})
-	}
-	return httpapi.WriteJSON(w, http.StatusOK, sessionOut(sess))
+func (h *handlers) requestCode(r *httpapi.Request[requestCodeIn]) (AuthChallengeOut, error) {
+	email, err := h.s.RequestCode(r.Context(), r.Body.Email)
+	return AuthChallengeOut{Method: "email", Email: &email}, err
 }
 
-func (h *handlers) verifyTOTP(w http.ResponseWriter, r *http.Request) error {
-	c, err := caller(r)
-	if err != nil {
-		return err
+// verifyCode answers a SessionOut, or an AuthChallengeOut for an account with TOTP.
+func (h *handlers) verifyCode(r *httpapi.Request[verifyCodeIn]) (any, error) {
+	sess, ch, err := h.s.VerifyCode(r.Context(), r.Body.Email, r.Body.Code)
+	switch {
+	case errors.Is(err, ErrUnauthenticated):
+		return nil, ErrInvalidCode // a logout raced the first session; the code is spent either way
+	case err != nil:
+		return nil, err
+	case ch != nil:
+		return AuthChallengeOut{Method: "totp", TempToken: &ch.TempToken}, nil
 	}
-	in, err := httpapi.Body[codeIn](r)
-	if err != nil {
-		return err
-	}
-	sess, err := h.s.SignInTOTP(r.Context(), c, in.Code)
+	return sessionOut(sess, nil)
+}
+
+func (h *handlers) verifyTOTP(r *httpapi.Request[codeIn], c Caller) (SessionOut, error) {
+	sess, err := h.s.SignInTOTP(r.Context(), c, r.Body.Code)
 	if errors.Is(err, ErrTOTPNotEnabled) {
 		err = ErrInvalidTOTP
 	}
-	if err != nil {
-		return fail(err, DetailInvalidTemp)
-	}
-	return httpapi.WriteJSON(w, http.StatusOK, sessionOut(sess))
+	return sessionOut(sess, err)
 }
 
-func (h *handlers) verifyRecovery(w http.ResponseWriter, r *http.Request) error {
-	c, err := caller(r)
-	if err != nil {
-		return err
-	}
-	in, err := httpapi.Body[codeIn](r)
-	if err != nil {
-		return err
-	}
-	sess, err := h.s.SignInRecovery(r.Context(), c, in.Code)
-	if err != nil {
-		return fail(err, DetailInvalidTemp)
-	}
-	return httpapi.WriteJSON(w, http.StatusOK, sessionOut(sess))
+func (h *handlers) verifyRecovery(r *httpapi.Request[codeIn], c Caller) (SessionOut, error) {
+	return sessionOut(h.s.SignInRecovery(r.Context(), c, r.Body.Code))
 }
 
-func (h *handlers) setupTOTP(w http.ResponseWriter, r *http.Request) error {
-	c, err := caller(r)
-	if err != nil {
-		return err
-	}
+func (h *handlers) setupTOTP(r *httpapi.Request[httpapi.NoBody], c Caller) (TotpEnrolmentOut, error) {
 	e, err := h.s.SetupTOTP(r.Context(), c.User.ID)
-	if err != nil {
-		return fail(err, DetailInvalidSession)
-	}
-	return httpapi.WriteJSON(w, http.StatusOK, TotpEnrolmentOut{Secret: e.Secret, OTPAuthURL: e.OTPAuthURL, Issuer: e.Issuer, Account: e.Account})
+	return TotpEnrolmentOut(e), err
 }
 
-func (h *handlers) confirmTOTP(w http.ResponseWriter, r *http.Request) error {
-	c, err := caller(r)
-	if err != nil {
-		return err
-	}
-	in, err := httpapi.Body[codeIn](r)
-	if err != nil {
-		return err
-	}
-	rc, err := h.s.ConfirmTOTP(r.Context(), c.User.ID, in.Code)
-	if err != nil {
-		return fail(err, DetailInvalidSession)
-	}
-	return httpapi.WriteJSON(w, http.StatusOK, RecoveryCodesOut{Codes: rc.Codes, GeneratedAt: rc.GeneratedAt.UTC()})
+func (h *handlers) confirmTOTP(r *httpapi.Request[codeIn], c Caller) (RecoveryCodesOut, error) {
+	return recoveryOut(h.s.ConfirmTOTP(r.Context(), c.User.ID, r.Body.Code))
 }
 
-func (h *handlers) disableTOTP(w http.ResponseWriter, r *http.Request) error {
-	c, err := caller(r)
-	if err != nil {
-		return err
-	}
-	in, err := httpapi.Body[codeIn](r)
-	if err != nil {
-		return err
-	}
-	sess, err := h.s.DisableTOTP(r.Context(), c.User.ID, in.Code)
-	if err != nil {
-		return fail(err, DetailInvalidSession)
-	}
-	return httpapi.WriteJSON(w, http.StatusOK, sessionOut(sess))
+func (h *handlers) disableTOTP(r *httpapi.Request[codeIn], c Caller) (SessionOut, error) {
+	return sessionOut(h.s.DisableTOTP(r.Context(), c.User.ID, r.Body.Code))
 }
 
-func (h *handlers) recoveryStatus(w http.ResponseWriter, r *http.Request) error {
-	c, err := caller(r)
-	if err != nil {
-		return err
-	}
+func (h *handlers) recoveryStatus(r *httpapi.Request[httpapi.NoBody], c Caller) (RecoveryCodesStatusOut, error) {
 	remaining, total, err := h.s.RecoveryStatus(r.Context(), c.User.ID)
-	if err != nil {
-		return fail(err, DetailInvalidSession)
-	}
-	return httpapi.WriteJSON(w, http.StatusOK, RecoveryCodesStatusOut{Remaining: remaining, Total: total})
+	return RecoveryCodesStatusOut{Remaining: remaining, Total: total}, err
 }
 
-func (h *handlers) regenerate(w http.ResponseWriter, r *http.Request) error {
-	c, err := caller(r)
-	if err != nil {
-		return err
-	}
-	in, err := httpapi.Body[codeIn](r)
-	if err != nil {
-		return err
-	}
-	rc, err := h.s.RegenerateRecovery(r.Context(), c.User.ID, in.Code)
-	if err != nil {
-		return fail(err, DetailInvalidSession)
-	}
-	return httpapi.WriteJSON(w, http.StatusOK, RecoveryCodesOut{Codes: rc.Codes, GeneratedAt: rc.GeneratedAt.UTC()})
+func (h *handlers) regenerate(r *httpapi.Request[codeIn], c Caller) (RecoveryCodesOut, error) {
+	return recoveryOut(h.s.RegenerateRecovery(r.Context(), c.User.ID, r.Body.Code))
 }
 
-func (h *handlers) me(w http.ResponseWriter, r *http.Request) error {
-	c, err := caller(r)
-	if err != nil {
-		return err
-	}
-	sess, err := h.s.Renew(r.Context(), c)
-	if err != nil {
-		return fail(err, DetailInvalidSession)
-	}
-	return httpapi.WriteJSON(w, http.StatusOK, sessionOut(sess))
+func (h *handlers) me(r *httpapi.Request[httpapi.NoBody], c Caller) (SessionOut, error) {
+	return sessionOut(h.s.Renew(r.Context(), c))
 }
 
-func (h *handlers) updateMe(w http.ResponseWriter, r *http.Request) error {
-	c, err := caller(r)
-	if err != nil {
-		return err
-	}
-	in, err := httpapi.Body[profileIn](r)
-	if err != nil {
-		return err
-	}
+func (h *handlers) updateMe(r *httpapi.Request[profileIn], c Caller) (MePublic, error) {
 	var ch ProfileChange
-	if in.DisplayName != nil {
+	if r.Body.DisplayName != nil {
 		ch.SetDisplayName = true
-		if err := json.Unmarshal(in.DisplayName, &ch.DisplayName); err != nil {
-			return err
+		if err := json.Unmarshal(r.Body.DisplayName, &ch.DisplayName); err != nil {
+			return MePublic{}, err
 		}
 	}
-	if in.Locale != nil {
-		if err := json.Unmarshal(in.Locale, &ch.Locale); err != nil {
-			return err
+	if r.Body.Locale != nil {
+		if err := json.Unmarshal(r.Body.Locale, &ch.Locale); err != nil {
+			return MePublic{}, err
 		}
 	}
 	u, err := h.s.UpdateProfile(r.Context(), c.User.ID, ch)
-	if err != nil {
-		return fail(err, DetailInvalidSession)
-	}
-	return httpapi.WriteJSON(w, http.StatusOK, u.Public())
+	return u.Public(), err
 }
 
-func (h *handlers) logout(w http.ResponseWriter, r *http.Request) error {
-	c, err := caller(r)
-	if err != nil {
-		return err
-	}
-	if err := h.s.Logout(r.Context(), c.User.ID); err != nil {
-		return fail(err, DetailInvalidSession)
-	}
-	return httpapi.WriteJSON(w, http.StatusOK, OkResponse{OK: true})
+func (h *handlers) logout(r *httpapi.Request[httpapi.NoBody], c Caller) (OkResponse, error) {
+	return OkResponse{OK: true}, h.s.Logout(r.Context(), c.User.ID)
 }

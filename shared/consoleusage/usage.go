@@ -180,7 +180,7 @@ func Routes(d Deps) []httpapi.Route {
 				http.StatusOK:       httpapi.JSONResponse("The usage series.", SeriesSchema),
 				http.StatusNotFound: notFound,
 			},
-			Handler: httpapi.HandlerFunc(h.usage),
+			Handler: httpapi.JSON(http.StatusOK, h.usage),
 		},
 		{
 			Method: http.MethodGet, Path: "/console/orgs/{org_id}/vitality", OperationID: "getVitality", Tags: tags, Security: session,
@@ -192,7 +192,7 @@ func Routes(d Deps) []httpapi.Route {
 				http.StatusOK:       httpapi.JSONResponse("The vitality of the environment.", VitalitySchema),
 				http.StatusNotFound: notFound,
 			},
-			Handler: httpapi.HandlerFunc(h.vitality),
+			Handler: httpapi.JSON(http.StatusOK, h.vitality),
 		},
 	}
 }
@@ -218,18 +218,13 @@ func (h handlers) member(r *http.Request) (string, error) {
 	return org, nil
 }
 
-func (h handlers) usage(w http.ResponseWriter, r *http.Request) error {
-	org, err := h.member(r)
+func (h handlers) usage(r *httpapi.Request[httpapi.NoBody]) (Series, error) {
+	org, err := h.member(r.HTTP)
 	if err != nil {
-		return err
+		return Series{}, err
 	}
-	p := httpapi.Params(r)
-	window, env := p.String("window"), p.String("environment")
-	s, err := Read(r.Context(), h.d.Meter, org, env, window, h.d.Clock.Now())
-	if err != nil {
-		return err
-	}
-	return httpapi.WriteJSON(w, http.StatusOK, s)
+	window, env := r.Params.String("window"), r.Params.String("environment")
+	return Read(r.Context(), h.d.Meter, org, env, window, h.d.Clock.Now())
 }
 
 // Read returns the usage series of org in env over window (a key of Windows), ending on the
@@ -258,21 +253,21 @@ func Read(ctx context.Context, m Meter, org, env, window string, now time.Time) 
 	return out, nil
 }
 
-func (h handlers) vitality(w http.ResponseWriter, r *http.Request) error {
-	org, err := h.member(r)
+func (h handlers) vitality(r *httpapi.Request[httpapi.NoBody]) (Vitality, error) {
+	org, err := h.member(r.HTTP)
 	if err != nil {
-		return err
+		return Vitality{}, err
 	}
-	env := httpapi.Params(r).String("environment")
+	env := r.Params.String("environment")
 	ctx := r.Context()
 	keys, err := h.d.Keys.List(ctx, org, env, true)
 	if err != nil {
-		return fmt.Errorf("usage: list keys of %s: %w", org, err)
+		return Vitality{}, fmt.Errorf("usage: list keys of %s: %w", org, err)
 	}
 	now := h.d.Clock.Now()
 	today, err := h.d.Meter.Read(ctx, org, env, now, now)
 	if err != nil {
-		return fmt.Errorf("usage: read today's usage of %s %s: %w", org, env, err)
+		return Vitality{}, fmt.Errorf("usage: read today's usage of %s %s: %w", org, env, err)
 	}
 	out := Vitality{Environment: env, Today: TotalsOf(metering.Sum(today)), Keys: []KeyActivity{}}
 	for _, k := range keys {
@@ -293,5 +288,5 @@ func (h handlers) vitality(w http.ResponseWriter, r *http.Request) error {
 		out.Keys = append(out.Keys, a)
 	}
 	out.HasTraffic = out.LastUsedAt != nil || out.Today != (Totals{})
-	return httpapi.WriteJSON(w, http.StatusOK, out)
+	return out, nil
 }

@@ -85,7 +85,7 @@ func Routes(d Deps) []httpapi.Route {
 					"(the detail names the first differing field), or in the other environment."),
 				http.StatusServiceUnavailable: busy,
 			},
-			Handler: httpapi.HandlerFunc(h.publish),
+			Handler: httpapi.JSON(http.StatusCreated, asCaller(h.publish)),
 		},
 		{
 			Method: http.MethodGet, Path: "/v1/events", OperationID: "listEvents", Tags: tags, Security: security,
@@ -117,7 +117,7 @@ func Routes(d Deps) []httpapi.Route {
 				http.StatusOK:       httpapi.JSONResponse("The event, in any status.", public),
 				http.StatusNotFound: notFound,
 			},
-			Handler: httpapi.HandlerFunc(h.get),
+			Handler: httpapi.JSON(http.StatusOK, asCaller(h.get)),
 		},
 		{
 			Method: http.MethodPost, Path: "/v1/events/{event_id}/revisions", OperationID: "reviseEvent", Tags: tags, Security: security,
@@ -139,7 +139,7 @@ func Routes(d Deps) []httpapi.Route {
 				http.StatusConflict:           httpapi.ErrorResponse("The event is expired, invalidated or merged."),
 				http.StatusServiceUnavailable: busy,
 			},
-			Handler: httpapi.HandlerFunc(h.revise),
+			Handler: httpapi.JSON(http.StatusOK, asCaller(h.revise)),
 		},
 		{
 			Method: http.MethodPost, Path: "/v1/events/{event_id}/signals", OperationID: "signalEvent", Tags: tags, Security: security,
@@ -160,7 +160,7 @@ func Routes(d Deps) []httpapi.Route {
 				http.StatusTooManyRequests:    httpapi.ErrorResponse("The organisation's hourly signal ceiling.", httpapi.RetryAfter),
 				http.StatusServiceUnavailable: busy,
 			},
-			Handler: httpapi.HandlerFunc(h.signal),
+			Handler: httpapi.JSON(http.StatusOK, asCaller(h.signal)),
 		},
 	}
 }
@@ -181,15 +181,20 @@ func callerOf(r *http.Request) (Caller, error) {
 	return Caller{Org: p.OrgID, Environment: p.Environment}, nil
 }
 
-func (h *handlers) publish(w http.ResponseWriter, r *http.Request) error {
-	c, err := callerOf(r)
-	if err != nil {
-		return err
+// asCaller adapts an operation of the authenticated caller to a typed handler.
+func asCaller[In, Out any](f func(r *httpapi.Request[In], c Caller) (Out, error)) func(*httpapi.Request[In]) (Out, error) {
+	return func(r *httpapi.Request[In]) (Out, error) {
+		c, err := callerOf(r.HTTP)
+		if err != nil {
+			var zero Out
+			return zero, err
+		}
+		return f(r, c)
 	}
-	in, err := httpapi.Body[event.EventIn](r)
-	if err != nil {
-		return err
-	}
+}
+
+func (h *handlers) publish(r *httpapi.Request[event.EventIn], c Caller) (event.EventPublic, error) {
+	in := r.Body
 	h.meter.Count(r.Context(), c.Org, c.Environment, metering.Publishes)
 	ev, created, err := h.store.Publish(r.Context(), c, in)
 	switch {
@@ -198,18 +203,19 @@ func (h *handlers) publish(w http.ResponseWriter, r *http.Request) error {
 		if field, differs := event.FirstDifference(ev, in); differs && ev.Org == c.Org {
 			detail += fmt.Sprintf(": %s differs", field)
 		}
-		return httpapi.NewError(http.StatusConflict, detail, err)
+		return event.EventPublic{}, httpapi.NewError(http.StatusConflict, detail, err)
 	case errors.Is(err, event.ErrOtherEnvironment):
-		return httpapi.NewError(http.StatusConflict, fmt.Sprintf(
+		return event.EventPublic{}, httpapi.NewError(http.StatusConflict, fmt.Sprintf(
 			"client_event_id '%s' is already used in the %s environment", deref(in.ClientEventID), ev.Environment), err)
 	case err != nil:
-		return h.failure(err, "publish", in.Geometry)
+		return event.EventPublic{}, h.failure(err, "publish", in.Geometry)
 	}
-	if !created {
-		return httpapi.WriteJSON(w, http.StatusOK, ev.Public(h.clock.Now()))
+	if created {
+		r.Header().Set("Location", "/v1/events/"+ev.ID)
+	} else {
+		r.SetStatus(http.StatusOK)
 	}
-	w.Header().Set("Location", "/v1/events/"+ev.ID)
-	return httpapi.WriteJSON(w, http.StatusCreated, ev.Public(h.clock.Now()))
+	return ev.Public(h.clock.Now()), nil
 }
 
 // bufPool holds response buffers of area queries, which run to tens of kilobytes.
@@ -242,51 +248,31 @@ func (h *handlers) list(w http.ResponseWriter, r *http.Request) error {
 	return err
 }
 
-func (h *handlers) get(w http.ResponseWriter, r *http.Request) error {
-	c, err := callerOf(r)
-	if err != nil {
-		return err
-	}
+func (h *handlers) get(r *httpapi.Request[httpapi.NoBody], c Caller) (event.EventPublic, error) {
 	h.meter.Count(r.Context(), c.Org, c.Environment, metering.Reads)
-	ev, err := h.store.Get(r.Context(), c, r.PathValue("event_id"))
+	ev, err := h.store.Get(r.Context(), c, r.Params.String("event_id"))
 	if err != nil {
-		return h.failure(err, "read", nil)
+		return event.EventPublic{}, h.failure(err, "read", nil)
 	}
-	return httpapi.WriteJSON(w, http.StatusOK, ev.Public(h.clock.Now()))
+	return ev.Public(h.clock.Now()), nil
 }
 
-func (h *handlers) revise(w http.ResponseWriter, r *http.Request) error {
-	c, err := callerOf(r)
+func (h *handlers) revise(r *httpapi.Request[event.RevisionIn], c Caller) (event.EventPublic, error) {
+	ev, err := h.store.Revise(r.Context(), c, r.Params.String("event_id"), r.Body)
 	if err != nil {
-		return err
+		return event.EventPublic{}, h.failure(err, "revise", r.Body.Geometry)
 	}
-	in, err := httpapi.Body[event.RevisionIn](r)
-	if err != nil {
-		return err
-	}
-	ev, err := h.store.Revise(r.Context(), c, r.PathValue("event_id"), in)
-	if err != nil {
-		return h.failure(err, "revise", in.Geometry)
-	}
-	return httpapi.WriteJSON(w, http.StatusOK, ev.Public(h.clock.Now()))
+	return ev.Public(h.clock.Now()), nil
 }
 
-func (h *handlers) signal(w http.ResponseWriter, r *http.Request) error {
-	c, err := callerOf(r)
-	if err != nil {
-		return err
-	}
-	in, err := httpapi.Body[event.SignalIn](r)
-	if err != nil {
-		return err
-	}
+func (h *handlers) signal(r *httpapi.Request[event.SignalIn], c Caller) (event.EventPublic, error) {
 	// Every signal is metered, a throttled one too (spec 8 rule 3).
 	h.meter.Count(r.Context(), c.Org, c.Environment, metering.Signals)
-	ev, _, err := h.store.Signal(r.Context(), c, r.PathValue("event_id"), in)
+	ev, _, err := h.store.Signal(r.Context(), c, r.Params.String("event_id"), r.Body)
 	if err != nil {
-		return h.failure(err, "signal", nil)
+		return event.EventPublic{}, h.failure(err, "signal", nil)
 	}
-	return httpapi.WriteJSON(w, http.StatusOK, ev.Public(h.clock.Now()))
+	return ev.Public(h.clock.Now()), nil
 }
 
 // failure maps the store's errors to responses (spec 7). what names the act for the 409

@@ -163,7 +163,7 @@ func (a *API) complete(r Route) (*Route, error) {
 	case rt.Handler == nil:
 		return nil, fmt.Errorf("no handler")
 	case rt.Validate != nil && rt.Body == nil:
-		return nil, fmt.Errorf("Validate without a Body to validate")
+		return nil, fmt.Errorf("a Validate func without a Body to validate")
 	case a.keys[rt.Method+" "+rt.Path]:
 		return nil, fmt.Errorf("declared twice")
 	}

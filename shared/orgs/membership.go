@@ -57,7 +57,7 @@ func MembershipMiddleware(s *Service) httpapi.RouteMiddleware {
 			}
 			m, err := s.Resolve(r.Context(), r.PathValue("org_id"), c.User.ID)
 			if err != nil {
-				return fail(err, DetailOrgNotFound)
+				return ErrorTable.Public(err)
 			}
 			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), membershipKey{}, m)))
 			return nil

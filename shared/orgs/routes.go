@@ -9,7 +9,6 @@ import (
 	"github.com/roadevents/roadevents/shared/audit"
 	"github.com/roadevents/roadevents/shared/consoleauth"
 	"github.com/roadevents/roadevents/shared/httpapi"
-	"github.com/roadevents/roadevents/shared/ratelimit"
 	"github.com/roadevents/roadevents/shared/schema"
 )
 
@@ -213,7 +212,7 @@ func Routes(s *Service) []httpapi.Route {
 	lastOwner := httpapi.ErrorResponse("The caller is the organisation's last owner.")
 	busy := httpapi.ErrorResponse("Concurrent changes to the organisation kept refusing the request; retry with backoff.")
 	inviteLimited := httpapi.ErrorResponse("More than 20 invitations by this user in the current hour, or 3 to this address today.", httpapi.RetryAfter)
-	return []httpapi.Route{
+	routes := []httpapi.Route{
 		{
 			Method: http.MethodPost, Path: "/console/orgs", OperationID: "createOrg", Tags: orgTags, Security: session,
 			Summary:     "Create an organisation; the caller becomes its owner",
@@ -223,7 +222,7 @@ func Routes(s *Service) []httpapi.Route {
 				http.StatusCreated:         httpapi.JSONResponse("The organisation, role owner.", OrganisationSchema),
 				http.StatusTooManyRequests: httpapi.ErrorResponse("More than 10 organisations created by this user today.", httpapi.RetryAfter),
 			},
-			Handler: httpapi.HandlerFunc(h.createOrg),
+			Handler: httpapi.JSON(http.StatusCreated, asCaller(h.createOrg)),
 		},
 		{
 			Method: http.MethodGet, Path: "/console/orgs", OperationID: "listOrgs", Tags: orgTags, Security: session,
@@ -234,7 +233,7 @@ func Routes(s *Service) []httpapi.Route {
 			Responses: map[int]httpapi.Response{
 				http.StatusOK: httpapi.JSONResponse("Every organisation the caller is a member of.", schema.Array(OrganisationSchema)),
 			},
-			Handler: httpapi.HandlerFunc(h.listOrgs),
+			Handler: httpapi.JSON(http.StatusOK, asCaller(h.listOrgs)),
 		},
 		{
 			Method: http.MethodGet, Path: "/console/orgs/{org_id}", OperationID: "getOrg", Tags: orgTags, Security: session,
@@ -244,7 +243,7 @@ func Routes(s *Service) []httpapi.Route {
 				http.StatusOK:       httpapi.JSONResponse("The organisation.", OrganisationSchema),
 				http.StatusNotFound: notMember,
 			},
-			Handler: httpapi.HandlerFunc(h.getOrg),
+			Handler: httpapi.JSON(http.StatusOK, asMember(s, h.getOrg)),
 		},
 		{
 			Method: http.MethodPatch, Path: "/console/orgs/{org_id}", OperationID: "updateOrg", Tags: orgTags, Security: session,
@@ -256,7 +255,7 @@ func Routes(s *Service) []httpapi.Route {
 				http.StatusForbidden: ownerOnly,
 				http.StatusNotFound:  notMember,
 			},
-			Handler: httpapi.HandlerFunc(h.updateOrg),
+			Handler: httpapi.JSON(http.StatusOK, asMember(s, h.updateOrg)),
 		},
 		{
 			Method: http.MethodGet, Path: "/console/orgs/{org_id}/members", OperationID: "listMembers", Tags: orgTags, Security: session,
@@ -266,7 +265,7 @@ func Routes(s *Service) []httpapi.Route {
 				http.StatusOK:       httpapi.JSONResponse("Members (oldest first) and pending invitations.", MembersListSchema),
 				http.StatusNotFound: notMember,
 			},
-			Handler: httpapi.HandlerFunc(h.listMembers),
+			Handler: httpapi.JSON(http.StatusOK, asMember(s, h.listMembers)),
 		},
 		{
 			Method: http.MethodPost, Path: "/console/orgs/{org_id}/members", OperationID: "inviteMember", Tags: orgTags, Security: session,
@@ -283,7 +282,7 @@ func Routes(s *Service) []httpapi.Route {
 				http.StatusTooManyRequests:    inviteLimited,
 				http.StatusServiceUnavailable: busy,
 			},
-			Handler: httpapi.HandlerFunc(h.invite),
+			Handler: httpapi.JSON(http.StatusCreated, asMember(s, h.invite)),
 		},
 		{
 			Method: http.MethodPatch, Path: "/console/orgs/{org_id}/members/{user_id}", OperationID: "updateMember", Tags: orgTags, Security: session,
@@ -297,7 +296,8 @@ func Routes(s *Service) []httpapi.Route {
 				http.StatusConflict:           httpapi.ErrorResponse("The member is the organisation's last owner."),
 				http.StatusServiceUnavailable: busy,
 			},
-			Handler: httpapi.HandlerFunc(h.updateMember),
+			Handler: httpapi.JSON(http.StatusOK, asMember(s, h.updateMember)),
+			Errors:  notFoundAs(DetailMemberNotFound),
 		},
 		{
 			Method: http.MethodDelete, Path: "/console/orgs/{org_id}/members/{user_id}", OperationID: "removeMember", Tags: orgTags, Security: session,
@@ -311,7 +311,8 @@ func Routes(s *Service) []httpapi.Route {
 				http.StatusConflict:           httpapi.ErrorResponse("The member is the organisation's last owner."),
 				http.StatusServiceUnavailable: busy,
 			},
-			Handler: httpapi.HandlerFunc(h.removeMember),
+			Handler: httpapi.JSON(http.StatusOK, asMember(s, h.removeMember)),
+			Errors:  notFoundAs(DetailMemberNotFound),
 		},
 		{
 			Method: http.MethodPost, Path: "/console/orgs/{org_id}/leave", OperationID: "leaveOrg", Tags: orgTags, Security: session,
@@ -323,7 +324,7 @@ func Routes(s *Service) []httpapi.Route {
 				http.StatusConflict:           lastOwner,
 				http.StatusServiceUnavailable: busy,
 			},
-			Handler: httpapi.HandlerFunc(h.leave),
+			Handler: httpapi.JSON(http.StatusOK, asMember(s, h.leave)),
 		},
 		{
 			Method: http.MethodDelete, Path: "/console/orgs/{org_id}/invitations/{invite_id}", OperationID: "withdrawInvitation", Tags: orgTags, Security: session,
@@ -334,7 +335,8 @@ func Routes(s *Service) []httpapi.Route {
 				http.StatusForbidden: ownerOnly,
 				http.StatusNotFound:  notFound("the invitation"),
 			},
-			Handler: httpapi.HandlerFunc(h.withdraw),
+			Handler: httpapi.JSON(http.StatusOK, asMember(s, h.withdraw)),
+			Errors:  notFoundAs(DetailInviteNotFound),
 		},
 		{
 			Method: http.MethodPost, Path: "/console/orgs/{org_id}/invitations/{invite_id}/resend", OperationID: "resendInvitation", Tags: orgTags, Security: session,
@@ -347,7 +349,8 @@ func Routes(s *Service) []httpapi.Route {
 				http.StatusNotFound:        notFound("the invitation"),
 				http.StatusTooManyRequests: inviteLimited,
 			},
-			Handler: httpapi.HandlerFunc(h.resend),
+			Handler: httpapi.JSON(http.StatusOK, asMember(s, h.resend)),
+			Errors:  notFoundAs(DetailInviteNotFound),
 		},
 		{
 			Method: http.MethodPost, Path: "/console/invitations/accept", OperationID: "acceptInvitation", Tags: orgTags, Security: session,
@@ -360,7 +363,8 @@ func Routes(s *Service) []httpapi.Route {
 				http.StatusNotFound:  httpapi.ErrorResponse("Unknown, used, withdrawn, replaced or expired token."),
 				http.StatusConflict:  httpapi.ErrorResponse("The caller is a member already."),
 			},
-			Handler: httpapi.HandlerFunc(h.accept),
+			Handler: httpapi.JSON(http.StatusOK, asCaller(h.accept)),
+			Errors:  notFoundAs(DetailInvitationInvalid),
 		},
 		{
 			Method: http.MethodGet, Path: "/console/orgs/{org_id}/audit", OperationID: "listAudit", Tags: orgTags, Security: session,
@@ -371,7 +375,7 @@ func Routes(s *Service) []httpapi.Route {
 				http.StatusOK:       httpapi.JSONResponse("Entries, newest first.", schema.Array(AuditEntryPublicSchema)),
 				http.StatusNotFound: notMember,
 			},
-			Handler: httpapi.HandlerFunc(h.listAudit),
+			Handler: httpapi.JSON(http.StatusOK, asMember(s, h.listAudit)),
 		},
 		{
 			Method: http.MethodGet, Path: "/console/orgs/{org_id}/keys", OperationID: "listKeys", Tags: keyTags, Security: session,
@@ -384,7 +388,7 @@ func Routes(s *Service) []httpapi.Route {
 				http.StatusOK:       httpapi.JSONResponse("Keys, newest first.", schema.Array(ApiKeyPublicSchema)),
 				http.StatusNotFound: notMember,
 			},
-			Handler: httpapi.HandlerFunc(h.listKeys),
+			Handler: httpapi.JSON(http.StatusOK, asMember(s, h.listKeys)),
 		},
 		{
 			Method: http.MethodPost, Path: "/console/orgs/{org_id}/keys", OperationID: "issueKey", Tags: keyTags, Security: session,
@@ -401,7 +405,7 @@ func Routes(s *Service) []httpapi.Route {
 				http.StatusTooManyRequests: httpapi.ErrorResponse("More than 30 keys issued in this organisation this hour, "+
 					"or more than 5 TOTP attempts on the caller's account in 15 minutes.", httpapi.RetryAfter),
 			},
-			Handler: httpapi.HandlerFunc(h.issueKey),
+			Handler: httpapi.JSON(http.StatusCreated, asMember(s, h.issueKey)),
 		},
 		{
 			Method: http.MethodDelete, Path: "/console/orgs/{org_id}/keys/{key_id}", OperationID: "revokeKey", Tags: keyTags, Security: session,
@@ -413,301 +417,150 @@ func Routes(s *Service) []httpapi.Route {
 				http.StatusForbidden: ownerOnly,
 				http.StatusNotFound:  notFound("the key"),
 			},
-			Handler: httpapi.HandlerFunc(h.revokeKey),
+			Handler: httpapi.JSON(http.StatusOK, asMember(s, h.revokeKey)),
+			Errors:  notFoundAs(DetailKeyNotFound),
 		},
 	}
+	for i := range routes {
+		if routes[i].Errors == nil {
+			routes[i].Errors = ErrorTable
+		}
+	}
+	return routes
 }
 
 type handlers struct {
 	s *Service
 }
 
-// caller is set by consoleauth.Middleware on every route with Security.
-func caller(r *http.Request) (consoleauth.Caller, error) {
-	c, ok := consoleauth.CallerFrom(r.Context())
-	if !ok {
-		return consoleauth.Caller{}, errors.New("orgs: route served without consoleauth.Middleware")
-	}
-	return c, nil
+// ErrorTable gives the package's errors their status and public sentence (spec 7, shape 1);
+// a route names the thing its 404 is about with notFoundAs. The cause is logged, never sent.
+var ErrorTable = httpapi.ErrorTable{
+	{Err: OrgCreationCap.Refusal(), Status: http.StatusTooManyRequests, Detail: DetailOrgCreationCap},
+	{Err: KeyIssuanceCap.Refusal(), Status: http.StatusTooManyRequests, Detail: DetailKeyIssuanceCap},
+	{Err: consoleauth.TOTPAttemptCap.Refusal(), Status: http.StatusTooManyRequests, Detail: DetailTOTPAttempts},
+	{Err: ErrLimited, Status: http.StatusTooManyRequests, Detail: DetailInviteCap},
+	{Err: ErrNotFound, Status: http.StatusNotFound, Detail: DetailOrgNotFound},
+	{Err: ErrInvitationNotFound, Status: http.StatusNotFound, Detail: DetailInvitationInvalid},
+	{Err: ErrOwnerOnly, Status: http.StatusForbidden, Detail: DetailOwnerOnly},
+	{Err: ErrEmailMismatch, Status: http.StatusForbidden, Detail: DetailEmailMismatch},
+	{Err: ErrTOTPRequired, Status: http.StatusForbidden, Detail: DetailTOTPRequired},
+	{Err: ErrLastOwner, Status: http.StatusConflict, Detail: DetailLastOwner},
+	{Err: ErrSeatCap, Status: http.StatusConflict, Detail: DetailSeatCap},
+	{Err: ErrAlreadyMember, Status: http.StatusConflict, Detail: DetailAlreadyMember},
+	{Err: ErrAlreadyInvited, Status: http.StatusConflict, Detail: DetailAlreadyInvited},
+	{Err: apikey.ErrLiveKeyCap, Status: http.StatusConflict, Detail: DetailLiveKeyCap},
+	{Err: ErrInvalid, Status: http.StatusUnprocessableEntity, Detail: DetailInvalid},
+	{Err: ErrBusy, Status: http.StatusServiceUnavailable, Detail: DetailBusy},
 }
 
-// resolve is the first step of every /console/orgs/{org_id}/... route: the caller and their
-// membership, 404 without one (spec 4.3). MembershipMiddleware has resolved it before the
-// router validated the input; the handler resolves it itself only when served without it.
-func (h *handlers) resolve(r *http.Request) (consoleauth.Caller, Membership, error) {
-	c, err := caller(r)
-	if err != nil {
-		return c, Membership{}, err
-	}
-	if m, ok := MembershipFrom(r.Context()); ok {
-		return c, m, nil
-	}
-	m, err := h.s.Resolve(r.Context(), httpapi.Params(r).String("org_id"), c.User.ID)
-	if err != nil {
-		return c, Membership{}, fail(err, DetailOrgNotFound)
-	}
-	return c, m, nil
+// notFoundAs is ErrorTable with detail as the sentence of ErrNotFound.
+func notFoundAs(detail string) httpapi.ErrorTable {
+	return ErrorTable.With(httpapi.ErrorRule{Err: ErrNotFound, Status: http.StatusNotFound, Detail: detail})
 }
 
-// fail maps the package's errors to responses (STYLE.md guideline 5); notFound is the
-// sentence of ErrNotFound on this route. The cause is logged, never sent.
-func fail(err error, notFound string) error {
-	pub := func(e *httpapi.Error) error {
-		e.Cause = err
-		return e
-	}
-	var limited *ratelimit.LimitedError
-	switch {
-	case errors.As(err, &limited):
-		detail := DetailInviteCap
-		switch limited.Rule {
-		case OrgCreationCap.Name:
-			detail = DetailOrgCreationCap
-		case KeyIssuanceCap.Name:
-			detail = DetailKeyIssuanceCap
-		case consoleauth.TOTPAttemptCap.Name:
-			detail = DetailTOTPAttempts
+// asCaller adapts an operation of the signed-in caller to a typed handler; the caller is set
+// by consoleauth.Middleware on every route with Security.
+func asCaller[In, Out any](f func(r *httpapi.Request[In], c consoleauth.Caller) (Out, error)) func(*httpapi.Request[In]) (Out, error) {
+	return func(r *httpapi.Request[In]) (Out, error) {
+		c, ok := consoleauth.CallerFrom(r.Context())
+		if !ok {
+			var zero Out
+			return zero, errors.New("orgs: route served without consoleauth.Middleware")
 		}
-		return pub(httpapi.TooManyRequests(detail, limited.RetryAfter))
-	case errors.Is(err, ErrNotFound):
-		return pub(httpapi.NotFound(notFound))
-	case errors.Is(err, ErrInvitationNotFound):
-		return pub(httpapi.NotFound(DetailInvitationInvalid))
-	case errors.Is(err, ErrOwnerOnly):
-		return pub(httpapi.Forbidden(DetailOwnerOnly))
-	case errors.Is(err, ErrEmailMismatch):
-		return pub(httpapi.Forbidden(DetailEmailMismatch))
-	case errors.Is(err, ErrTOTPRequired):
-		return pub(httpapi.Forbidden(DetailTOTPRequired))
-	case errors.Is(err, ErrLastOwner):
-		return pub(httpapi.Conflict(DetailLastOwner))
-	case errors.Is(err, ErrSeatCap):
-		return pub(httpapi.Conflict(DetailSeatCap))
-	case errors.Is(err, ErrAlreadyMember):
-		return pub(httpapi.Conflict(DetailAlreadyMember))
-	case errors.Is(err, ErrAlreadyInvited):
-		return pub(httpapi.Conflict(DetailAlreadyInvited))
-	case errors.Is(err, apikey.ErrLiveKeyCap):
-		return pub(httpapi.Conflict(DetailLiveKeyCap))
-	case errors.Is(err, ErrInvalid):
-		return pub(httpapi.NewError(http.StatusUnprocessableEntity, DetailInvalid, nil))
-	case errors.Is(err, ErrBusy):
-		return pub(httpapi.NewError(http.StatusServiceUnavailable, DetailBusy, nil))
+		return f(r, c)
 	}
-	return err
+}
+
+// asMember adapts an operation on the caller's membership of {org_id} (404 without one, spec
+// 4.3). MembershipMiddleware has resolved it before the router validated the input; it is
+// resolved here only when the route is served without it.
+func asMember[In, Out any](s *Service, f func(r *httpapi.Request[In], c consoleauth.Caller, m Membership) (Out, error)) func(*httpapi.Request[In]) (Out, error) {
+	return asCaller(func(r *httpapi.Request[In], c consoleauth.Caller) (Out, error) {
+		m, ok := MembershipFrom(r.Context())
+		if !ok {
+			var err error
+			if m, err = s.Resolve(r.Context(), r.Params.String("org_id"), c.User.ID); err != nil {
+				var zero Out
+				return zero, ErrorTable.Public(err)
+			}
+		}
+		return f(r, c, m)
+	})
 }
 
 var okResponse = consoleauth.OkResponse{OK: true}
 
-func (h *handlers) createOrg(w http.ResponseWriter, r *http.Request) error {
-	c, err := caller(r)
-	if err != nil {
-		return err
-	}
-	in, err := httpapi.Body[createOrgIn](r)
-	if err != nil {
-		return err
-	}
-	o, err := h.s.CreateOrg(r.Context(), ActorOf(c), in.Name)
-	if err != nil {
-		return fail(err, DetailOrgNotFound)
-	}
-	return httpapi.WriteJSON(w, http.StatusCreated, o)
+// done answers OkResponse for an operation that returns only its error.
+func done(err error) (consoleauth.OkResponse, error) { return okResponse, err }
+
+func (h *handlers) createOrg(r *httpapi.Request[createOrgIn], c consoleauth.Caller) (Organisation, error) {
+	return h.s.CreateOrg(r.Context(), ActorOf(c), r.Body.Name)
 }
 
-func (h *handlers) listOrgs(w http.ResponseWriter, r *http.Request) error {
-	c, err := caller(r)
-	if err != nil {
-		return err
-	}
-	list, err := h.s.ListOrgs(r.Context(), c.User.ID)
-	if err != nil {
-		return err
-	}
-	return httpapi.WriteJSON(w, http.StatusOK, list)
+func (h *handlers) listOrgs(r *httpapi.Request[httpapi.NoBody], c consoleauth.Caller) ([]Organisation, error) {
+	return h.s.ListOrgs(r.Context(), c.User.ID)
 }
 
-func (h *handlers) getOrg(w http.ResponseWriter, r *http.Request) error {
-	_, m, err := h.resolve(r)
-	if err != nil {
-		return err
-	}
-	return httpapi.WriteJSON(w, http.StatusOK, m.Org)
+func (h *handlers) getOrg(_ *httpapi.Request[httpapi.NoBody], _ consoleauth.Caller, m Membership) (Organisation, error) {
+	return m.Org, nil
 }
 
-func (h *handlers) updateOrg(w http.ResponseWriter, r *http.Request) error {
-	c, m, err := h.resolve(r)
-	if err != nil {
-		return err
-	}
-	in, err := httpapi.Body[updateOrgIn](r)
-	if err != nil {
-		return err
-	}
-	o, err := h.s.UpdateOrg(r.Context(), m, ActorOf(c), in.Name)
-	if err != nil {
-		return fail(err, DetailOrgNotFound)
-	}
-	return httpapi.WriteJSON(w, http.StatusOK, o)
+func (h *handlers) updateOrg(r *httpapi.Request[updateOrgIn], c consoleauth.Caller, m Membership) (Organisation, error) {
+	return h.s.UpdateOrg(r.Context(), m, ActorOf(c), r.Body.Name)
 }
 
-func (h *handlers) listMembers(w http.ResponseWriter, r *http.Request) error {
-	_, m, err := h.resolve(r)
-	if err != nil {
-		return err
-	}
+func (h *handlers) listMembers(r *httpapi.Request[httpapi.NoBody], _ consoleauth.Caller, m Membership) (MembersList, error) {
 	members, invites, err := h.s.ListMembers(r.Context(), m)
-	if err != nil {
-		return fail(err, DetailOrgNotFound)
-	}
-	return httpapi.WriteJSON(w, http.StatusOK, MembersList{Members: members, Invitations: invites})
+	return MembersList{Members: members, Invitations: invites}, err
 }
 
-func (h *handlers) invite(w http.ResponseWriter, r *http.Request) error {
-	c, m, err := h.resolve(r)
-	if err != nil {
-		return err
-	}
-	in, err := httpapi.Body[inviteIn](r)
-	if err != nil {
-		return err
-	}
-	inv, err := h.s.Invite(r.Context(), m, ActorOf(c), in.Email, in.Role)
-	if err != nil {
-		return fail(err, DetailOrgNotFound)
-	}
-	return httpapi.WriteJSON(w, http.StatusCreated, inv)
+func (h *handlers) invite(r *httpapi.Request[inviteIn], c consoleauth.Caller, m Membership) (Invitation, error) {
+	return h.s.Invite(r.Context(), m, ActorOf(c), r.Body.Email, r.Body.Role)
 }
 
-func (h *handlers) updateMember(w http.ResponseWriter, r *http.Request) error {
-	c, m, err := h.resolve(r)
-	if err != nil {
-		return err
-	}
-	in, err := httpapi.Body[memberUpdateIn](r)
-	if err != nil {
-		return err
-	}
-	mem, err := h.s.ChangeRole(r.Context(), m, ActorOf(c), httpapi.Params(r).String("user_id"), in.Role)
-	if err != nil {
-		return fail(err, DetailMemberNotFound)
-	}
-	return httpapi.WriteJSON(w, http.StatusOK, mem)
+func (h *handlers) updateMember(r *httpapi.Request[memberUpdateIn], c consoleauth.Caller, m Membership) (Member, error) {
+	return h.s.ChangeRole(r.Context(), m, ActorOf(c), r.Params.String("user_id"), r.Body.Role)
 }
 
-func (h *handlers) removeMember(w http.ResponseWriter, r *http.Request) error {
-	c, m, err := h.resolve(r)
-	if err != nil {
-		return err
-	}
-	if err := h.s.Remove(r.Context(), m, ActorOf(c), httpapi.Params(r).String("user_id")); err != nil {
-		return fail(err, DetailMemberNotFound)
-	}
-	return httpapi.WriteJSON(w, http.StatusOK, okResponse)
+func (h *handlers) removeMember(r *httpapi.Request[httpapi.NoBody], c consoleauth.Caller, m Membership) (consoleauth.OkResponse, error) {
+	return done(h.s.Remove(r.Context(), m, ActorOf(c), r.Params.String("user_id")))
 }
 
-func (h *handlers) leave(w http.ResponseWriter, r *http.Request) error {
-	c, m, err := h.resolve(r)
-	if err != nil {
-		return err
-	}
-	if err := h.s.Leave(r.Context(), m, ActorOf(c)); err != nil {
-		return fail(err, DetailOrgNotFound)
-	}
-	return httpapi.WriteJSON(w, http.StatusOK, okResponse)
+func (h *handlers) leave(r *httpapi.Request[httpapi.NoBody], c consoleauth.Caller, m Membership) (consoleauth.OkResponse, error) {
+	return done(h.s.Leave(r.Context(), m, ActorOf(c)))
 }
 
-func (h *handlers) withdraw(w http.ResponseWriter, r *http.Request) error {
-	c, m, err := h.resolve(r)
-	if err != nil {
-		return err
-	}
-	if err := h.s.Withdraw(r.Context(), m, ActorOf(c), httpapi.Params(r).String("invite_id")); err != nil {
-		return fail(err, DetailInviteNotFound)
-	}
-	return httpapi.WriteJSON(w, http.StatusOK, okResponse)
+func (h *handlers) withdraw(r *httpapi.Request[httpapi.NoBody], c consoleauth.Caller, m Membership) (consoleauth.OkResponse, error) {
+	return done(h.s.Withdraw(r.Context(), m, ActorOf(c), r.Params.String("invite_id")))
 }
 
-func (h *handlers) resend(w http.ResponseWriter, r *http.Request) error {
-	c, m, err := h.resolve(r)
-	if err != nil {
-		return err
-	}
-	inv, err := h.s.Resend(r.Context(), m, ActorOf(c), httpapi.Params(r).String("invite_id"))
-	if err != nil {
-		return fail(err, DetailInviteNotFound)
-	}
-	return httpapi.WriteJSON(w, http.StatusOK, inv)
+func (h *handlers) resend(r *httpapi.Request[httpapi.NoBody], c consoleauth.Caller, m Membership) (Invitation, error) {
+	return h.s.Resend(r.Context(), m, ActorOf(c), r.Params.String("invite_id"))
 }
 
-func (h *handlers) accept(w http.ResponseWriter, r *http.Request) error {
-	c, err := caller(r)
-	if err != nil {
-		return err
-	}
-	in, err := httpapi.Body[acceptIn](r)
-	if err != nil {
-		return err
-	}
-	o, err := h.s.Accept(r.Context(), c, in.Token)
-	if err != nil {
-		return fail(err, DetailInvitationInvalid)
-	}
-	return httpapi.WriteJSON(w, http.StatusOK, o)
+func (h *handlers) accept(r *httpapi.Request[acceptIn], c consoleauth.Caller) (Organisation, error) {
+	return h.s.Accept(r.Context(), c, r.Body.Token)
 }
 
-func (h *handlers) listAudit(w http.ResponseWriter, r *http.Request) error {
-	_, m, err := h.resolve(r)
-	if err != nil {
-		return err
-	}
-	entries, err := h.s.audit.List(r.Context(), m.Org.OrgID, int(httpapi.Params(r).Int("limit")))
-	if err != nil {
-		return err
-	}
-	return httpapi.WriteJSON(w, http.StatusOK, entries)
+func (h *handlers) listAudit(r *httpapi.Request[httpapi.NoBody], _ consoleauth.Caller, m Membership) ([]audit.Entry, error) {
+	return h.s.audit.List(r.Context(), m.Org.OrgID, int(r.Params.Int("limit")))
 }
 
-func (h *handlers) listKeys(w http.ResponseWriter, r *http.Request) error {
-	_, m, err := h.resolve(r)
-	if err != nil {
-		return err
-	}
-	p := httpapi.Params(r)
-	keys, err := h.s.ListKeys(r.Context(), m, p.String("environment"), p.Bool("include_revoked"))
-	if err != nil {
-		return fail(err, DetailOrgNotFound)
-	}
+func (h *handlers) listKeys(r *httpapi.Request[httpapi.NoBody], _ consoleauth.Caller, m Membership) ([]ApiKeyPublic, error) {
+	keys, err := h.s.ListKeys(r.Context(), m, r.Params.String("environment"), r.Params.Bool("include_revoked"))
 	out := make([]ApiKeyPublic, len(keys))
 	for i, k := range keys {
 		out[i] = KeyPublic(k)
 	}
-	return httpapi.WriteJSON(w, http.StatusOK, out)
+	return out, err
 }
 
-func (h *handlers) issueKey(w http.ResponseWriter, r *http.Request) error {
-	c, m, err := h.resolve(r)
-	if err != nil {
-		return err
-	}
-	in, err := httpapi.Body[createKeyIn](r)
-	if err != nil {
-		return err
-	}
-	raw, key, err := h.s.IssueKey(r.Context(), m, c, in.Label, in.Environment, in.TOTPCode)
-	if err != nil {
-		return fail(err, DetailOrgNotFound)
-	}
-	return httpapi.WriteJSON(w, http.StatusCreated, IssuedKey{Key: raw, APIKey: KeyPublic(key)})
+func (h *handlers) issueKey(r *httpapi.Request[createKeyIn], c consoleauth.Caller, m Membership) (IssuedKey, error) {
+	raw, key, err := h.s.IssueKey(r.Context(), m, c, r.Body.Label, r.Body.Environment, r.Body.TOTPCode)
+	return IssuedKey{Key: raw, APIKey: KeyPublic(key)}, err
 }
 
-func (h *handlers) revokeKey(w http.ResponseWriter, r *http.Request) error {
-	c, m, err := h.resolve(r)
-	if err != nil {
-		return err
-	}
-	if err := h.s.RevokeKey(r.Context(), m, ActorOf(c), httpapi.Params(r).String("key_id")); err != nil {
-		return fail(err, DetailKeyNotFound)
-	}
-	return httpapi.WriteJSON(w, http.StatusOK, okResponse)
+func (h *handlers) revokeKey(r *httpapi.Request[httpapi.NoBody], c consoleauth.Caller, m Membership) (consoleauth.OkResponse, error) {
+	return done(h.s.RevokeKey(r.Context(), m, ActorOf(c), r.Params.String("key_id")))
 }

@@ -42,7 +42,8 @@ func CheckType(s *Schema, t reflect.Type) error {
 }
 
 // CheckOutput is CheckType for a type that is encoded rather than decoded: an answer. A type
-// with its own MarshalJSON is trusted to write what the schema describes.
+// with its own MarshalJSON is trusted to write what the schema describes, and a Go type that
+// cannot hold null fits a nullable property (it only ever writes one of the allowed values).
 func CheckOutput(s *Schema, t reflect.Type) error {
 	return check(s, t, marshalerType)
 }
@@ -82,7 +83,9 @@ func (c *checker) checkType(s *Schema, t reflect.Type, path string) {
 	case reflect.Slice, reflect.Map, reflect.Interface:
 		nilable = true
 	}
-	if s.Nullable && !nilable {
+	// An answer may always be more definite than its schema: a field that is never null
+	// still fits a nullable property. A payload must be able to hold the null it may carry.
+	if s.Nullable && !nilable && c.trusted != marshalerType {
 		bad("schema is nullable but Go type %s cannot hold null", t)
 	}
 	if t == timeType {

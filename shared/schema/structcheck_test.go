@@ -3,6 +3,7 @@ package schema_test
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -95,5 +96,31 @@ func TestCheckStruct(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+type stamp struct{}
+
+func (s stamp) MarshalJSON() ([]byte, error) { return []byte(`"2024-05-01T00:00:00Z"`), nil }
+
+// An answer is checked as it is written: a type with its own MarshalJSON is trusted, and a
+// field that is never null fits a nullable property; a payload must be able to hold null.
+func TestCheckOutputTrustsMarshalersAndAllowsDefiniteFields(t *testing.T) {
+	type out struct {
+		At   stamp  `json:"at"`
+		Name string `json:"name"`
+	}
+	s := schema.Object(schema.Req("at", schema.DateTime()), schema.Req("name", schema.String().OrNull()))
+	if err := schema.CheckOutput(s, reflect.TypeFor[out]()); err != nil {
+		t.Errorf("CheckOutput = %v; want nil", err)
+	}
+	if err := schema.CheckType(s, reflect.TypeFor[out]()); err == nil {
+		t.Errorf("CheckType of a payload that cannot hold null = nil; want a mismatch")
+	}
+	type missing struct {
+		At stamp `json:"at"`
+	}
+	if err := schema.CheckOutput(s, reflect.TypeFor[missing]()); err == nil {
+		t.Errorf("CheckOutput of an answer without name = nil; want a mismatch")
 	}
 }

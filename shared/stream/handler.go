@@ -124,24 +124,24 @@ func TicketRoutes(d Deps) []httpapi.Route {
 		Responses: map[int]httpapi.Response{
 			http.StatusCreated: httpapi.JSONResponse("The ticket.", TicketOutSchema),
 		},
-		Handler: httpapi.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
+		Handler: httpapi.JSON(http.StatusCreated, func(r *httpapi.Request[httpapi.NoBody]) (TicketOut, error) {
 			p, ok := apikey.PrincipalFrom(r.Context())
 			if !ok {
-				return errNoPrincipal
+				return TicketOut{}, errNoPrincipal
 			}
 			if d.Tickets == nil {
-				return httpapi.NewError(http.StatusServiceUnavailable, "This process does not mint stream tickets", nil)
+				return TicketOut{}, httpapi.NewError(http.StatusServiceUnavailable, "This process does not mint stream tickets", nil)
 			}
 			t, err := d.Tickets.Mint(r.Context(), p)
 			if err != nil {
-				return err
+				return TicketOut{}, err
 			}
 			d.Meter.Count(r.Context(), p.OrgID, p.Environment, metering.Tickets)
-			return httpapi.WriteJSON(w, http.StatusCreated, TicketOut{
+			return TicketOut{
 				Ticket:    t.Raw,
 				ExpiresAt: event.FormatTime(t.ExpiresAt),
 				ExpiresIn: int(TicketLifetime / time.Second),
-			})
+			}, nil
 		}),
 	}}
 }
