@@ -55,6 +55,12 @@ log "console unit tests (Vitest)"
 log "go vet"
 go vet ./...
 
+# Pinned, and run from the module proxy: nothing to install, and the module's requirements
+# stay free of it (a go.mod tool directive would add its dependencies to them).
+staticcheck=honnef.co/go/tools/cmd/staticcheck@v0.8.2 # staticcheck 2026.2.2
+log "staticcheck ${staticcheck#*@}"
+go run "$staticcheck" ./...
+
 log "building the Lambda bootstraps (host architecture) for the packaging test"
 # test/lambda runs them as Lambda would; without them it would skip.
 "$root/scripts/build-lambdas.sh" --host >/dev/null

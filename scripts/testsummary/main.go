@@ -28,7 +28,7 @@ func main() {
 
 	outputs := map[string]*strings.Builder{} // package/test -> output
 	var passed, failed, skipped int
-	var failures, forbidden, skips []string
+	var forbidden, skips []string
 	pkgFailed := false
 
 	sc := bufio.NewScanner(os.Stdin)
@@ -62,7 +62,6 @@ func main() {
 				passed++
 			case "fail":
 				failed++
-				failures = append(failures, id)
 				fmt.Printf("--- FAIL: %s (%s)\n%s", e.Test, e.Package, text(outputs[id]))
 			case "skip":
 				skipped++

@@ -202,9 +202,8 @@ func TestAcceptInvitation(t *testing.T) {
 		// Expiry: 7 days (contract 3), on the injected clock.
 		e.invite(ada, o.OrgID, "cat@example.com", orgs.RoleMember)
 		catToken := e.inbox.lastInviteToken(t, "cat@example.com")
-		cat := e.signIn("cat@example.com")
 		e.clock.Advance(orgs.InvitationTTL + time.Second)
-		cat = e.signIn("cat@example.com")
+		cat := e.signIn("cat@example.com")
 		e.expectDetail(accept(cat, catToken), http.StatusNotFound, "accept an expired token")
 		if got := e.members(ada, o.OrgID); len(got.Invitations) != 0 || len(got.Members) != 2 {
 			t.Errorf("after expiry: %d members, invitations %+v; want 2 members and no pending invitation", len(got.Members), got.Invitations)
