@@ -154,8 +154,7 @@ for store in $stores; do
 			log "$store: $n subscribers, run $run/$runs"
 			if [[ $store == dynamodb ]]; then
 				# DynamoDB Local keeps every table and stream record in memory and gets markedly
-				# slower as they pile up (measured: 168 publishes/s on a fresh one, 16/s two runs
-				# later), so each run gets a fresh one.
+				# slower as they pile up (docs/performance.md §8), so each run gets a fresh one.
 				ddb stop >/dev/null 2>&1 || true
 				started_ddb=1
 				endpoint=$(ddb start)

@@ -68,8 +68,8 @@ const (
 	// keepalive (spec 5), so an idle stream is never cut between two keepalives.
 	StreamerIdleTimeoutSeconds = 120
 	// StreamerScaleOutConnections: past this many open connections on the load balancer a
-	// second task starts. One task served 10 000 streams in the load test (README); the second
-	// is for availability as much as capacity.
+	// second task starts. One task served well beyond this in the load test
+	// (docs/performance.md §8); the second is for availability as much as capacity.
 	StreamerScaleOutConnections = 4000
 	// StreamOriginReadTimeoutSeconds is CloudFront's wait for the next bytes from the
 	// streamer: the most CloudFront allows without a quota increase, three keepalives.

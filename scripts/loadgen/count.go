@@ -72,9 +72,9 @@ func countArray(b []byte) (int, error) {
 var eventStart = []byte(`{"event_id":`)
 
 // countEvents returns the number of events in an answer of GET /v1/events: the objects that
-// open with an id, counted with bytes.Count (vectorised). countArray costs about 0.5 ms per
-// 9780 m answer, which at 1 000 answers a second took a quarter of the machine from the server
-// being measured; this takes a twentieth of that (BenchmarkCountArray, BenchmarkCountEvents).
+// open with an id, counted with bytes.Count (vectorised). countArray on every answer took a
+// large share of the machine from the server being measured; this costs a small fraction of
+// countArray (BenchmarkCountArray, BenchmarkCountEvents; docs/performance.md §9).
 // It checks only that the answer is an array: the query phase checks one answer in
 // fullCheckEvery with countArray too, and fails when the counts differ.
 func countEvents(b []byte) (int, error) {

@@ -52,8 +52,8 @@ func runFake(t *testing.T, rate float64, warmup, service time.Duration) result {
 // Open loop measures latency at an offered rate: requests are due every 1/rate whatever the
 // answers, and a request's latency runs from when it was due. A server slower than the rate
 // shows a growing backlog, late and unsent requests; closed loop, the same server shows its
-// service time only (coordinated omission), which is why the "p99 at 2 000/s" target
-// is measured open-loop.
+// service time only (coordinated omission), which is why the "p99 at 2 000/s" target
+// (docs/performance.md §1) is measured open-loop.
 func TestOpenLoopSchedule(t *testing.T) {
 	t.Parallel()
 	ms := func(n float64) float64 { return n }

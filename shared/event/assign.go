@@ -13,7 +13,7 @@ import (
 // schema.Normalize leaves them) into dst, a pointer, as json.Unmarshal would store the value's
 // encoding: struct fields by their json names, null leaves a field as it is, time.Time from
 // an RFC 3339 string. It replaces a Marshal and Unmarshal round trip on every published event,
-// which cost about 7 % of the server's CPU under publishing load (README, events routes).
+// a visible share of the server's CPU under publishing load (docs/performance.md §3).
 func assign(dst any, v any) error {
 	rv := reflect.ValueOf(dst)
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {

@@ -23,7 +23,7 @@ import (
 //
 //	go test -run '^$' -bench . -benchtime 2000x ./shared/eventstore/
 //
-// The city is the issue's load dataset (city_test.go): 100 000 active events over 50 km x
+// The city is the load test's dataset (city_test.go): 100 000 active events over 50 km x
 // 50 km on the embedded store. lookups/op is the index partitions a query reads (one table
 // Query each), items/op the index items they hold, events/op the answer's length.
 
@@ -93,8 +93,8 @@ var (
 	liveCaller = eventstore.Caller{Org: "org_bench", Environment: event.EnvironmentLive}
 )
 
-// benchmarkQuery runs area queries at random centres of the city from 64 goroutines, as the
-// issue's load test does with 64 clients, so ns/op is the inverse of the throughput on this
+// benchmarkQuery runs area queries at random centres of the city from 64 goroutines, as
+// scripts/load.sh does with 64 clients, so ns/op is the inverse of the throughput on this
 // machine's cores (the HTTP layer's own cost comes on top).
 func benchmarkQuery(b *testing.B, q eventstore.AreaQuery, cached bool) {
 	s := cityStore(b)
@@ -151,8 +151,8 @@ func warmCity(b *testing.B, radius float64) {
 	})
 }
 
-// BenchmarkQuery1000m is GET /v1/events at the default radius (issue target: 2000 queries/s,
-// p99 25 ms, on 2 cores through HTTP).
+// BenchmarkQuery1000m is GET /v1/events at the default radius (target through HTTP on 2
+// cores: 2000 queries/s, p99 25 ms; docs/performance.md §1).
 func BenchmarkQuery1000m(b *testing.B) { benchmarkQuery(b, eventstore.AreaQuery{Radius: 1000}, true) }
 
 // BenchmarkQuery1000mUncached reads the table for every query, as processes sharing DynamoDB do
@@ -161,8 +161,8 @@ func BenchmarkQuery1000mUncached(b *testing.B) {
 	benchmarkQuery(b, eventstore.AreaQuery{Radius: 1000}, false)
 }
 
-// BenchmarkQuery9780m is the widest query of spec 8 (issue target: p99 100 ms, about 20
-// lookups at most).
+// BenchmarkQuery9780m is the widest query of spec 8 (target: p99 100 ms, at most 20
+// lookups; docs/performance.md §1).
 func BenchmarkQuery9780m(b *testing.B) { benchmarkQuery(b, eventstore.AreaQuery{Radius: 9780}, true) }
 
 // BenchmarkQuery9780mUncached is BenchmarkQuery9780m reading the table every time.
@@ -176,8 +176,9 @@ func BenchmarkQuery9780mFiltered(b *testing.B) {
 	benchmarkQuery(b, eventstore.AreaQuery{Radius: 9780, MinConfidence: 0.9}, true)
 }
 
-// BenchmarkPublish publishes new events into the loaded city from 64 goroutines, as the
-// issue's load test does with 64 clients (target: 3000 publishes/s through HTTP).
+// BenchmarkPublish publishes new events into the loaded city from 64 goroutines, as
+// scripts/load.sh does with 64 clients (target through HTTP: 3000 publishes/s;
+// docs/performance.md §1).
 func BenchmarkPublish(b *testing.B) {
 	s := cityStore(b)
 	var n atomic.Int64

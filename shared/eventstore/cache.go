@@ -15,9 +15,9 @@ import (
 
 // partCache keeps the area index partitions a process has read, decoded, so that a query over
 // cells read before costs no table read at all. Reading an index item through store.Table
-// costs about 2 µs (a map and several allocations per item), and a query at 1000 m reads about
-// 380 of them: that, not the geometry, bounds the throughput of GET /v1/events on the embedded
-// store.
+// builds a map and allocates several times per item, and a query at 1000 m reads about 380 of
+// them: that, not the geometry, bounds the throughput of GET /v1/events on the embedded store
+// (docs/performance.md §4).
 //
 // It is only correct in a process that is the only writer of the table's area index: every
 // index write goes through Store.commit, which applies it to the cached partition (apply), so
@@ -176,7 +176,8 @@ type cachedRec struct {
 	halfSeg float64
 	// path is a LineString's extent prepared for exact distances, in records that stay (the
 	// cache's); nil otherwise, and matcher.add measures ext itself. Each cell's copy has its
-	// own: the whole 100 000-event city takes 122 MB of cache with them, 104 MB without.
+	// own, worth its memory because a cached record is measured query after query
+	// (docs/performance.md §5).
 	path *geo.Path
 	size int64
 }

@@ -14,8 +14,9 @@ import (
 	"github.com/roadevents/roadevents/shared/geo"
 )
 
-// The benchmark city of the load targets: active events over a 50 km square, about
-// 40 per km², a tenth of them LineStrings of 300 m to 5 km (2 to 20 points), the rest points.
+// The benchmark city of the load targets (docs/performance.md §1): active events over a
+// 50 km square, about 40 per km², a tenth of them LineStrings of 300 m to 5 km (2 to 20
+// points), the rest points.
 const (
 	cityLat, cityLon = 48.85, 2.35
 	citySide         = 50_000.0

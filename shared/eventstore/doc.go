@@ -30,20 +30,19 @@
 // extent in the same transaction, deleting the cells no longer touched; an event ended by the
 // deny quorum loses its index items.
 //
-// TTLs. The event and its votes carry the TTL created_at + the type's ceiling + Retention
-// (14 days): past the latest moment the event can leave active, so it stays readable by id
-// at least 7 days after that (contract 2), and the votes never outlive the event. Index items
+// TTLs. The event and its votes carry the TTL created_at + the type's ceiling + Retention (14
+// days): past the latest moment the event can leave active, so it stays readable by id at
+// least 7 days after that (contract 2), and the votes never outlive the event. Index items
 // carry the event's expires_at, so the table drops them once they are expired; but DynamoDB
-// deletes expired items up to days late (issue item 9), so every read filters on expires_at
-// itself: an event is gone from GET /v1/events the moment it expires (spec 3), with no
-// sweeper.
+// deletes expired items up to days late, so every read filters on expires_at itself: an event
+// is gone from GET /v1/events the moment it expires (spec 3), with no sweeper.
 //
 // # Area index
 //
-// GET /v1/events reads the index only, never the events (issue item 2): each index item holds
-// what filtering, measuring, sorting and answering need, denormalised (record.go): expiry,
-// version, confidence, type, the extent's positions, and the EventPublic body already encoded
-// as JSON, which the answer concatenates without encoding again.
+// GET /v1/events reads the index only, never the events: each index item holds what filtering,
+// measuring, sorting and answering need, denormalised (record.go): expiry, version,
+// confidence, type, the extent's positions, and the EventPublic body already encoded as JSON,
+// which the answer concatenates without encoding again.
 //
 // Extents are indexed under the cells geo.IndexCells gives at two H3 resolutions, FineLevel 8
 // and CoarseLevel 6, and a query reads the cells of geo.CoverCircle at the finest level whose
@@ -57,15 +56,15 @@
 //	9780 m     5       3 -  4.5 -  7       1150 km²
 //	9780 m     7      61 - 76.7 - 118       396 km²
 //
-// Level 8 serves the default radius with the fewest items within the budget (at the issue's
-// 40 events per km², about 380 items read for 140 answered, against about 740 at level 7); up
-// to 1.1 km its cover stays within 20 cells (up to 1.6 km for half the centres). Larger radii read level 6: the widest query
-// reads 12 to 24 cells (1.6 % of centres over 20), where level 5 would read a third of the
-// cells but twice the items, and level 7 five times the cells. A sandbox credential is served
-// both environments (spec 1) and reads both partitions of each cell. At level 6 the cells are
-// read nearest first, in waves of growing size, and the query stops once 500 events
-// (MaxEventsPerQuery, spec 8) are nearer than any unread cell could hold: over a dense city the
-// widest query reads the 3 or 4 cells around its centre.
+// Level 8 serves the default radius with the fewest items within the budget (at the benchmark
+// city's 40 events per km², about 380 items read for 140 answered, against about 740 at level
+// 7); up to 1.1 km its cover stays within 20 cells (up to 1.6 km for half the centres). Larger
+// radii read level 6: the widest query reads 12 to 24 cells (1.6 % of centres over 20), where
+// level 5 would read a third of the cells but twice the items, and level 7 five times the
+// cells. A sandbox credential is served both environments (spec 1) and reads both partitions
+// of each cell. At level 6 the cells are read nearest first, in waves of growing size, and the
+// query stops once 500 events (MaxEventsPerQuery, spec 8) are nearer than any unread cell
+// could hold: over a dense city the widest query reads the 3 or 4 cells around its centre.
 //
 // Each record also carries what lets a query skip most exact distances (record.go, cache.go):
 // a point whose chord to the centre is longer than the bound's (geo.ChordSquared; the bound is
@@ -74,21 +73,19 @@
 // point's distance is geo.Distance with its latitude cosine computed once. A cached partition
 // keeps its records in groups, by kind and by grid square (0.01°) of their first position,
 // each with a span that holds its records' whole extents: a query reads a partition's groups
-// nearest first and skips those that cannot come within the bound. A 9780 m query over the
-// city touches about 1 300 of the 4 600 records its cells hold.
+// nearest first and skips those that cannot come within the bound, so a wide query touches a
+// fraction of the records its cells hold (docs/performance.md §4).
 //
 // # Area cache
 //
-// Reading an index item through store.Table costs about 2 µs (a map and several allocations
-// per item), and that, not the geometry, bounded the query rate: a 1000 m query reads about
-// 380 items. With Options.CacheBytes a Store keeps the partitions it read, decoded, and applies
-// its own index writes to them (cache.go), so a query over cells read before touches the table
-// not at all. That is exact only where this Store is the only writer of the area index, which
-// service arranges for the embedded store of `go run .` (one process by its file lock); Lambdas
-// sharing DynamoDB read the table every time. Measured on the benchmark city (bench_test.go,
-// CPU time per query on this machine's 2 cores): 1000 m 0.20 ms cached, 9780 m 0.65 ms
-// (2026-11-22); uncached, 2.3 ms and 19 ms (measured before the groups, which only the cache
-// has, and the chords).
+// Reading an index item through store.Table builds a map and allocates several times per item,
+// and that, not the geometry, bounded the query rate: a 1000 m query reads about 380 items.
+// With Options.CacheBytes a Store keeps the partitions it read, decoded, and applies its own
+// index writes to them (cache.go), so a query over cells read before touches the table not at
+// all. That is exact only where this Store is the only writer of the area index, which service
+// arranges for the embedded store of `go run .` (one process by its file lock); Lambdas
+// sharing DynamoDB read the table every time. The CPU time per query with and without the
+// cache (bench_test.go) is in docs/performance.md §4.
 //
 // Two levels double the index writes of a point event (3 items instead of 2) and bound how long
 // an extent may be: every change is one transaction of at most 100 operations (store.

@@ -30,10 +30,11 @@ const QueryLevel = FineLevel
 // most MaxLookups reads.
 var levels = []int{FineLevel, CoarseLevel}
 
-// MaxLookups bounds the cells a query reads when some level allows it: the budget of
-// one table Query per cell. A level is chosen by cells, not partitions: a sandbox credential,
-// which is served both environments (spec 1), reads two partitions per cell rather than
-// falling back to cells seven times larger for its 1000 m queries.
+// MaxLookups bounds the cells a query reads when some level allows it: the lookup budget of
+// the load targets (docs/performance.md §1), one table Query per cell. A level is chosen by
+// cells, not partitions: a sandbox credential, which is served both environments (spec 1),
+// reads two partitions per cell rather than falling back to cells seven times larger for its
+// 1000 m queries.
 const MaxLookups = 20
 
 // MaxIndexCells bounds the index cells of one extent, over both levels. Every change of an

@@ -324,8 +324,8 @@ func newMatcher(q AreaQuery, now int64, limit int) *matcher {
 }
 
 // matchers keeps matchers between queries: their slices and maps, grown to a wide query's
-// thousand candidates, were most of the memory a query allocated (185 KB at 9780 m), and
-// the collections that allocation caused slowed every query in flight.
+// thousand candidates, were most of the memory a query allocated, and the collections that
+// allocation caused slowed every query in flight (docs/performance.md §4).
 var matchers = sync.Pool{New: func() any {
 	return &matcher{seen: map[string]int{}, far: map[string]int64{},
 		found: make([]AreaEvent, 0, 256), ver: make([]int64, 0, 256)}

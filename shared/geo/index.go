@@ -251,8 +251,8 @@ const maxCachedCells = 1 << 14
 
 // cellCache keeps the edges and the neighbours of the cells CoverCircle visits. Both come from
 // H3 through cgo and never change, and a cover asks for them again and again: at resolution 8
-// a 1000 m cover visits about 40 cells, and computing their boundaries was four fifths of its
-// time (130 µs); with the cache it is mostly arithmetic.
+// a 1000 m cover visits about 40 cells, and computing their boundaries was most of its time
+// (docs/performance.md §4); with the cache it is mostly arithmetic.
 type cellCache struct {
 	mu     sync.RWMutex
 	shapes map[h3.Cell]*cellShape

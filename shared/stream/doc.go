@@ -29,9 +29,10 @@
 // its feed.
 //
 // Over HTTP/1 the stream takes its TCP connection over from net/http once the header is sent
-// (Hijack), and runs in a goroutine of its own, so that an idle stream costs about 6 KiB
-// rather than net/http's two goroutines and buffers; the access log therefore records the
-// stream when it begins, with no byte count. Over HTTP/2 it stays in the handler and writes
-// through the ResponseWriter. Writes run under a deadline (Deps.WriteTimeout), so a client
-// that stops reading is disconnected without holding anyone else up.
+// (Hijack), and runs in a goroutine of its own, so that an idle stream costs one small
+// goroutine rather than net/http's two and their buffers (docs/performance.md §8); the access
+// log therefore records the stream when it begins, with no byte count. Over HTTP/2 it stays in
+// the handler and writes through the ResponseWriter. Writes run under a deadline
+// (Deps.WriteTimeout), so a client that stops reading is disconnected without holding anyone
+// else up.
 package stream

@@ -14,13 +14,9 @@ import (
 // read consults before bbolt (view.go). When the live layer is big or old enough it is frozen
 // and a flusher goroutine writes it to bbolt in one transaction, while new commits fill a new
 // live layer. One bbolt transaction for thousands of commits rewrites each branch page once,
-// not once per commit, and nobody waits for its syncs.
-//
-// Measured with scripts/load.sh (see the README): a publish synced through bbolt cost about 8
-// scattered page writes and two fdatasyncs on the critical path; through the log it costs one
-// sequential append, and bbolt's pages are written in the background, 3.3 per publish over a
-// 60 000-event seed (the flusher's debug log: 27 flushes of 0.2 to 0.4 s). Publishes/s,
-// median of 20 phases in interleaved runs: 3 168 against 2 553.
+// not once per commit, and nobody waits for its syncs. A publish synced through bbolt waited
+// for scattered page writes and two fdatasyncs; through the log it waits for one sequential
+// append (docs/performance.md §6).
 
 const (
 	// flushAge is the longest a commit stays in the live layer (Options.FlushBytes decides

@@ -51,17 +51,13 @@ const (
 	DefaultSweepInterval = time.Minute
 	DefaultFeedRetention = 24 * time.Hour // as long as DynamoDB Streams keeps records
 	// DefaultFlushBytes with flushAge lets a flush hold 4 s of publishing: more commits share
-	// each page bbolt rewrites. Against 1 s and 16 MB, a 60 000-event seed (scripts/load.sh,
-	// flusher debug log, 2 runs each) wrote 2.25 pages per publish instead of 3.34, and the
-	// flushes took 4.5 s instead of 5.7.
+	// each page bbolt rewrites, so a publish costs fewer page writes (docs/performance.md §6).
 	DefaultFlushBytes  = 64 << 20
 	defaultOpenTimeout = 5 * time.Second
 	// pageSize is the page size of a new file (an existing file keeps its own). A commit
 	// rewrites every page it touches and every branch page above them, each with its own
-	// write; 8 KiB pages make the tree shallower and split less, so a publish writes 12 pages
-	// instead of 16. In process (BenchmarkPublish, 100 000-event city, 5 interleaved runs) a
-	// publish takes 28 % less time; through HTTP, where the server's CPU then bounds, 7 % more
-	// publishes/s (scripts/load.sh, 6 interleaved runs). 16 KiB was slower than 8 KiB.
+	// write; 8 KiB pages make the tree shallower and split less, so a publish writes fewer
+	// pages. Both 4 KiB and 16 KiB pages made publishing slower (docs/performance.md §6).
 	pageSize = 8 << 10
 	// commitQueue is how many writes may wait for the committer before writers block.
 	commitQueue = 1024

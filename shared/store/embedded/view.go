@@ -33,8 +33,7 @@ func entryLess(a, b entry) bool { return bytes.Compare(a.key, b.key) < 0 }
 
 // treeDegree is smaller than the library's 32: the committer snapshots its live layer after
 // every commit (layer.snapshot), so the next commit copies each node it changes, and a node
-// of 8 costs a quarter of one of 32 to copy (install was 5 % of the server's CPU while
-// publishing at 32).
+// of 8 costs a quarter of one of 32 to copy (docs/performance.md §6).
 const treeDegree = 8
 
 func newTree() *btree.BTreeG[entry] {

@@ -19,7 +19,7 @@ import (
 
 // The write-ahead log. A commit is durable once its record is appended here and synced: one
 // sequential write and one fdatasync, where a bbolt commit rewrites every page it touches
-// (about 8 scattered pages per published event) and syncs twice. bbolt receives the commits
+// (several scattered pages per published event) and syncs twice. bbolt receives the commits
 // later, many at a time (pending.go), and the log keeps every record that bbolt may not hold
 // yet; Open replays them.
 //
