@@ -58,8 +58,8 @@ type Route struct {
 	// Body.Validate does (decoded with UseNumber) and must include Body's own errors. Body
 	// still documents, normalises and types the body. Validate may also return the body
 	// already decoded into the type the handler reads it as (nil otherwise): JSON then
-	// hands that over rather than encoding and decoding the body once more, which was about
-	// 5 % of the server's CPU per publish.
+	// hands that over rather than encoding and decoding the body once more, a cost that shows
+	// on the publish path (docs/performance.md §2).
 	Validate func(body any) (decoded any, errs schema.Errors)
 	// MaxBodyBytes overrides Config.MaxBodyBytes for this route.
 	MaxBodyBytes int64

@@ -282,8 +282,8 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) error {
 //
 // Over HTTP/1 it holds the TCP connection itself (hijacked from net/http once the header is
 // sent), so an idle stream costs one small goroutine, its subscription and two timers: not
-// net/http's goroutines (one serving, one watching for the client's close) and their 10 KiB of
-// buffers (README, Streaming: memory per stream). A client that went away is noticed by the
+// net/http's goroutines (one serving, one watching for the client's close) and their buffers
+// (docs/performance.md §8). A client that went away is noticed by the
 // next write failing: a keepalive within KeepaliveInterval, or the write deadline. Over HTTP/2
 // (and under test recorders) it writes through the ResponseWriter and its flushes instead.
 type conn struct {
