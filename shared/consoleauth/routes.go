@@ -219,7 +219,7 @@ func Routes(s *Service) []httpapi.Route {
 				http.StatusTooManyRequests:    totpLimited,
 				http.StatusServiceUnavailable: busy,
 			},
-			Handler: httpapi.JSON(http.StatusOK, asCaller(h.verifyTOTP)),
+			Handler: httpapi.JSON(http.StatusOK, AsCaller(h.verifyTOTP)),
 			Errors:  tempErrors,
 		},
 		{
@@ -233,7 +233,7 @@ func Routes(s *Service) []httpapi.Route {
 				http.StatusTooManyRequests:    totpLimited,
 				http.StatusServiceUnavailable: busy,
 			},
-			Handler: httpapi.JSON(http.StatusOK, asCaller(h.verifyRecovery)),
+			Handler: httpapi.JSON(http.StatusOK, AsCaller(h.verifyRecovery)),
 			Errors:  tempErrors,
 		},
 		{
@@ -244,7 +244,7 @@ func Routes(s *Service) []httpapi.Route {
 				http.StatusOK:       httpapi.JSONResponse("The secret to add to an authenticator app.", TotpEnrolmentSchema),
 				http.StatusConflict: httpapi.ErrorResponse("TOTP is already enabled."),
 			},
-			Handler: httpapi.JSON(http.StatusOK, asCaller(h.setupTOTP)),
+			Handler: httpapi.JSON(http.StatusOK, AsCaller(h.setupTOTP)),
 		},
 		{
 			Method: http.MethodPost, Path: "/console/auth/totp/confirm", OperationID: "confirmTotp", Tags: tags, Security: session,
@@ -257,7 +257,7 @@ func Routes(s *Service) []httpapi.Route {
 				http.StatusConflict:           httpapi.ErrorResponse("TOTP is already enabled, or no enrolment is pending."),
 				http.StatusServiceUnavailable: busy,
 			},
-			Handler: httpapi.JSON(http.StatusOK, asCaller(h.confirmTOTP)),
+			Handler: httpapi.JSON(http.StatusOK, AsCaller(h.confirmTOTP)),
 		},
 		{
 			Method: http.MethodPost, Path: "/console/auth/totp/disable", OperationID: "disableTotp", Tags: tags, Security: session,
@@ -272,7 +272,7 @@ func Routes(s *Service) []httpapi.Route {
 				http.StatusTooManyRequests:    totpLimited,
 				http.StatusServiceUnavailable: busy,
 			},
-			Handler: httpapi.JSON(http.StatusOK, asCaller(h.disableTOTP)),
+			Handler: httpapi.JSON(http.StatusOK, AsCaller(h.disableTOTP)),
 		},
 		{
 			Method: http.MethodGet, Path: "/console/auth/recovery-codes", OperationID: "getRecoveryCodesStatus", Tags: tags, Security: session,
@@ -280,7 +280,7 @@ func Routes(s *Service) []httpapi.Route {
 			Responses: map[int]httpapi.Response{
 				http.StatusOK: httpapi.JSONResponse("Remaining and total; 0 and 0 without TOTP.", RecoveryCodesStatusSchema),
 			},
-			Handler: httpapi.JSON(http.StatusOK, asCaller(h.recoveryStatus)),
+			Handler: httpapi.JSON(http.StatusOK, AsCaller(h.recoveryStatus)),
 		},
 		{
 			Method: http.MethodPost, Path: "/console/auth/recovery-codes/regenerate", OperationID: "regenerateRecoveryCodes", Tags: tags, Security: session,
@@ -294,14 +294,14 @@ func Routes(s *Service) []httpapi.Route {
 				http.StatusTooManyRequests:    totpLimited,
 				http.StatusServiceUnavailable: busy,
 			},
-			Handler: httpapi.JSON(http.StatusOK, asCaller(h.regenerate)),
+			Handler: httpapi.JSON(http.StatusOK, AsCaller(h.regenerate)),
 		},
 		{
 			Method: http.MethodGet, Path: "/console/auth/me", OperationID: "getMe", Tags: tags, Security: session,
 			Summary:     "The signed-in user, with a fresh session token",
 			Description: "Renews the session: the answer holds a new token valid 30 days; the old one stays valid until its own expiry or logout.",
 			Responses:   map[int]httpapi.Response{http.StatusOK: sessionOK, http.StatusServiceUnavailable: busy},
-			Handler:     httpapi.JSON(http.StatusOK, asCaller(h.me)),
+			Handler:     httpapi.JSON(http.StatusOK, AsCaller(h.me)),
 		},
 		{
 			Method: http.MethodPatch, Path: "/console/auth/me", OperationID: "updateMe", Tags: tags, Security: session,
@@ -310,7 +310,7 @@ func Routes(s *Service) []httpapi.Route {
 			Responses: map[int]httpapi.Response{
 				http.StatusOK: httpapi.JSONResponse("The updated user.", MePublicSchema),
 			},
-			Handler: httpapi.JSON(http.StatusOK, asCaller(h.updateMe)),
+			Handler: httpapi.JSON(http.StatusOK, AsCaller(h.updateMe)),
 		},
 		{
 			Method: http.MethodPost, Path: "/console/auth/logout", OperationID: "logout", Tags: tags, Security: session,
@@ -318,15 +318,10 @@ func Routes(s *Service) []httpapi.Route {
 			Responses: map[int]httpapi.Response{
 				http.StatusOK: httpapi.JSONResponse("Signed out.", OkResponseSchema),
 			},
-			Handler: httpapi.JSON(http.StatusOK, asCaller(h.logout)),
+			Handler: httpapi.JSON(http.StatusOK, AsCaller(h.logout)),
 		},
 	}
-	for i := range routes {
-		if routes[i].Errors == nil {
-			routes[i].Errors = ErrorTable
-		}
-	}
-	return routes
+	return ErrorTable.Defaults(routes)
 }
 
 type handlers struct {
@@ -356,9 +351,9 @@ var tempErrors = ErrorTable.With(
 	httpapi.ErrorRule{Err: ErrUserNotFound, Status: http.StatusUnauthorized, Detail: DetailInvalidTemp},
 )
 
-// asCaller adapts an operation of the authenticated caller to a typed handler; Middleware
-// sets the caller on every route with Security, so its absence is a wiring mistake.
-func asCaller[In, Out any](f func(r *httpapi.Request[In], c Caller) (Out, error)) func(*httpapi.Request[In]) (Out, error) {
+// AsCaller adapts an operation of the authenticated caller to a typed handler (httpapi.JSON);
+// Middleware sets the caller on every route with Security, so its absence is a wiring mistake.
+func AsCaller[In, Out any](f func(r *httpapi.Request[In], c Caller) (Out, error)) func(*httpapi.Request[In]) (Out, error) {
 	return func(r *httpapi.Request[In]) (Out, error) {
 		c, ok := CallerFrom(r.Context())
 		if !ok {

@@ -233,6 +233,16 @@ type Retrier interface {
 	RetryIn() time.Duration
 }
 
+// Defaults gives t to every route of routes that names no ErrorTable of its own.
+func (t ErrorTable) Defaults(routes []Route) []Route {
+	for i := range routes {
+		if routes[i].Errors == nil {
+			routes[i].Errors = t
+		}
+	}
+	return routes
+}
+
 // With returns a table whose rows are rules, then t's: a route's own sentences for errors the
 // package table also names.
 func (t ErrorTable) With(rules ...ErrorRule) ErrorTable {

@@ -1,7 +1,6 @@
 package orgs
 
 import (
-	"errors"
 	"net/http"
 	"time"
 
@@ -222,7 +221,7 @@ func Routes(s *Service) []httpapi.Route {
 				http.StatusCreated:         httpapi.JSONResponse("The organisation, role owner.", OrganisationSchema),
 				http.StatusTooManyRequests: httpapi.ErrorResponse("More than 10 organisations created by this user today.", httpapi.RetryAfter),
 			},
-			Handler: httpapi.JSON(http.StatusCreated, asCaller(h.createOrg)),
+			Handler: httpapi.JSON(http.StatusCreated, consoleauth.AsCaller(h.createOrg)),
 		},
 		{
 			Method: http.MethodGet, Path: "/console/orgs", OperationID: "listOrgs", Tags: orgTags, Security: session,
@@ -233,7 +232,7 @@ func Routes(s *Service) []httpapi.Route {
 			Responses: map[int]httpapi.Response{
 				http.StatusOK: httpapi.JSONResponse("Every organisation the caller is a member of.", schema.Array(OrganisationSchema)),
 			},
-			Handler: httpapi.JSON(http.StatusOK, asCaller(h.listOrgs)),
+			Handler: httpapi.JSON(http.StatusOK, consoleauth.AsCaller(h.listOrgs)),
 		},
 		{
 			Method: http.MethodGet, Path: "/console/orgs/{org_id}", OperationID: "getOrg", Tags: orgTags, Security: session,
@@ -363,7 +362,7 @@ func Routes(s *Service) []httpapi.Route {
 				http.StatusNotFound:  httpapi.ErrorResponse("Unknown, used, withdrawn, replaced or expired token."),
 				http.StatusConflict:  httpapi.ErrorResponse("The caller is a member already."),
 			},
-			Handler: httpapi.JSON(http.StatusOK, asCaller(h.accept)),
+			Handler: httpapi.JSON(http.StatusOK, consoleauth.AsCaller(h.accept)),
 			Errors:  notFoundAs(DetailInvitationInvalid),
 		},
 		{
@@ -421,12 +420,7 @@ func Routes(s *Service) []httpapi.Route {
 			Errors:  notFoundAs(DetailKeyNotFound),
 		},
 	}
-	for i := range routes {
-		if routes[i].Errors == nil {
-			routes[i].Errors = ErrorTable
-		}
-	}
-	return routes
+	return ErrorTable.Defaults(routes)
 }
 
 type handlers struct {
@@ -459,24 +453,11 @@ func notFoundAs(detail string) httpapi.ErrorTable {
 	return ErrorTable.With(httpapi.ErrorRule{Err: ErrNotFound, Status: http.StatusNotFound, Detail: detail})
 }
 
-// asCaller adapts an operation of the signed-in caller to a typed handler; the caller is set
-// by consoleauth.Middleware on every route with Security.
-func asCaller[In, Out any](f func(r *httpapi.Request[In], c consoleauth.Caller) (Out, error)) func(*httpapi.Request[In]) (Out, error) {
-	return func(r *httpapi.Request[In]) (Out, error) {
-		c, ok := consoleauth.CallerFrom(r.Context())
-		if !ok {
-			var zero Out
-			return zero, errors.New("orgs: route served without consoleauth.Middleware")
-		}
-		return f(r, c)
-	}
-}
-
 // asMember adapts an operation on the caller's membership of {org_id} (404 without one, spec
 // 4.3). MembershipMiddleware has resolved it before the router validated the input; it is
 // resolved here only when the route is served without it.
 func asMember[In, Out any](s *Service, f func(r *httpapi.Request[In], c consoleauth.Caller, m Membership) (Out, error)) func(*httpapi.Request[In]) (Out, error) {
-	return asCaller(func(r *httpapi.Request[In], c consoleauth.Caller) (Out, error) {
+	return consoleauth.AsCaller(func(r *httpapi.Request[In], c consoleauth.Caller) (Out, error) {
 		m, ok := MembershipFrom(r.Context())
 		if !ok {
 			var err error
