@@ -129,14 +129,18 @@ func run(ctx context.Context, cfg config.Config, logger *slog.Logger) (err error
 	// GET /v1/stream: the hub follows the store's change feed, the same code as streamer/ on
 	// DynamoDB Streams. It stops, after the server, before the store closes.
 	hub := stream.NewHub(stream.HubOptions{Logger: logger})
+	api, err := app.New(app.Deps{Config: cfg, Build: build, Table: st.Table, Clock: clock.System, Logger: logger,
+		Keys: keys, Meter: meter, Mailer: mailer, Sealer: sealer, Hub: hub})
+	if err != nil {
+		return err
+	}
+	// Started once nothing can fail before serving: an error return waits for it.
 	hubDone := make(chan struct{})
 	go func() {
 		defer close(hubDone)
 		hub.Run(ctx, st.Feed, stream.EventsDecoder())
 	}()
 	defer func() { <-hubDone }()
-	api := app.New(app.Deps{Config: cfg, Build: build, Table: st.Table, Clock: clock.System, Logger: logger,
-		Keys: keys, Meter: meter, Mailer: mailer, Sealer: sealer, Hub: hub})
 
 	// Reads beyond included_reads are reported to Stripe hourly (README), only with billing
 	// on; the job stops with ctx and is waited for before the store closes.

@@ -31,6 +31,7 @@ import (
 	"github.com/roadevents/roadevents/shared/config"
 	"github.com/roadevents/roadevents/shared/daemon"
 	"github.com/roadevents/roadevents/shared/metering"
+	"github.com/roadevents/roadevents/shared/routetable"
 	"github.com/roadevents/roadevents/shared/stream"
 )
 
@@ -101,15 +102,18 @@ func run(ctx context.Context, cfg config.Config, logger *slog.Logger, ln net.Lis
 	}()
 
 	hub := stream.NewHub(stream.HubOptions{Logger: logger})
+	api, err := app.New(app.Deps{Config: cfg, Build: build, Table: st.Table, Clock: clock.System, Logger: logger,
+		Keys: keys, Meter: meter, Hub: hub}, routetable.GroupStream)
+	if err != nil {
+		return err
+	}
+	// Started once nothing can fail before serving: an error return waits for it.
 	hubDone := make(chan struct{})
 	go func() {
 		defer close(hubDone)
 		hub.Run(ctx, st.Feed, stream.EventsDecoder())
 	}()
 	defer func() { <-hubDone }()
-
-	api := app.New(app.Deps{Config: cfg, Build: build, Table: st.Table, Clock: clock.System, Logger: logger,
-		Keys: keys, Meter: meter, Hub: hub}, app.GroupStream)
 	mux := http.NewServeMux()
 	// The load balancer's check: 503 until the hub follows the stream and from the moment it
 	// drains, so that no client is sent to a task that cannot promise it every change.

@@ -4,9 +4,9 @@
 // of it, SES, the secrets and the alarms. infra/main.go synthesizes it; stack_test.go asserts
 // on the synthesized template.
 //
-// The HTTP API's routes are not listed here: each group's routes come from
-// app.GroupRoutes, the code the function itself runs, so a route added to a group is wired
-// to that group's function at the next synth.
+// The HTTP API's routes are not listed here: each group's routes come from the route table
+// (shared/routetable), which shared/app's tests hold to what each function serves, so a
+// route added to a group is wired to that group's function at the next synth.
 package stack
 
 import (
@@ -49,6 +49,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/roadevents/roadevents/shared/app"
+	"github.com/roadevents/roadevents/shared/routetable"
 )
 
 // Stages are the deployment stages (context "stage").
@@ -117,12 +118,12 @@ type FunctionSize struct {
 // waits on Stripe. Billing's timeout is the hourly overage job's (one Stripe call per
 // subscribed organisation whose total moved, in turn); HTTP requests are cut at the HTTP
 // API's 30 seconds whatever it is.
-var Sizes = map[app.Group]FunctionSize{
-	app.GroupMeta:        {MemoryMB: 256, TimeoutSeconds: 5},
-	app.GroupEvents:      {MemoryMB: 1024, TimeoutSeconds: 10},
-	app.GroupConsoleAuth: {MemoryMB: 512, TimeoutSeconds: 10},
-	app.GroupConsoleOrgs: {MemoryMB: 512, TimeoutSeconds: 10},
-	app.GroupBilling:     {MemoryMB: 512, TimeoutSeconds: 120},
+var Sizes = map[routetable.Group]FunctionSize{
+	routetable.GroupMeta:        {MemoryMB: 256, TimeoutSeconds: 5},
+	routetable.GroupEvents:      {MemoryMB: 1024, TimeoutSeconds: 10},
+	routetable.GroupConsoleAuth: {MemoryMB: 512, TimeoutSeconds: 10},
+	routetable.GroupConsoleOrgs: {MemoryMB: 512, TimeoutSeconds: 10},
+	routetable.GroupBilling:     {MemoryMB: 512, TimeoutSeconds: 120},
 }
 
 // Props configure the stack.
@@ -136,7 +137,7 @@ type Props struct {
 	BundleDir string
 	// Bundles, when set, gives each function's code directly: the synth test passes
 	// placeholder assets so that it needs no cross-compiled build.
-	Bundles func(scope constructs.Construct, group app.Group) awslambda.Code
+	Bundles func(scope constructs.Construct, group routetable.Group) awslambda.Code
 	// WebDist is the console SPA's built files (web/dist), uploaded under app/. When the
 	// folder does not exist the bucket is created empty and a warning is added.
 	WebDist string
@@ -192,7 +193,7 @@ var certificateARN = regexp.MustCompile(`^arn:aws[a-z-]*:acm:[a-z0-9-]+:[0-9]{12
 type Stack struct {
 	awscdk.Stack
 	Table     awsdynamodb.Table
-	Functions map[app.Group]awslambda.Function
+	Functions map[routetable.Group]awslambda.Function
 	// OverageSchedule invokes the billing function hourly for the overage job.
 	OverageSchedule awsevents.Rule
 	API             awsapigatewayv2.HttpApi
@@ -224,7 +225,7 @@ func New(scope constructs.Construct, id string, p Props) *Stack {
 	st := awscdk.NewStack(scope, jsii.String(id), &p.StackProps)
 	awscdk.Tags_Of(st).Add(jsii.String("project"), jsii.String("roadevents"), nil)
 	awscdk.Tags_Of(st).Add(jsii.String("stage"), jsii.String(p.Stage), nil)
-	s := &Stack{Stack: st, Functions: map[app.Group]awslambda.Function{}}
+	s := &Stack{Stack: st, Functions: map[routetable.Group]awslambda.Function{}}
 
 	// The one table (ARCHITECTURE.md, Storage), as shared/store/dynamodb.CreateTable makes it.
 	s.Table = awsdynamodb.NewTable(st, jsii.String("Table"), &awsdynamodb.TableProps{
@@ -271,9 +272,9 @@ func New(scope constructs.Construct, id string, p Props) *Stack {
 	mailFrom := "Road Events <no-reply@" + p.MailDomain + ">"
 
 	// One function per route group (ARCHITECTURE.md, Lambdas and route groups).
-	for _, g := range app.LambdaGroups {
+	for _, g := range routetable.Lambdas {
 		secrets := []awssecretsmanager.ISecret{eventIDKey, authHashKey}
-		if g == app.GroupBilling {
+		if g == routetable.GroupBilling {
 			secrets = append(secrets, stripe)
 		}
 		var arns []string
@@ -319,7 +320,7 @@ func New(scope constructs.Construct, id string, p Props) *Stack {
 			sec.GrantRead(fn, nil)
 		}
 		switch g {
-		case app.GroupConsoleAuth, app.GroupConsoleOrgs:
+		case routetable.GroupConsoleAuth, routetable.GroupConsoleOrgs:
 			// Sign-in codes and invitations are e-mailed; TOTP is enrolled and checked
 			// (key issuance asks for a TOTP code).
 			identity.GrantSendEmail(fn)
@@ -336,7 +337,7 @@ func New(scope constructs.Construct, id string, p Props) *Stack {
 		Description: jsii.String("roadevents: report reads beyond included_reads to Stripe, hourly"),
 		Schedule:    awsevents.Schedule_Rate(awscdk.Duration_Hours(jsii.Number(1))),
 		Targets: &[]awsevents.IRuleTarget{
-			awseventstargets.NewLambdaFunction(s.Functions[app.GroupBilling], &awseventstargets.LambdaFunctionProps{
+			awseventstargets.NewLambdaFunction(s.Functions[routetable.GroupBilling], &awseventstargets.LambdaFunctionProps{
 				RetryAttempts: jsii.Number(2),
 			}),
 		},
@@ -345,16 +346,16 @@ func New(scope constructs.Construct, id string, p Props) *Stack {
 	// The HTTP API: every route of each group to that group's function. CORS preflight
 	// (OPTIONS on any path) and paths no route knows go to meta, whose handler answers both
 	// as every group's does (spec 5 CORS; spec 7 404 {"detail":"Not Found"}).
-	meta := awsapigatewayv2integrations.NewHttpLambdaIntegration(jsii.String("metaDefault"), s.Functions[app.GroupMeta],
+	meta := awsapigatewayv2integrations.NewHttpLambdaIntegration(jsii.String("metaDefault"), s.Functions[routetable.GroupMeta],
 		&awsapigatewayv2integrations.HttpLambdaIntegrationProps{PayloadFormatVersion: awsapigatewayv2.PayloadFormatVersion_VERSION_2_0()})
 	s.API = awsapigatewayv2.NewHttpApi(st, jsii.String("Api"), &awsapigatewayv2.HttpApiProps{
 		Description:        jsii.String("roadevents API (" + p.Stage + ")"),
 		DefaultIntegration: meta,
 	})
-	for _, g := range app.LambdaGroups {
+	for _, g := range routetable.Lambdas {
 		integration := awsapigatewayv2integrations.NewHttpLambdaIntegration(jsii.String(string(g)+"Integration"), s.Functions[g],
 			&awsapigatewayv2integrations.HttpLambdaIntegrationProps{PayloadFormatVersion: awsapigatewayv2.PayloadFormatVersion_VERSION_2_0()})
-		for _, r := range app.GroupRoutes(g) {
+		for _, r := range g.Routes() {
 			s.API.AddRoutes(&awsapigatewayv2.AddRoutesOptions{
 				Path:        jsii.String(APIPath(r.Path)),
 				Methods:     &[]awsapigatewayv2.HttpMethod{awsapigatewayv2.HttpMethod(r.Method)},
@@ -378,7 +379,7 @@ func New(scope constructs.Construct, id string, p Props) *Stack {
 	}
 	action := awscloudwatchactions.NewSnsAction(topic)
 	five := awscdk.Duration_Minutes(jsii.Number(5))
-	for _, g := range app.LambdaGroups {
+	for _, g := range routetable.Lambdas {
 		fn := s.Functions[g]
 		alarm(st, functionID(g)+"Errors", fn.MetricErrors(&awscloudwatch.MetricOptions{Period: five}), 1, 1, action)
 		alarm(st, functionID(g)+"Throttles", fn.MetricThrottles(&awscloudwatch.MetricOptions{Period: five}), 1, 1, action)
@@ -769,9 +770,9 @@ func alarm(st awscdk.Stack, id string, metric awscloudwatch.IMetric, threshold, 
 }
 
 // FunctionID is the construct id of group's function ("console-orgs" → "ConsoleOrgsFunction").
-func FunctionID(g app.Group) string { return functionID(g) }
+func FunctionID(g routetable.Group) string { return functionID(g) }
 
-func functionID(g app.Group) string {
+func functionID(g routetable.Group) string {
 	var b strings.Builder
 	for _, part := range strings.Split(string(g), "-") {
 		if part != "" {
