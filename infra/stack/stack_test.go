@@ -19,7 +19,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/roadevents/roadevents/infra/stack"
-	"github.com/roadevents/roadevents/shared/app"
+	"github.com/roadevents/roadevents/shared/config"
 	"github.com/roadevents/roadevents/shared/routetable"
 )
 
@@ -464,12 +464,12 @@ func TestFunctions(t *testing.T) {
 			t.Errorf("%s memory %v timeout %v; want %v", g, p["MemorySize"], p["Timeout"], stack.Sizes[g])
 		}
 		vars := p["Environment"].(map[string]any)["Variables"].(map[string]any)
-		if _, ok := vars[app.SecretsEnv]; !ok {
-			t.Errorf("%s has no %s", g, app.SecretsEnv)
+		if _, ok := vars[config.SecretsEnv]; !ok {
+			t.Errorf("%s has no %s", g, config.SecretsEnv)
 		}
 		for k := range vars {
 			if strings.HasSuffix(k, "_KEY") && k != "ROADEVENTS_KMS_KEY_ID" {
-				t.Errorf("%s has secret variable %s in its configuration; want it in %s", g, k, app.SecretsEnv)
+				t.Errorf("%s has secret variable %s in its configuration; want it in %s", g, k, config.SecretsEnv)
 			}
 		}
 		if _, ok := p["LoggingConfig"].(map[string]any)["LogGroup"]; !ok {

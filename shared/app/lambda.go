@@ -30,14 +30,6 @@ import (
 	"github.com/roadevents/roadevents/shared/store/dynamodb"
 )
 
-// SecretsEnv names the variable listing, comma-separated, the Secrets Manager secrets (ARNs or
-// names) a Lambda reads its secret variables from at start. Each secret's value is a JSON
-// object of ROADEVENTS_* variables (and the two Stripe keys) and their values, for example
-// {"ROADEVENTS_EVENT_ID_KEY":"<hex>"}; a secret's variable takes precedence over the
-// environment. Secrets therefore never appear in the function's configuration, where anyone
-// allowed to read it would see them (README, "Deploying to AWS").
-const SecretsEnv = "ROADEVENTS_SECRETS"
-
 // lambdaFinishTimeout bounds the writes done after each invocation (usage counts, last_used_at).
 const lambdaFinishTimeout = 3 * time.Second
 
@@ -49,7 +41,7 @@ var (
 	// instance would make up its own random key, and ids, codes and sessions made by one
 	// instance would not be recognised by the next (config.Config.EventIDKey).
 	ErrLambdaKeys = errors.New("app: a Lambda on DynamoDB needs ROADEVENTS_EVENT_ID_KEY, ROADEVENTS_AUTH_HASH_KEY " +
-		"and ROADEVENTS_SEAL_KEY or ROADEVENTS_KMS_KEY_ID (from the environment or " + SecretsEnv + ")")
+		"and ROADEVENTS_SEAL_KEY or ROADEVENTS_KMS_KEY_ID (from the environment or " + config.SecretsEnv + ")")
 	// ErrLambdaSecret is returned for a secret whose value is not a JSON object of
 	// ROADEVENTS_* variables.
 	ErrLambdaSecret = errors.New("app: bad secret")
@@ -73,7 +65,7 @@ type LambdaOptions struct {
 	Logger *slog.Logger
 	// Clock is clock.System when nil.
 	Clock clock.Clock
-	// Secrets reads the secrets named by SecretsEnv; a client from the standard AWS
+	// Secrets reads the secrets named by config.SecretsEnv; a client from the standard AWS
 	// configuration chain when nil and the variable is set.
 	Secrets SecretsAPI
 }
@@ -97,7 +89,7 @@ var _ http.Handler = (*Lambda)(nil)
 
 // NewLambda builds group's handler from the environment, with the same constructors as
 // main.go: configuration (config.FromEnv over the environment and the secrets of
-// SecretsEnv), store, meter, keys, mailer and sealer. On DynamoDB it opens the table
+// config.SecretsEnv), store, meter, keys, mailer and sealer. On DynamoDB it opens the table
 // without describing or creating it (the stack owns it, and the function has no right to)
 // and without its stream (only streamer/ reads it). The embedded store (ROADEVENTS_STORE=embedded
 // with ROADEVENTS_DATA) is for running a function on one machine, as the packaging test
@@ -180,9 +172,9 @@ func openLambdaTable(ctx context.Context, cfg *config.Config, clk clock.Clock, l
 // the billing group (config.Billing, contract 4), which keep Stripe's own names.
 var stripeSecrets = map[string]bool{"STRIPE_SECRET_KEY": true, "STRIPE_WEBHOOK_SECRET": true}
 
-// withSecrets returns getenv overlaid with the variables of the secrets SecretsEnv names.
+// withSecrets returns getenv overlaid with the variables of the secrets config.SecretsEnv names.
 func withSecrets(ctx context.Context, getenv func(string) string, api SecretsAPI) (func(string) string, error) {
-	names := strings.FieldsFunc(getenv(SecretsEnv), func(r rune) bool { return r == ',' || r == ' ' })
+	names := strings.FieldsFunc(getenv(config.SecretsEnv), func(r rune) bool { return r == ',' || r == ' ' })
 	if len(names) == 0 {
 		return getenv, nil
 	}
@@ -205,7 +197,7 @@ func withSecrets(ctx context.Context, getenv func(string) string, api SecretsAPI
 			return nil, fmt.Errorf("%w %s: want a JSON object of string values", ErrLambdaSecret, name)
 		}
 		for k, v := range values {
-			if (!strings.HasPrefix(k, "ROADEVENTS_") && !stripeSecrets[k]) || k == SecretsEnv {
+			if (!strings.HasPrefix(k, "ROADEVENTS_") && !stripeSecrets[k]) || k == config.SecretsEnv {
 				return nil, fmt.Errorf("%w %s: %q is not a ROADEVENTS_ variable or a Stripe secret", ErrLambdaSecret, name, k)
 			}
 			vars[k] = v

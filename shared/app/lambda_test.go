@@ -15,6 +15,7 @@ import (
 	"github.com/roadevents/roadevents/shared/apikey"
 	"github.com/roadevents/roadevents/shared/app"
 	"github.com/roadevents/roadevents/shared/clock"
+	"github.com/roadevents/roadevents/shared/config"
 	"github.com/roadevents/roadevents/shared/metering"
 	"github.com/roadevents/roadevents/shared/routetable"
 )
@@ -119,21 +120,21 @@ func TestNewLambdaConfiguration(t *testing.T) {
 		wantErr error // nil: builds, and GET /health answers on the meta group
 	}{
 		{name: "keys from secrets", group: routetable.GroupMeta,
-			vars: map[string]string{app.SecretsEnv: "ids, console"}},
+			vars: map[string]string{config.SecretsEnv: "ids, console"}},
 		{name: "Stripe keys from secrets", group: routetable.GroupMeta,
-			vars: map[string]string{app.SecretsEnv: "ids, console, stripe"}},
+			vars: map[string]string{config.SecretsEnv: "ids, console, stripe"}},
 		{name: "keys from the environment", group: routetable.GroupMeta,
 			vars: map[string]string{"ROADEVENTS_EVENT_ID_KEY": hex32, "ROADEVENTS_AUTH_HASH_KEY": hex32, "ROADEVENTS_KMS_KEY_ID": "alias/x"}},
 		{name: "no event id key", group: routetable.GroupMeta,
-			vars: map[string]string{app.SecretsEnv: "console"}, wantErr: app.ErrLambdaKeys},
+			vars: map[string]string{config.SecretsEnv: "console"}, wantErr: app.ErrLambdaKeys},
 		{name: "no sealing key", group: routetable.GroupMeta,
 			vars: map[string]string{"ROADEVENTS_EVENT_ID_KEY": hex32, "ROADEVENTS_AUTH_HASH_KEY": hex32}, wantErr: app.ErrLambdaKeys},
 		{name: "secret not JSON", group: routetable.GroupMeta,
-			vars: map[string]string{app.SecretsEnv: "ids,notjson"}, wantErr: app.ErrLambdaSecret},
+			vars: map[string]string{config.SecretsEnv: "ids,notjson"}, wantErr: app.ErrLambdaSecret},
 		{name: "secret sets a foreign variable", group: routetable.GroupMeta,
-			vars: map[string]string{app.SecretsEnv: "foreign"}, wantErr: app.ErrLambdaSecret},
+			vars: map[string]string{config.SecretsEnv: "foreign"}, wantErr: app.ErrLambdaSecret},
 		{name: "stream group", group: routetable.GroupStream,
-			vars: map[string]string{app.SecretsEnv: "ids, console"}, wantErr: app.ErrLambdaGroup},
+			vars: map[string]string{config.SecretsEnv: "ids, console"}, wantErr: app.ErrLambdaGroup},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
