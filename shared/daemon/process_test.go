@@ -24,6 +24,15 @@ func embeddedConfig(t *testing.T) config.Config {
 	return cfg
 }
 
+func listen(t *testing.T) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ln
+}
+
 // reopen opens cfg's store again: the embedded store's file is locked while it is open, so
 // this fails (after bbolt's timeout) unless Run closed it.
 func reopen(t *testing.T, cfg config.Config) {
@@ -40,10 +49,7 @@ func reopen(t *testing.T, cfg config.Config) {
 func TestRunServesThenTearsDownInOrder(t *testing.T) {
 	t.Parallel()
 	cfg := embeddedConfig(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := listen(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	jobRead := make(chan error, 1)
@@ -91,12 +97,9 @@ func TestRunServesThenTearsDownInOrder(t *testing.T) {
 func TestRunReturnsTheHandlerError(t *testing.T) {
 	t.Parallel()
 	cfg := embeddedConfig(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := listen(t)
 	errBuild := errors.New("cannot build")
-	err = daemon.Run(context.Background(), cfg, slog.New(slog.DiscardHandler), ln, func(*daemon.Process) (http.Handler, error) {
+	err := daemon.Run(context.Background(), cfg, slog.New(slog.DiscardHandler), ln, func(*daemon.Process) (http.Handler, error) {
 		return nil, errBuild
 	})
 	if !errors.Is(err, errBuild) {
