@@ -4,8 +4,8 @@
 // (NewLambda, StartLambda), so a route that works locally works on Lambda, and /openapi.json
 // always describes every group, whichever process serves it. Each group serves exactly its
 // rows of the route table (the package's tests check it), which the CDK stack wires without
-// building the API. New returns an error rather than panicking, and fills in no dependency
-// that changes what is served or stored (Deps).
+// building the API. New returns an error rather than panicking; what it fills in for an
+// empty field of Deps is documented there, and logged when it changes behaviour.
 package app
 
 import (

@@ -91,9 +91,9 @@ var _ http.Handler = (*Lambda)(nil)
 // main.go: configuration (config.FromEnv over the environment and the secrets of
 // config.SecretsEnv), store, meter, keys, mailer and sealer. On DynamoDB it opens the table
 // without describing or creating it (the stack owns it, and the function has no right to)
-// and without its stream (only streamer/ reads it). The embedded store (ROADEVENTS_STORE=embedded
-// with ROADEVENTS_DATA) is for running a function on one machine, as the packaging test
-// does; its keys come from the data folder as for `go run .`.
+// and without its stream (only streamer/ reads it). The embedded store
+// (ROADEVENTS_STORE=embedded with ROADEVENTS_DATA) is for running a function on one machine,
+// as the packaging test does; its keys come from the data folder as for `go run .`.
 func NewLambda(ctx context.Context, group routetable.Group, opts LambdaOptions) (*Lambda, error) {
 	if !group.IsLambda() {
 		return nil, fmt.Errorf("%w: %q", ErrLambdaGroup, group)
