@@ -1,6 +1,8 @@
 // Command roadevents is the whole service on one machine (ARCHITECTURE.md): every route group,
-// on the embedded store in ./data, on 127.0.0.1:8080. It is wiring only: configuration,
-// adapters, the handler from shared/app, and a graceful server.
+// on the embedded store in ./data, on 127.0.0.1:8080. It is wiring only: configuration and
+// flags, the `apikey` operator commands, the mailer and sealer, the handler from shared/app
+// with the console beside it, and daemon.Run, which owns the store, the stream hub and the
+// graceful shutdown.
 package main
 
 import (
@@ -17,24 +19,18 @@ import (
 	"time"
 
 	"github.com/roadevents/roadevents/shared/admin"
-	"github.com/roadevents/roadevents/shared/apikey"
 	"github.com/roadevents/roadevents/shared/app"
 	"github.com/roadevents/roadevents/shared/billing"
 	"github.com/roadevents/roadevents/shared/clock"
 	"github.com/roadevents/roadevents/shared/config"
 	"github.com/roadevents/roadevents/shared/daemon"
 	"github.com/roadevents/roadevents/shared/httpapi"
-	"github.com/roadevents/roadevents/shared/metering"
-	"github.com/roadevents/roadevents/shared/stream"
 	"github.com/roadevents/roadevents/web"
 )
 
 // build identifies this build in GET /health; release builds set it with
 // -ldflags "-X main.build=<version>".
 var build = "dev"
-
-// shutdownWrites bounds the writes left to do once the server has stopped.
-const shutdownWrites = 10 * time.Second
 
 func main() {
 	cfg, err := config.FromEnv(config.Getenv)
@@ -84,17 +80,8 @@ func main() {
 	logger.Info("stopped")
 }
 
-func run(ctx context.Context, cfg config.Config, logger *slog.Logger) (err error) {
-	st, err := app.OpenStore(ctx, cfg, clock.System, logger)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if cerr := st.Table.Close(); cerr != nil && err == nil {
-			err = fmt.Errorf("close store: %w", cerr)
-		}
-	}()
-
+// run serves every group, and the console at /app/, until ctx ends.
+func run(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
@@ -104,66 +91,34 @@ func run(ctx context.Context, cfg config.Config, logger *slog.Logger) (err error
 	if cfg.ConsoleURL == "" {
 		cfg.ConsoleURL = base + web.Prefix
 	}
-	keys := apikey.New(st.Table, apikey.Options{Logger: logger})
-	meter := metering.New(st.Table, metering.Options{Logger: logger})
-	defer func() {
-		// After the server has stopped and before the store closes: write the usage counted
-		// in memory and the keys' last_used_at.
-		ctx, cancel := context.WithTimeout(context.Background(), shutdownWrites)
-		defer cancel()
-		if err := meter.Close(ctx); err != nil {
-			logger.Error("flush usage counts", "error", err.Error())
+	return daemon.Run(ctx, cfg, logger, ln, func(p *daemon.Process) (http.Handler, error) {
+		deps := p.Deps(build)
+		var err error
+		if deps.Mailer, err = app.OpenMailer(ctx, cfg, clock.System, logger); err != nil {
+			return nil, err
 		}
-		if err := keys.Wait(ctx); err != nil {
-			logger.Error("finish last_used_at writes", "error", err.Error())
+		if deps.Sealer, err = app.OpenSealer(ctx, cfg); err != nil {
+			return nil, err
 		}
-	}()
-	mailer, err := app.OpenMailer(ctx, cfg, clock.System, logger)
-	if err != nil {
-		return err
-	}
-	sealer, err := app.OpenSealer(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	// GET /v1/stream: the hub follows the store's change feed, the same code as streamer/ on
-	// DynamoDB Streams. It stops, after the server, before the store closes.
-	hub := stream.NewHub(stream.HubOptions{Logger: logger})
-	hubDone := make(chan struct{})
-	go func() {
-		defer close(hubDone)
-		hub.Run(ctx, st.Feed, stream.EventsDecoder())
-	}()
-	defer func() { <-hubDone }()
-	api := app.New(app.Deps{Config: cfg, Build: build, Table: st.Table, Clock: clock.System, Logger: logger,
-		Keys: keys, Meter: meter, Mailer: mailer, Sealer: sealer, Hub: hub})
-
-	// Reads beyond included_reads are reported to Stripe hourly (README), only with billing
-	// on; the job stops with ctx and is waited for before the store closes.
-	if b := api.Billing(); b.Configured() {
-		ticker := time.NewTicker(billing.ReportInterval)
-		overageDone := make(chan struct{})
-		go func() {
-			defer close(overageDone)
-			b.RunOverageReports(ctx, ticker.C)
-		}()
-		defer func() { ticker.Stop(); <-overageDone }()
-	}
-
-	fmt.Printf("road events service on %s (data in %s)\n", base, cfg.DataDir)
-	logger.Info("listening", "addr", base, "store", string(cfg.Store), "data", cfg.DataDir)
-	// On shutdown every stream says bye (reconnect) before the server waits for its requests;
-	// the streams hold their connections themselves, so they are waited for apart.
-	mux := http.NewServeMux()
-	mux.Handle("/", api.Handler())
-	mux.Handle(web.Prefix, web.Handler())
-	mux.Handle(strings.TrimSuffix(web.Prefix, "/"), web.Handler())
-	err = daemon.Serve(ctx, ln, mux, daemon.Options{Logger: logger, OnShutdown: []func(){hub.Drain}})
-	hub.Drain()
-	wait, cancel := context.WithTimeout(context.Background(), shutdownWrites)
-	defer cancel()
-	if werr := hub.Wait(wait); werr != nil {
-		logger.Warn("streams still open at exit", "error", werr.Error())
-	}
-	return err
+		api, err := app.New(deps)
+		if err != nil {
+			return nil, err
+		}
+		// Reads beyond included_reads are reported to Stripe hourly (README), only with
+		// billing on.
+		if b := api.Billing(); b.Configured() {
+			p.Go(func(ctx context.Context) {
+				ticker := time.NewTicker(billing.ReportInterval)
+				defer ticker.Stop()
+				b.RunOverageReports(ctx, ticker.C)
+			})
+		}
+		fmt.Printf("road events service on %s (data in %s)\n", base, cfg.DataDir)
+		logger.Info("listening", "addr", base, "store", string(cfg.Store), "data", cfg.DataDir)
+		mux := http.NewServeMux()
+		mux.Handle("/", api.Handler())
+		mux.Handle(web.Prefix, web.Handler())
+		mux.Handle(strings.TrimSuffix(web.Prefix, "/"), web.Handler())
+		return mux, nil
+	})
 }

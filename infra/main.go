@@ -21,7 +21,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/roadevents/roadevents/infra/stack"
-	"github.com/roadevents/roadevents/shared/app"
+	"github.com/roadevents/roadevents/shared/routetable"
 )
 
 func main() {
@@ -69,11 +69,11 @@ func main() {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
-		props.Bundles = func(constructs.Construct, app.Group) awslambda.Code {
+		props.Bundles = func(constructs.Construct, routetable.Group) awslambda.Code {
 			return awslambda.Code_FromAsset(jsii.String(dir), nil)
 		}
 	} else {
-		for _, g := range app.LambdaGroups {
+		for _, g := range routetable.Lambdas {
 			zip := filepath.Join(props.BundleDir, string(g)+".zip")
 			if _, err := os.Stat(zip); err != nil {
 				fmt.Fprintf(os.Stderr, "infra: %s is missing: run scripts/build-lambdas.sh first "+

@@ -19,6 +19,8 @@ import (
 	"github.com/roadevents/roadevents/shared/clock"
 	"github.com/roadevents/roadevents/shared/config"
 	"github.com/roadevents/roadevents/shared/event"
+	"github.com/roadevents/roadevents/shared/metering"
+	"github.com/roadevents/roadevents/shared/routetable"
 	"github.com/roadevents/roadevents/shared/store/dynamodb"
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
 	"github.com/roadevents/roadevents/shared/stream"
@@ -62,8 +64,11 @@ func TestStreamerOnDynamoDBLocal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventsAPI := app.New(app.Deps{Config: config.Default(), Table: table, Clock: clock.System, Logger: logger, Keys: keys},
-		app.GroupEvents)
+	eventsAPI, err := app.New(app.Deps{Config: config.Default(), Table: table, Clock: clock.System, Logger: logger,
+		Keys: keys, Meter: metering.New(table, metering.Options{FlushInterval: -1})}, routetable.GroupEvents)
+	if err != nil {
+		t.Fatal(err)
+	}
 	lambda := httptest.NewServer(eventsAPI.Handler())
 	defer lambda.Close()
 

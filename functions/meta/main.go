@@ -5,10 +5,19 @@
 // scripts/build-lambdas.sh builds it as the bootstrap of provided.al2023 on arm64.
 package main
 
-import "github.com/roadevents/roadevents/shared/app"
+import (
+	"os"
+
+	"github.com/roadevents/roadevents/shared/app"
+	"github.com/roadevents/roadevents/shared/routetable"
+)
 
 // build identifies this build in GET /health; release builds set it with
 // -ldflags "-X main.build=<version>".
 var build = "dev"
 
-func main() { app.StartLambda(app.GroupMeta, build) }
+func main() {
+	if app.StartLambda(routetable.GroupMeta, build) != nil {
+		os.Exit(1) // StartLambda has reported why
+	}
+}

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -20,7 +19,8 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/roadevents/roadevents/infra/stack"
-	"github.com/roadevents/roadevents/shared/app"
+	"github.com/roadevents/roadevents/shared/config"
+	"github.com/roadevents/roadevents/shared/routetable"
 )
 
 // synthesized is one stack's template, synthesized once for every test (jsii starts a Node.js
@@ -83,7 +83,7 @@ func synth(t *testing.T) map[string]*synthesized {
 				StreamOriginDomain:   domain,
 				StreamCertificateARN: cert,
 				Stage:                stage,
-				Bundles: func(constructs.Construct, app.Group) awslambda.Code {
+				Bundles: func(constructs.Construct, routetable.Group) awslambda.Code {
 					return awslambda.Code_FromAsset(jsii.String(bundle), nil)
 				},
 				WebDist:    filepath.Join(root, "web", "dist"),
@@ -163,8 +163,8 @@ func ref(v any) string {
 	return ""
 }
 
-// TestRoutesWiredToTheirFunction: every route of the API document except the stream is an
-// HTTP API route whose integration invokes the function of the route's group.
+// TestRoutesWiredToTheirFunction: every row of the route table but the stream's is an HTTP
+// API route whose integration invokes the function of the row's group.
 func TestRoutesWiredToTheirFunction(t *testing.T) {
 	s := synth(t)[stack.StageDev]
 	integrationTarget := map[string]string{} // integration id -> function id
@@ -183,37 +183,15 @@ func TestRoutesWiredToTheirFunction(t *testing.T) {
 		routeFunction[key] = integrationTarget[ref(join[1])]
 	}
 
-	want := map[string]app.Group{}
-	for _, g := range app.LambdaGroups {
-		for _, r := range app.GroupRoutes(g) {
-			want[r.Method+" "+stack.APIPath(r.Path)] = g
-		}
-	}
-	// The document describes every route of every group: each one but the stream must be
-	// wired, so that no spec route is left out of the API.
-	var doc struct {
-		Paths map[string]map[string]any `json:"paths"`
-	}
-	if err := json.Unmarshal(app.Document(), &doc); err != nil {
-		t.Fatalf("decode the API document: %v", err)
-	}
-	documented := 0
-	for path, ops := range doc.Paths {
-		for method := range ops {
-			m := strings.ToUpper(method)
-			if !slices.Contains([]string{"GET", "POST", "PUT", "PATCH", "DELETE"}, m) {
-				continue
-			}
-			documented++
-			key := m + " " + path
-			if key == "GET /v1/stream" {
-				if _, ok := routeFunction[key]; ok {
-					t.Errorf("%s is an HTTP API route; want it on the streamer only", key)
-				}
-				continue
-			}
-			if _, ok := routeFunction[key]; !ok {
-				t.Errorf("documented route %s is not in the HTTP API", key)
+	// shared/app's tests check that each group serves exactly its rows.
+	want := map[string]routetable.Group{}
+	for _, g := range routetable.All {
+		for _, r := range g.Routes() {
+			key := r.Method + " " + stack.APIPath(r.Path)
+			if g.IsLambda() {
+				want[key] = g
+			} else if _, ok := routeFunction[key]; ok {
+				t.Errorf("%s is an HTTP API route; want it on the %s group's process only", key, g)
 			}
 		}
 	}
@@ -223,13 +201,13 @@ func TestRoutesWiredToTheirFunction(t *testing.T) {
 			t.Errorf("route %s invokes %q; want %q (the %s function)", key, got, fn, g)
 		}
 	}
-	if got := routeFunction["$default"]; got != s.logicalID(s.stack.Functions[app.GroupMeta]) {
+	if got := routeFunction["$default"]; got != s.logicalID(s.stack.Functions[routetable.GroupMeta]) {
 		t.Errorf("$default route invokes %q; want the meta function", got)
 	}
-	if got := routeFunction["OPTIONS /{proxy+}"]; got != s.logicalID(s.stack.Functions[app.GroupMeta]) {
+	if got := routeFunction["OPTIONS /{proxy+}"]; got != s.logicalID(s.stack.Functions[routetable.GroupMeta]) {
 		t.Errorf("OPTIONS /{proxy+} invokes %q; want the meta function", got)
 	}
-	t.Logf("%d routes wired, %d documented operations", len(want), documented)
+	t.Logf("%d routes wired", len(want))
 	must(t, "GET /v1/events route", func() {
 		s.template.HasResourceProperties(jsii.String("AWS::ApiGatewayV2::Route"), map[string]any{"RouteKey": "GET /v1/events"})
 	})
@@ -415,7 +393,7 @@ func TestLeastPrivilege(t *testing.T) {
 		t.Fatal("no policy statements found")
 	}
 	// Each function reads only the secrets it needs and uses the table's item actions.
-	for _, g := range app.LambdaGroups {
+	for _, g := range routetable.Lambdas {
 		must(t, string(g)+" table actions", func() {
 			s.template.HasResourceProperties(jsii.String("AWS::IAM::Policy"), map[string]any{
 				"Roles": assertions.Match_ArrayWith(&[]any{map[string]any{"Ref": *s.stack.GetLogicalId(s.stack.Functions[g].Role().Node().DefaultChild().(awscdk.CfnElement))}}),
@@ -467,7 +445,7 @@ func TestSiteBucketPrivate(t *testing.T) {
 func TestFunctions(t *testing.T) {
 	s := synth(t)[stack.StageDev]
 	fns := s.resources("AWS::Lambda::Function")
-	for _, g := range app.LambdaGroups {
+	for _, g := range routetable.Lambdas {
 		id := s.logicalID(s.stack.Functions[g])
 		p := props(fns[id])
 		if p == nil {
@@ -484,12 +462,12 @@ func TestFunctions(t *testing.T) {
 			t.Errorf("%s memory %v timeout %v; want %v", g, p["MemorySize"], p["Timeout"], stack.Sizes[g])
 		}
 		vars := p["Environment"].(map[string]any)["Variables"].(map[string]any)
-		if _, ok := vars[app.SecretsEnv]; !ok {
-			t.Errorf("%s has no %s", g, app.SecretsEnv)
+		if _, ok := vars[config.SecretsEnv]; !ok {
+			t.Errorf("%s has no %s", g, config.SecretsEnv)
 		}
 		for k := range vars {
 			if strings.HasSuffix(k, "_KEY") && k != "ROADEVENTS_KMS_KEY_ID" {
-				t.Errorf("%s has secret variable %s in its configuration; want it in %s", g, k, app.SecretsEnv)
+				t.Errorf("%s has secret variable %s in its configuration; want it in %s", g, k, config.SecretsEnv)
 			}
 		}
 		if _, ok := p["LoggingConfig"].(map[string]any)["LogGroup"]; !ok {
@@ -517,7 +495,7 @@ func TestOverageSchedule(t *testing.T) {
 	if len(rules) != 1 {
 		t.Fatalf("%d EventBridge rules; want 1", len(rules))
 	}
-	billing := s.logicalID(s.stack.Functions[app.GroupBilling])
+	billing := s.logicalID(s.stack.Functions[routetable.GroupBilling])
 	for id, res := range rules {
 		p := props(res)
 		if p["ScheduleExpression"] != "rate(1 hour)" || p["State"] != "ENABLED" {

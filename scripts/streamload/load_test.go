@@ -15,6 +15,7 @@ import (
 	"github.com/roadevents/roadevents/shared/app"
 	"github.com/roadevents/roadevents/shared/clock"
 	"github.com/roadevents/roadevents/shared/config"
+	"github.com/roadevents/roadevents/shared/metering"
 	"github.com/roadevents/roadevents/shared/store/embedded"
 	"github.com/roadevents/roadevents/shared/stream"
 )
@@ -45,7 +46,11 @@ func startServer(tb testing.TB) (base, key string) {
 	}
 	cfg := config.Default()
 	cfg.Store = config.StoreEmbedded
-	api := app.New(app.Deps{Config: cfg, Table: st, Clock: clock.System, Logger: logger, Keys: keys, Hub: hub})
+	api, err := app.New(app.Deps{Config: cfg, Table: st, Clock: clock.System, Logger: logger, Keys: keys,
+		Meter: metering.New(st, metering.Options{Logger: logger, FlushInterval: -1}), Hub: hub})
+	if err != nil {
+		tb.Fatal(err)
+	}
 	srv := httptest.NewServer(api.Handler())
 	tb.Cleanup(func() {
 		hub.Drain()

@@ -1,15 +1,21 @@
-// Package app assembles the route groups into one API (ARCHITECTURE.md, "Lambdas and route
-// groups"). main.go mounts every group; each Lambda mounts its own group through the same
-// constructors, so a route that works locally works on Lambda, and /openapi.json always
-// describes every group, whichever process serves it.
+// Package app assembles the route groups of shared/routetable into one API (ARCHITECTURE.md,
+// "Lambdas and route groups"). main.go mounts every group and streamer/ the stream, both
+// through daemon.Run; each Lambda mounts its own group through the same constructors
+// (NewLambda, StartLambda), so a route that works locally works on Lambda, and /openapi.json
+// always describes every group, whichever process serves it. Each group serves exactly its
+// rows of the route table (the package's tests check it), which the CDK stack wires without
+// building the API. New returns an error rather than panicking; what it fills in for an
+// empty field of Deps is documented there, and logged when it changes behaviour.
 package app
 
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 
 	"github.com/roadevents/roadevents/shared/apikey"
 	"github.com/roadevents/roadevents/shared/billing"
@@ -25,52 +31,37 @@ import (
 	"github.com/roadevents/roadevents/shared/orgs"
 	"github.com/roadevents/roadevents/shared/plans"
 	"github.com/roadevents/roadevents/shared/ratelimit"
+	"github.com/roadevents/roadevents/shared/routetable"
 	"github.com/roadevents/roadevents/shared/seal"
 	"github.com/roadevents/roadevents/shared/store"
 	"github.com/roadevents/roadevents/shared/stream"
 )
 
-// Group names a route group: one Lambda each on AWS.
-type Group string
-
-// The route groups of ARCHITECTURE.md.
-const (
-	GroupMeta        Group = "meta"
-	GroupEvents      Group = "events"
-	GroupConsoleAuth Group = "console-auth"
-	// GroupStream is GET /v1/stream, served by the long-lived processes only (streamer/ and
-	// main.go): a Lambda cannot flush a response (STYLE.md guideline 6). Its tickets
-	// (POST /v1/stream/tickets) are in GroupEvents (ARCHITECTURE.md, route groups).
-	GroupStream Group = "stream"
-	// GroupConsoleOrgs is organisations, members, invitations, audit, keys, usage and vitality.
-	GroupConsoleOrgs Group = "console-orgs"
-	// GroupBilling is plans, the billing summary, checkout, portal and the Stripe webhook.
-	GroupBilling Group = "billing"
-)
-
-// AllGroups lists every group, in the order they are mounted.
-var AllGroups = []Group{GroupMeta, GroupEvents, GroupConsoleAuth, GroupConsoleOrgs, GroupBilling, GroupStream}
-
-// Deps is what the route groups are built from.
+// Deps is what the route groups are built from. Table, Keys and Meter are required: the
+// process that serves the routes owns them and finishes their writes when it stops
+// (daemon.Process, Lambda), which it could not do for ones New made. Every other field says
+// what New uses when it is empty.
 type Deps struct {
 	Config config.Config
 	// Build identifies the running build (GET /health).
-	Build  string
-	Table  store.Table
-	Clock  clock.Clock
+	Build string
+	// Table is the store of every group. Required.
+	Table store.Table
+	// Clock is clock.System when nil.
+	Clock clock.Clock
+	// Logger is slog.Default() when nil.
 	Logger *slog.Logger
-	// Keys authenticates the API keys of /v1 (apikey.Middleware); one on Table when nil.
-	// main passes its own so that it can Wait for its last_used_at writes on shutdown.
+	// Keys authenticates the API keys of /v1 (apikey.Middleware). Required: its owner waits
+	// for its last_used_at writes (apikey.Keys.Wait).
 	Keys *apikey.Keys
-	// Meter counts usage (spec 1). When nil, a meter on Table without a background flush is
-	// made, which only keeps counts in memory: a process that serves traffic passes its own
-	// and closes it on shutdown.
+	// Meter counts usage (spec 1). Required: its owner writes what it counted
+	// (metering.Meter.Flush or Close).
 	Meter *metering.Meter
 	// Mailer sends the console's e-mail (OpenMailer builds it from the configuration). When
-	// nil, sending fails and the console cannot sign anyone in.
+	// nil, sending fails, and New logs that the console can sign no one in.
 	Mailer mail.Mailer
-	// Sealer encrypts TOTP secrets at rest (OpenSealer). When nil, one is made from
-	// Config.Console.SealKey, or from a random key.
+	// Sealer encrypts TOTP secrets at rest (OpenSealer). When nil, AES-GCM under
+	// Config.Console.SealKey, or under a random key, which New logs.
 	Sealer seal.Sealer
 	// Hub routes the table's changes to the streams of GET /v1/stream; the process that
 	// serves GroupStream runs it on its store's feed (stream.Hub.Run) and drains it on
@@ -79,9 +70,13 @@ type Deps struct {
 	// StreamTimers make each stream's keepalive and end-of-life timers; real ones when nil.
 	StreamTimers stream.Timers
 	// PlanCaps gives the live-key and seat caps of a plan to the console's organisations
-	// (orgs.Options.Caps; plans.Catalogue.Caps fits); nil gives every plan the Free plan's.
+	// (orgs.Options.Caps). When nil, the caps of the plans of Config.Billing
+	// (plans.Catalogue.Caps), as served; tests pass their own.
 	PlanCaps func(planID string) (liveKeyCap, seatCap int)
 }
+
+// ErrMissingDependency is returned by New when a required field of Deps is empty.
+var ErrMissingDependency = errors.New("app: missing dependency")
 
 // API is a built service: the routes of some groups, served, and the document of all groups.
 type API struct {
@@ -91,22 +86,35 @@ type API struct {
 	billing *billing.Service
 }
 
-// New builds an API serving groups (all of them when none are named).
-func New(d Deps, groups ...Group) *API {
+// New builds an API serving groups (all of them when none are named). It fails on a missing
+// required dependency (ErrMissingDependency), an unknown group, or a dependency a group's
+// constructor refuses, such as an event id key shorter than config accepts.
+func New(d Deps, groups ...routetable.Group) (*API, error) {
+	var missing string
+	switch {
+	case d.Table == nil:
+		missing = "Table"
+	case d.Keys == nil:
+		missing = "Keys"
+	case d.Meter == nil:
+		missing = "Meter"
+	}
+	if missing != "" {
+		return nil, fmt.Errorf("%w: Deps.%s", ErrMissingDependency, missing)
+	}
 	if len(groups) == 0 {
-		groups = AllGroups
+		groups = routetable.All
+	}
+	for _, g := range groups {
+		if !slices.Contains(routetable.All, g) {
+			return nil, fmt.Errorf("app: unknown route group %q", g)
+		}
 	}
 	if d.Clock == nil {
 		d.Clock = clock.System
 	}
 	if d.Logger == nil {
 		d.Logger = slog.Default()
-	}
-	if d.Keys == nil {
-		d.Keys = apikey.New(d.Table, apikey.Options{Clock: d.Clock, Logger: d.Logger})
-	}
-	if d.Meter == nil {
-		d.Meter = metering.New(d.Table, metering.Options{Clock: d.Clock, Logger: d.Logger, FlushInterval: -1})
 	}
 	// The plans of the configuration decide the caps of the organisations (contract 3).
 	catalogue := plans.New(d.Config.Billing)
@@ -119,7 +127,7 @@ func New(d Deps, groups ...Group) *API {
 	if len(d.Config.EventIDKey) == 0 {
 		d.Config.EventIDKey = make([]byte, 32)
 		rand.Read(d.Config.EventIDKey)
-		if servesGroup(groups, GroupEvents) {
+		if slices.Contains(groups, routetable.GroupEvents) {
 			d.Logger.Warn("no event id key configured (ROADEVENTS_EVENT_ID_KEY): using a random one, " +
 				"so ids derived from client_event_id change when this process restarts")
 		}
@@ -134,11 +142,8 @@ func New(d Deps, groups ...Group) *API {
 		CacheBytes:        areaCacheBytes(d.Config.Store),
 	})
 	if err != nil {
-		// Only a key shorter than config accepts gets here: a wiring mistake, which must stop
-		// the program at start rather than serve publishes with guessable ids.
-		panic(fmt.Sprintf("service: %v", err))
+		return nil, fmt.Errorf("app: %w", err)
 	}
-	a := &API{}
 	// console-orgs: the TOTP hook of consoleauth writes in the audit log of every organisation
 	// of the user (contract 3), so the identity is built with a hook on the organisations,
 	// which are built from the identity right after.
@@ -148,24 +153,33 @@ func New(d Deps, groups ...Group) *API {
 			og.RecordUserAction(ctx, u, action)
 		}
 	}
-	auth := newConsoleAuth(d, servesGroup(groups, GroupConsoleAuth), onTOTP)
-	og = newOrgs(d, auth, servesGroup(groups, GroupConsoleOrgs))
+	auth, err := newConsoleAuth(d, slices.Contains(groups, routetable.GroupConsoleAuth), onTOTP)
+	if err != nil {
+		return nil, err
+	}
+	if og, err = newOrgs(d, auth, slices.Contains(groups, routetable.GroupConsoleOrgs)); err != nil {
+		return nil, err
+	}
+	bill, err := newBilling(d, og, catalogue, slices.Contains(groups, routetable.GroupBilling))
+	if err != nil {
+		return nil, err
+	}
 	b := built{
 		events:  evs,
 		auth:    auth,
 		orgs:    og,
-		billing: newBilling(d, og, catalogue, servesGroup(groups, GroupBilling)),
+		billing: bill,
 		tickets: stream.NewTickets(d.Table, stream.TicketOptions{Clock: d.Clock}),
 	}
-	a.billing = b.billing
+	a := &API{billing: bill}
 	a.doc = newHTTPAPI(d, b)
-	a.doc.Handle(routes(d, a, b, AllGroups...)...)
+	a.doc.Handle(routes(d, a, b, routetable.All...)...)
 	a.served = a.doc
-	if !sameGroups(groups, AllGroups) {
+	if !slices.Equal(groups, routetable.All) {
 		a.served = newHTTPAPI(d, b)
 		a.served.Handle(routes(d, a, b, groups...)...)
 	}
-	return a
+	return a, nil
 }
 
 // embeddedAreaCache is the memory the events store may keep decoded area index partitions in
@@ -199,15 +213,6 @@ type built struct {
 	tickets *stream.Tickets
 }
 
-func servesGroup(groups []Group, g Group) bool {
-	for _, x := range groups {
-		if x == g {
-			return true
-		}
-	}
-	return false
-}
-
 // Handler serves the API's routes.
 func (a *API) Handler() http.Handler { return a.served.Handler() }
 
@@ -236,7 +241,7 @@ func newHTTPAPI(d Deps, b built) *httpapi.API {
 	})
 }
 
-func routes(d Deps, a *API, b built, groups ...Group) []httpapi.Route {
+func routes(d Deps, a *API, b built, groups ...routetable.Group) []httpapi.Route {
 	streams := stream.Deps{
 		Hub:       d.Hub,
 		Snapshots: stream.EventsSnapshots(b.events),
@@ -250,21 +255,21 @@ func routes(d Deps, a *API, b built, groups ...Group) []httpapi.Route {
 	var out []httpapi.Route
 	for _, g := range groups {
 		switch g {
-		case GroupMeta:
+		case routetable.GroupMeta:
 			out = append(out, meta.Routes(meta.Deps{
 				Build:      d.Build,
 				ConsoleURL: d.Config.ConsoleURL,
 				Limits:     d.Config.Limits,
 				OpenAPI:    a.OpenAPI,
 			})...)
-		case GroupConsoleAuth:
+		case routetable.GroupConsoleAuth:
 			out = append(out, consoleauth.Routes(b.auth)...)
-		case GroupConsoleOrgs:
+		case routetable.GroupConsoleOrgs:
 			out = append(out, orgs.Routes(b.orgs)...)
 			out = append(out, consoleusage.Routes(consoleusage.Deps{Orgs: b.orgs, Meter: d.Meter, Keys: d.Keys, Clock: d.Clock})...)
-		case GroupBilling:
+		case routetable.GroupBilling:
 			out = append(out, billing.Routes(b.billing)...)
-		case GroupEvents:
+		case routetable.GroupEvents:
 			out = append(out, eventstore.Routes(eventstore.Deps{
 				Store:     b.events,
 				Meter:     d.Meter,
@@ -272,21 +277,9 @@ func routes(d Deps, a *API, b built, groups ...Group) []httpapi.Route {
 				MaxRadius: d.Config.Limits.MaxQueryRadiusM,
 			})...)
 			out = append(out, stream.TicketRoutes(streams)...)
-		case GroupStream:
+		case routetable.GroupStream:
 			out = append(out, stream.Routes(streams)...)
 		}
 	}
 	return out
-}
-
-func sameGroups(a, b []Group) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

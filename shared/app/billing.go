@@ -17,7 +17,7 @@ import (
 
 // newBilling builds the billing group on the organisations og and the plan catalogue.
 // Billing is on only with a Stripe key (contract 4); the key never leaves the Stripe adapter.
-func newBilling(d Deps, og *orgs.Service, catalogue *plans.Catalogue, serving bool) *billing.Service {
+func newBilling(d Deps, og *orgs.Service, catalogue *plans.Catalogue, serving bool) (*billing.Service, error) {
 	cfg := d.Config.Billing
 	var provider billing.Provider
 	if cfg.Configured() {
@@ -43,10 +43,9 @@ func newBilling(d Deps, og *orgs.Service, catalogue *plans.Catalogue, serving bo
 		Clock: d.Clock, Logger: d.Logger,
 	})
 	if err != nil {
-		// Every option is filled in above: only a wiring mistake (no table) gets here.
-		panic(fmt.Sprintf("service: %v", err))
+		return nil, fmt.Errorf("app: %w", err)
 	}
-	return s
+	return s, nil
 }
 
 // Billing returns the billing service, for the overage job (billing.Service.ReportOverage),

@@ -17,6 +17,7 @@ import (
 	"github.com/roadevents/roadevents/shared/app"
 	"github.com/roadevents/roadevents/shared/clock"
 	"github.com/roadevents/roadevents/shared/metering"
+	"github.com/roadevents/roadevents/shared/routetable"
 )
 
 // scheduledPayload is an EventBridge scheduled event as a schedule rule sends it.
@@ -69,7 +70,7 @@ func TestBillingHandlerDispatches(t *testing.T) {
 	t.Cleanup(srv.Close)
 	clk := clock.NewFake(time.Date(2040, 3, 10, 9, 0, 0, 0, time.UTC))
 	const secret = "whsec_handler_test"
-	l, err := app.NewLambda(context.Background(), app.GroupBilling, app.LambdaOptions{
+	l, err := app.NewLambda(context.Background(), routetable.GroupBilling, app.LambdaOptions{
 		Getenv: env(map[string]string{
 			"ROADEVENTS_STORE": "embedded", "ROADEVENTS_DATA": t.TempDir(),
 			"STRIPE_SECRET_KEY": "sk_test_handler", "STRIPE_WEBHOOK_SECRET": secret,

@@ -38,7 +38,7 @@ func OpenMailer(ctx context.Context, cfg config.Config, clk clock.Clock, logger 
 		m.ConfigurationSet = cfg.Mail.SESConfigurationSet
 		return m, nil
 	}
-	return nil, fmt.Errorf("service: unknown mailer %q", cfg.Mail.Adapter)
+	return nil, fmt.Errorf("app: unknown mailer %q", cfg.Mail.Adapter)
 }
 
 // OpenSealer builds the sealer of TOTP secrets the configuration names: KMS when a key id is
@@ -53,13 +53,13 @@ func OpenSealer(ctx context.Context, cfg config.Config) (seal.Sealer, error) {
 		return seal.NewKMS(kms.NewFromConfig(awsCfg), cfg.Console.KMSKeyID), nil
 	}
 	if len(cfg.Console.SealKey) == 0 {
-		return nil, errors.New("service: no sealing key: set ROADEVENTS_SEAL_KEY or ROADEVENTS_KMS_KEY_ID, or call config.EnsureConsoleKeys")
+		return nil, errors.New("app: no sealing key: set ROADEVENTS_SEAL_KEY or ROADEVENTS_KMS_KEY_ID, or call config.EnsureConsoleKeys")
 	}
 	return seal.NewAESGCM(cfg.Console.SealKey)
 }
 
 // errNoMailer is what the placeholder mailer answers: the process was built without one.
-var errNoMailer = errors.New("service: no mailer configured (Deps.Mailer)")
+var errNoMailer = errors.New("app: no mailer configured (Deps.Mailer)")
 
 type noMailer struct{}
 
@@ -70,7 +70,7 @@ func (noMailer) Send(context.Context, mail.Message) error { return errNoMailer }
 // the document can always be built; when the group is served, each replacement is logged,
 // because it changes behaviour: without a mailer no code can be sent, and with a random key
 // TOTP secrets and pending codes do not survive a restart.
-func newConsoleAuth(d Deps, serving bool, onTOTPChange func(context.Context, consoleauth.User, string)) *consoleauth.Service {
+func newConsoleAuth(d Deps, serving bool, onTOTPChange func(context.Context, consoleauth.User, string)) (*consoleauth.Service, error) {
 	warn := func(msg string) {
 		if serving {
 			d.Logger.Warn(msg)
@@ -104,16 +104,15 @@ func newConsoleAuth(d Deps, serving bool, onTOTPChange func(context.Context, con
 		ConsoleURL: d.Config.ConsoleURL, OnTOTPChange: onTOTPChange,
 	})
 	if err != nil {
-		// Every option is filled in above: only a wiring mistake (no table) gets here.
-		panic(fmt.Sprintf("service: %v", err))
+		return nil, fmt.Errorf("app: %w", err)
 	}
-	return s
+	return s, nil
 }
 
 // newOrgs builds the console's organisations (group console-orgs) on the identity auth. The
 // mailer is replaced as newConsoleAuth does; without one, invitations are stored but their
 // e-mails fail (logged).
-func newOrgs(d Deps, auth *consoleauth.Service, serving bool) *orgs.Service {
+func newOrgs(d Deps, auth *consoleauth.Service, serving bool) (*orgs.Service, error) {
 	mailer := d.Mailer
 	if mailer == nil {
 		mailer = noMailer{}
@@ -127,10 +126,9 @@ func newOrgs(d Deps, auth *consoleauth.Service, serving bool) *orgs.Service {
 		Caps:       d.PlanCaps,
 	})
 	if err != nil {
-		// Every option is filled in above: only a wiring mistake (no table) gets here.
-		panic(fmt.Sprintf("service: %v", err))
+		return nil, fmt.Errorf("app: %w", err)
 	}
-	return s
+	return s, nil
 }
 
 // consoleAppURL is where the console's pages are, ending in "/": ConsoleURL when set (the

@@ -25,38 +25,26 @@ import (
 	"github.com/roadevents/roadevents/shared/config"
 	"github.com/roadevents/roadevents/shared/httpapi"
 	"github.com/roadevents/roadevents/shared/metering"
+	"github.com/roadevents/roadevents/shared/routetable"
 	"github.com/roadevents/roadevents/shared/store"
 	"github.com/roadevents/roadevents/shared/store/dynamodb"
 )
-
-// LambdaGroups are the groups served by one Lambda function each (ARCHITECTURE.md, "Lambdas
-// and route groups"), in AllGroups order. GroupStream is not among them: a proxied Lambda
-// response cannot be flushed, so GET /v1/stream lives in streamer/ (STYLE.md guideline 6).
-var LambdaGroups = []Group{GroupMeta, GroupEvents, GroupConsoleAuth, GroupConsoleOrgs, GroupBilling}
-
-// SecretsEnv names the variable listing, comma-separated, the Secrets Manager secrets (ARNs or
-// names) a Lambda reads its secret variables from at start. Each secret's value is a JSON
-// object of ROADEVENTS_* variables (and the two Stripe keys) and their values, for example
-// {"ROADEVENTS_EVENT_ID_KEY":"<hex>"}; a secret's variable takes precedence over the
-// environment. Secrets therefore never appear in the function's configuration, where anyone
-// allowed to read it would see them (README, "Deploying to AWS").
-const SecretsEnv = "ROADEVENTS_SECRETS"
 
 // lambdaFinishTimeout bounds the writes done after each invocation (usage counts, last_used_at).
 const lambdaFinishTimeout = 3 * time.Second
 
 // Errors of NewLambda.
 var (
-	// ErrLambdaGroup is returned for a group that no Lambda serves (not in LambdaGroups).
-	ErrLambdaGroup = errors.New("service: not a Lambda route group")
+	// ErrLambdaGroup is returned for a group that no Lambda serves (routetable.Lambdas).
+	ErrLambdaGroup = errors.New("app: not a Lambda route group")
 	// ErrLambdaKeys is returned on DynamoDB when a shared secret key is missing: every
 	// instance would make up its own random key, and ids, codes and sessions made by one
 	// instance would not be recognised by the next (config.Config.EventIDKey).
-	ErrLambdaKeys = errors.New("service: a Lambda on DynamoDB needs ROADEVENTS_EVENT_ID_KEY, ROADEVENTS_AUTH_HASH_KEY " +
-		"and ROADEVENTS_SEAL_KEY or ROADEVENTS_KMS_KEY_ID (from the environment or " + SecretsEnv + ")")
+	ErrLambdaKeys = errors.New("app: a Lambda on DynamoDB needs ROADEVENTS_EVENT_ID_KEY, ROADEVENTS_AUTH_HASH_KEY " +
+		"and ROADEVENTS_SEAL_KEY or ROADEVENTS_KMS_KEY_ID (from the environment or " + config.SecretsEnv + ")")
 	// ErrLambdaSecret is returned for a secret whose value is not a JSON object of
 	// ROADEVENTS_* variables.
-	ErrLambdaSecret = errors.New("service: bad secret")
+	ErrLambdaSecret = errors.New("app: bad secret")
 )
 
 // SecretsAPI is the part of the Secrets Manager client NewLambda uses.
@@ -77,7 +65,7 @@ type LambdaOptions struct {
 	Logger *slog.Logger
 	// Clock is clock.System when nil.
 	Clock clock.Clock
-	// Secrets reads the secrets named by SecretsEnv; a client from the standard AWS
+	// Secrets reads the secrets named by config.SecretsEnv; a client from the standard AWS
 	// configuration chain when nil and the variable is set.
 	Secrets SecretsAPI
 }
@@ -90,7 +78,7 @@ type LambdaOptions struct {
 // aws-lambda-go-api-proxy.
 type Lambda struct {
 	api    *API
-	group  Group
+	group  routetable.Group
 	table  store.Table
 	meter  *metering.Meter
 	keys   *apikey.Keys
@@ -101,13 +89,13 @@ var _ http.Handler = (*Lambda)(nil)
 
 // NewLambda builds group's handler from the environment, with the same constructors as
 // main.go: configuration (config.FromEnv over the environment and the secrets of
-// SecretsEnv), store, meter, keys, mailer and sealer. On DynamoDB it opens the table without
-// describing or creating it (the stack owns it, and the function has no right to) and
-// without its stream (only streamer/ reads it). The embedded store (ROADEVENTS_STORE=embedded
-// with ROADEVENTS_DATA) is for running a function on one machine, as the packaging test
-// does; its keys come from the data folder as for `go run .`.
-func NewLambda(ctx context.Context, group Group, opts LambdaOptions) (*Lambda, error) {
-	if !servesGroup(LambdaGroups, group) {
+// config.SecretsEnv), store, meter, keys, mailer and sealer. On DynamoDB it opens the table
+// without describing or creating it (the stack owns it, and the function has no right to)
+// and without its stream (only streamer/ reads it). The embedded store
+// (ROADEVENTS_STORE=embedded with ROADEVENTS_DATA) is for running a function on one machine,
+// as the packaging test does; its keys come from the data folder as for `go run .`.
+func NewLambda(ctx context.Context, group routetable.Group, opts LambdaOptions) (*Lambda, error) {
+	if !group.IsLambda() {
 		return nil, fmt.Errorf("%w: %q", ErrLambdaGroup, group)
 	}
 	if opts.Getenv == nil {
@@ -145,8 +133,12 @@ func NewLambda(ctx context.Context, group Group, opts LambdaOptions) (*Lambda, e
 	keys := apikey.New(table, apikey.Options{Clock: opts.Clock, Logger: logger})
 	// No background flush: a frozen instance's timer would not fire. ServeHTTP flushes.
 	meter := metering.New(table, metering.Options{Clock: opts.Clock, Logger: logger, FlushInterval: -1})
-	api := New(Deps{Config: cfg, Build: opts.Build, Table: table, Clock: opts.Clock, Logger: logger,
+	api, err := New(Deps{Config: cfg, Build: opts.Build, Table: table, Clock: opts.Clock, Logger: logger,
 		Keys: keys, Meter: meter, Mailer: mailer, Sealer: sealer}, group)
+	if err != nil {
+		table.Close()
+		return nil, err
+	}
 	return &Lambda{api: api, group: group, table: table, meter: meter, keys: keys, logger: logger}, nil
 }
 
@@ -180,9 +172,9 @@ func openLambdaTable(ctx context.Context, cfg *config.Config, clk clock.Clock, l
 // the billing group (config.Billing, contract 4), which keep Stripe's own names.
 var stripeSecrets = map[string]bool{"STRIPE_SECRET_KEY": true, "STRIPE_WEBHOOK_SECRET": true}
 
-// withSecrets returns getenv overlaid with the variables of the secrets SecretsEnv names.
+// withSecrets returns getenv overlaid with the variables of the secrets config.SecretsEnv names.
 func withSecrets(ctx context.Context, getenv func(string) string, api SecretsAPI) (func(string) string, error) {
-	names := strings.FieldsFunc(getenv(SecretsEnv), func(r rune) bool { return r == ',' || r == ' ' })
+	names := strings.FieldsFunc(getenv(config.SecretsEnv), func(r rune) bool { return r == ',' || r == ' ' })
 	if len(names) == 0 {
 		return getenv, nil
 	}
@@ -205,7 +197,7 @@ func withSecrets(ctx context.Context, getenv func(string) string, api SecretsAPI
 			return nil, fmt.Errorf("%w %s: want a JSON object of string values", ErrLambdaSecret, name)
 		}
 		for k, v := range values {
-			if (!strings.HasPrefix(k, "ROADEVENTS_") && !stripeSecrets[k]) || k == SecretsEnv {
+			if (!strings.HasPrefix(k, "ROADEVENTS_") && !stripeSecrets[k]) || k == config.SecretsEnv {
 				return nil, fmt.Errorf("%w %s: %q is not a ROADEVENTS_ variable or a Stripe secret", ErrLambdaSecret, name, k)
 			}
 			vars[k] = v
@@ -252,68 +244,26 @@ func (l *Lambda) Close(ctx context.Context) error {
 	return l.table.Close()
 }
 
-// GroupRoutes returns the routes of group as New declares them, without a store: for the
-// CDK app, which wires every route of a group to that group's function, so that the HTTP API
-// follows the code as routes are added. Nothing is served or stored.
-func GroupRoutes(group Group) []httpapi.Route {
-	logger := slog.New(slog.DiscardHandler)
-	return New(Deps{Table: routesOnlyTable{}, Logger: logger, Mailer: noMailer{}}, group).Routes()
-}
-
-// Document returns the API document of every group (what GET /openapi.json serves), built
-// without a store like GroupRoutes: the CDK app's tests check that every documented route
-// is wired.
-func Document() []byte {
-	logger := slog.New(slog.DiscardHandler)
-	return New(Deps{Table: routesOnlyTable{}, Logger: logger, Mailer: noMailer{}}, GroupMeta).OpenAPI()
-}
-
-// errRoutesOnly is what the table of GroupRoutes answers: it stores nothing.
-var errRoutesOnly = errors.New("service: GroupRoutes builds routes without a table")
-
-// routesOnlyTable is a store.Table that refuses everything, for GroupRoutes.
-type routesOnlyTable struct{}
-
-var _ store.Table = routesOnlyTable{}
-
-func (routesOnlyTable) Get(context.Context, store.Key) (store.Item, error) { return nil, errRoutesOnly }
-func (routesOnlyTable) Put(context.Context, store.Item, store.Condition) error {
-	return errRoutesOnly
-}
-func (routesOnlyTable) Delete(context.Context, store.Key, store.Condition) error {
-	return errRoutesOnly
-}
-func (routesOnlyTable) Update(context.Context, store.Key, store.Update, store.Condition) (store.Item, error) {
-	return nil, errRoutesOnly
-}
-func (routesOnlyTable) Query(context.Context, store.Query) ([]store.Item, error) {
-	return nil, errRoutesOnly
-}
-func (routesOnlyTable) BatchGet(context.Context, []store.Key) ([]store.Item, error) {
-	return nil, errRoutesOnly
-}
-func (routesOnlyTable) TransactWrite(context.Context, []store.Op) error { return errRoutesOnly }
-func (routesOnlyTable) Close() error                                    { return nil }
-
-// StartLambda is the whole main of functions/<group>: it builds group's handler from the
-// environment and hands it to the Lambda runtime. A start that fails is reported to the
-// Runtime API (reportInitError) and ends the process. build identifies the build in GET
-// /health.
-func StartLambda(group Group, build string) {
+// StartLambda is the whole of functions/<group>'s main: it builds group's handler from the
+// environment and hands it to the Lambda runtime, which never returns. It returns only when
+// the function cannot start, after reporting why to the Runtime API (reportInitError); the
+// caller then exits with a failure status. build identifies the build in GET /health.
+func StartLambda(group routetable.Group, build string) error {
 	ctx := context.Background()
 	l, err := NewLambda(ctx, group, LambdaOptions{Build: build, Getenv: config.Getenv})
 	if err != nil {
 		reportInitError(ctx, config.Getenv, err)
-		os.Exit(1)
+		return err
 	}
 	lambda.Start(l.Handler())
+	return nil
 }
 
 // Handler is the function's Lambda handler: HTTP API requests (payload format 2.0) through
 // aws-lambda-go-api-proxy, and for the billing group the hourly overage job as well
 // (BillingHandler).
 func (l *Lambda) Handler() lambda.Handler {
-	if l.group == GroupBilling {
+	if l.group == routetable.GroupBilling {
 		return l.BillingHandler()
 	}
 	return lambda.NewHandler(httpadapter.NewV2(l).ProxyWithContext)

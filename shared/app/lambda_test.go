@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +15,9 @@ import (
 	"github.com/roadevents/roadevents/shared/apikey"
 	"github.com/roadevents/roadevents/shared/app"
 	"github.com/roadevents/roadevents/shared/clock"
+	"github.com/roadevents/roadevents/shared/config"
 	"github.com/roadevents/roadevents/shared/metering"
+	"github.com/roadevents/roadevents/shared/routetable"
 )
 
 // env is a fake environment.
@@ -25,7 +26,7 @@ func env(vars map[string]string) func(string) string {
 }
 
 // embeddedLambda builds group's Lambda on an embedded store in a fresh folder.
-func embeddedLambda(t *testing.T, group app.Group, clk clock.Clock) *app.Lambda {
+func embeddedLambda(t *testing.T, group routetable.Group, clk clock.Clock) *app.Lambda {
 	t.Helper()
 	l, err := app.NewLambda(context.Background(), group, app.LambdaOptions{
 		Getenv: env(map[string]string{"ROADEVENTS_STORE": "embedded", "ROADEVENTS_DATA": t.TempDir()}),
@@ -49,7 +50,7 @@ func embeddedLambda(t *testing.T, group app.Group, clk clock.Clock) *app.Lambda 
 func TestLambdaWritesUsageBeforeReturning(t *testing.T) {
 	t.Parallel()
 	clk := clock.NewFake(time.Date(2040, 3, 1, 12, 0, 0, 0, time.UTC))
-	l := embeddedLambda(t, app.GroupEvents, clk)
+	l := embeddedLambda(t, routetable.GroupEvents, clk)
 	table := app.LambdaTable(l)
 	keys := apikey.New(table, apikey.Options{Clock: clk})
 	raw, key, err := keys.Issue(context.Background(), apikey.IssueRequest{OrgID: "org_lambda", Environment: apikey.Sandbox, Label: "test"})
@@ -114,26 +115,26 @@ func TestNewLambdaConfiguration(t *testing.T) {
 	}
 	tests := []struct {
 		name    string
-		group   app.Group
+		group   routetable.Group
 		vars    map[string]string
 		wantErr error // nil: builds, and GET /health answers on the meta group
 	}{
-		{name: "keys from secrets", group: app.GroupMeta,
-			vars: map[string]string{app.SecretsEnv: "ids, console"}},
-		{name: "Stripe keys from secrets", group: app.GroupMeta,
-			vars: map[string]string{app.SecretsEnv: "ids, console, stripe"}},
-		{name: "keys from the environment", group: app.GroupMeta,
+		{name: "keys from secrets", group: routetable.GroupMeta,
+			vars: map[string]string{config.SecretsEnv: "ids, console"}},
+		{name: "Stripe keys from secrets", group: routetable.GroupMeta,
+			vars: map[string]string{config.SecretsEnv: "ids, console, stripe"}},
+		{name: "keys from the environment", group: routetable.GroupMeta,
 			vars: map[string]string{"ROADEVENTS_EVENT_ID_KEY": hex32, "ROADEVENTS_AUTH_HASH_KEY": hex32, "ROADEVENTS_KMS_KEY_ID": "alias/x"}},
-		{name: "no event id key", group: app.GroupMeta,
-			vars: map[string]string{app.SecretsEnv: "console"}, wantErr: app.ErrLambdaKeys},
-		{name: "no sealing key", group: app.GroupMeta,
+		{name: "no event id key", group: routetable.GroupMeta,
+			vars: map[string]string{config.SecretsEnv: "console"}, wantErr: app.ErrLambdaKeys},
+		{name: "no sealing key", group: routetable.GroupMeta,
 			vars: map[string]string{"ROADEVENTS_EVENT_ID_KEY": hex32, "ROADEVENTS_AUTH_HASH_KEY": hex32}, wantErr: app.ErrLambdaKeys},
-		{name: "secret not JSON", group: app.GroupMeta,
-			vars: map[string]string{app.SecretsEnv: "ids,notjson"}, wantErr: app.ErrLambdaSecret},
-		{name: "secret sets a foreign variable", group: app.GroupMeta,
-			vars: map[string]string{app.SecretsEnv: "foreign"}, wantErr: app.ErrLambdaSecret},
-		{name: "stream group", group: app.GroupStream,
-			vars: map[string]string{app.SecretsEnv: "ids, console"}, wantErr: app.ErrLambdaGroup},
+		{name: "secret not JSON", group: routetable.GroupMeta,
+			vars: map[string]string{config.SecretsEnv: "ids,notjson"}, wantErr: app.ErrLambdaSecret},
+		{name: "secret sets a foreign variable", group: routetable.GroupMeta,
+			vars: map[string]string{config.SecretsEnv: "foreign"}, wantErr: app.ErrLambdaSecret},
+		{name: "stream group", group: routetable.GroupStream,
+			vars: map[string]string{config.SecretsEnv: "ids, console"}, wantErr: app.ErrLambdaGroup},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -164,41 +165,5 @@ func TestNewLambdaConfiguration(t *testing.T) {
 				t.Errorf("GET /health: status %d; want 200", rec.Code)
 			}
 		})
-	}
-}
-
-// TestGroupRoutes: the CDK app wires the HTTP API from GroupRoutes, so each route must come
-// from exactly one Lambda group, and the groups must serve what they are named for.
-func TestGroupRoutes(t *testing.T) {
-	t.Parallel()
-	owner := map[string]app.Group{}
-	for _, g := range app.LambdaGroups {
-		for _, r := range app.GroupRoutes(g) {
-			k := r.Method + " " + r.Path
-			if o, dup := owner[k]; dup {
-				t.Errorf("route %s is in groups %s and %s; want one", k, o, g)
-			}
-			owner[k] = g
-		}
-	}
-	for _, want := range []struct {
-		route string
-		group app.Group
-	}{
-		{"GET /health", app.GroupMeta},
-		{"GET /openapi.json", app.GroupMeta},
-		{"POST /v1/events", app.GroupEvents},
-		{"POST /v1/stream/tickets", app.GroupEvents},
-		{"POST /console/auth/request-code", app.GroupConsoleAuth},
-	} {
-		if got := owner[want.route]; got != want.group {
-			t.Errorf("route %s is in group %q; want %q", want.route, got, want.group)
-		}
-	}
-	if g, ok := owner["GET /v1/stream"]; ok {
-		t.Errorf("GET /v1/stream is in Lambda group %s; want it served by the streamer only", g)
-	}
-	if slices.Contains(app.LambdaGroups, app.GroupStream) {
-		t.Errorf("LambdaGroups contains %s", app.GroupStream)
 	}
 }

@@ -11,19 +11,30 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/roadevents/roadevents/shared/apikey"
 	"github.com/roadevents/roadevents/shared/app"
 	"github.com/roadevents/roadevents/shared/config"
 	"github.com/roadevents/roadevents/shared/httpapi/openapitest"
+	"github.com/roadevents/roadevents/shared/metering"
+	"github.com/roadevents/roadevents/shared/routetable"
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
 )
 
-func newAPI(t *testing.T) *app.API {
+// newAPI builds an API serving groups (every group when none are named) on a fresh
+// embedded table.
+func newAPI(t *testing.T, groups ...routetable.Group) *app.API {
 	t.Helper()
 	tab := tables.Embedded(t)
-	return app.New(app.Deps{
+	api, err := app.New(app.Deps{
 		Config: config.Default(), Build: "test", Table: tab.Table, Clock: tab.Clock,
 		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
-	})
+		Keys:   apikey.New(tab.Table, apikey.Options{Clock: tab.Clock}),
+		Meter:  metering.New(tab.Table, metering.Options{Clock: tab.Clock, FlushInterval: -1}),
+	}, groups...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return api
 }
 
 type document struct {

@@ -64,7 +64,7 @@ func OpenStore(ctx context.Context, cfg config.Config, clk clock.Clock, logger *
 				dynamodb.StreamOptions{PollInterval: cfg.Stream.PollInterval, Logger: logger}),
 		}, nil
 	}
-	return nil, fmt.Errorf("service: unknown store %q", cfg.Store)
+	return nil, fmt.Errorf("app: unknown store %q", cfg.Store)
 }
 
 // dynamoDBConnections is how many connections to DynamoDB a long-running process (the server

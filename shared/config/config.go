@@ -52,6 +52,15 @@ type Config struct {
 	EventIDKey []byte
 }
 
+// SecretsEnv names the variable listing, comma-separated, the Secrets Manager secrets (ARNs or
+// names) a Lambda reads its secret variables from at start (app.NewLambda). Each secret's
+// value is a JSON object of ROADEVENTS_* variables (and the two Stripe keys) and their values,
+// for example {"ROADEVENTS_EVENT_ID_KEY":"<hex>"}; a secret's variable takes precedence over
+// the environment. Secrets therefore never appear in the function's configuration, where
+// anyone allowed to read it would see them (README, "Deploying to AWS"). The CDK stack sets
+// it on every function.
+const SecretsEnv = "ROADEVENTS_SECRETS"
+
 // MinEventIDKeyBytes is the shortest event-id key accepted: ids derived from a short key could
 // be guessed.
 const MinEventIDKeyBytes = 16

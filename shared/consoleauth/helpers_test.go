@@ -13,12 +13,15 @@ import (
 
 	"github.com/pquerna/otp/totp"
 
+	"github.com/roadevents/roadevents/shared/apikey"
 	"github.com/roadevents/roadevents/shared/app"
 	"github.com/roadevents/roadevents/shared/clock"
 	"github.com/roadevents/roadevents/shared/config"
 	"github.com/roadevents/roadevents/shared/consoleauth"
 	"github.com/roadevents/roadevents/shared/consoletest"
 	"github.com/roadevents/roadevents/shared/mail"
+	"github.com/roadevents/roadevents/shared/metering"
+	"github.com/roadevents/roadevents/shared/routetable"
 	"github.com/roadevents/roadevents/shared/schema"
 	"github.com/roadevents/roadevents/shared/seal"
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
@@ -62,11 +65,16 @@ func newEnvWith(t *testing.T, tab tables.Table, m mail.Mailer) *env {
 	if m == nil {
 		m = e.inbox
 	}
-	api := app.New(app.Deps{
+	api, err := app.New(app.Deps{
 		Config: cfg, Build: "test", Table: tab.Table, Clock: tab.Clock,
 		Logger: slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Keys:   apikey.New(tab.Table, apikey.Options{Clock: tab.Clock}),
+		Meter:  metering.New(tab.Table, metering.Options{Clock: tab.Clock, FlushInterval: -1}),
 		Mailer: m, Sealer: sealer,
-	}, app.GroupConsoleAuth, app.GroupEvents)
+	}, routetable.GroupConsoleAuth, routetable.GroupEvents)
+	if err != nil {
+		t.Fatal(err)
+	}
 	e.h = api.Handler()
 	return e
 }

@@ -1,6 +1,10 @@
-// Package daemon runs an http.Handler on a listener until its context ends, then shuts down
-// gracefully: it stops accepting, lets in-flight requests finish (up to a drain timeout), and
-// only then returns, so the caller can close the store knowing no request still uses it.
+// Package daemon is the life of a long-running server process (main.go and streamer/ are
+// wiring only around it). Run opens what such a process owns (the store, API keys, usage
+// meter, stream hub), serves the handler built on them, and tears it all down in order when
+// its context ends, returning errors rather than exiting. Serve runs an http.Handler on a
+// listener until its context ends, then shuts down gracefully: it stops accepting, lets
+// in-flight requests finish (up to a drain timeout), and only then returns, so the caller can
+// close the store knowing no request still uses it. TuneGC sets the collector for a server.
 package daemon
 
 import (

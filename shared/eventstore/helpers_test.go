@@ -19,6 +19,7 @@ import (
 	"github.com/roadevents/roadevents/shared/config"
 	"github.com/roadevents/roadevents/shared/event"
 	"github.com/roadevents/roadevents/shared/metering"
+	"github.com/roadevents/roadevents/shared/routetable"
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
 )
 
@@ -40,11 +41,14 @@ func newHarness(t *testing.T, tab tables.Table) *harness {
 	cfg := config.Default()
 	cfg.EventIDKey = testIDKey
 	if tab.Adapter == tables.AdapterDynamoDB {
-		// As deployed: processes sharing DynamoDB keep no area cache (service.areaCacheBytes).
+		// As deployed: processes sharing DynamoDB keep no area cache (app.areaCacheBytes).
 		cfg.Store, cfg.Table = config.StoreDynamoDB, "test"
 	}
-	api := app.New(app.Deps{Config: cfg, Build: "test", Table: tab, Clock: tab.Clock, Logger: discard,
-		Keys: keys, Meter: meter}, app.GroupEvents)
+	api, err := app.New(app.Deps{Config: cfg, Build: "test", Table: tab, Clock: tab.Clock, Logger: discard,
+		Keys: keys, Meter: meter}, routetable.GroupEvents)
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv := httptest.NewServer(api.Handler())
 	t.Cleanup(func() {
 		srv.Close()

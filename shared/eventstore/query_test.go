@@ -14,11 +14,13 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/roadevents/roadevents/shared/apikey"
 	"github.com/roadevents/roadevents/shared/app"
 	"github.com/roadevents/roadevents/shared/config"
 	"github.com/roadevents/roadevents/shared/event"
 	"github.com/roadevents/roadevents/shared/eventstore"
 	"github.com/roadevents/roadevents/shared/geo"
+	"github.com/roadevents/roadevents/shared/metering"
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
 )
 
@@ -368,8 +370,13 @@ func TestLimitsDocumentMatchesTheIndex(t *testing.T) {
 	tab := tables.Embedded(t)
 	cfg := config.Default()
 	cfg.EventIDKey = testIDKey
-	api := app.New(app.Deps{Config: cfg, Table: tab, Clock: tab.Clock,
-		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	api, err := app.New(app.Deps{Config: cfg, Table: tab, Clock: tab.Clock,
+		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
+		Keys:   apikey.New(tab, apikey.Options{Clock: tab.Clock}),
+		Meter:  metering.New(tab, metering.Options{Clock: tab.Clock, FlushInterval: -1})})
+	if err != nil {
+		t.Fatal(err)
+	}
 	rec := httptest.NewRecorder()
 	api.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/v1/meta/limits", nil))
 	var limits struct {

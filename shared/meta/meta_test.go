@@ -10,10 +10,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/roadevents/roadevents/shared/apikey"
 	"github.com/roadevents/roadevents/shared/app"
 	"github.com/roadevents/roadevents/shared/config"
 	"github.com/roadevents/roadevents/shared/eventstore"
 	"github.com/roadevents/roadevents/shared/meta"
+	"github.com/roadevents/roadevents/shared/metering"
+	"github.com/roadevents/roadevents/shared/routetable"
 	"github.com/roadevents/roadevents/shared/schema"
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
 	"github.com/roadevents/roadevents/shared/taxonomy"
@@ -24,8 +27,13 @@ func newServer(t *testing.T) *httptest.Server {
 	cfg := config.Default()
 	cfg.ConsoleURL = "http://console.test/"
 	tab := tables.Embedded(t)
-	api := app.New(app.Deps{Config: cfg, Build: "test-build", Table: tab.Table, Clock: tab.Clock,
-		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}, app.GroupMeta)
+	api, err := app.New(app.Deps{Config: cfg, Build: "test-build", Table: tab.Table, Clock: tab.Clock,
+		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
+		Keys:   apikey.New(tab.Table, apikey.Options{Clock: tab.Clock}),
+		Meter:  metering.New(tab.Table, metering.Options{Clock: tab.Clock, FlushInterval: -1})}, routetable.GroupMeta)
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv := httptest.NewServer(api.Handler())
 	t.Cleanup(srv.Close)
 	return srv

@@ -19,6 +19,7 @@ import (
 	"github.com/roadevents/roadevents/shared/httpapi"
 	"github.com/roadevents/roadevents/shared/metering"
 	"github.com/roadevents/roadevents/shared/orgs"
+	"github.com/roadevents/roadevents/shared/routetable"
 	"github.com/roadevents/roadevents/shared/schema"
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
 )
@@ -96,11 +97,11 @@ func seatsUncapped(string) (int, int) { return 1, 0 }
 
 func newEnvCaps(t *testing.T, tab tables.Table, caps func(string) (int, int)) *env {
 	t.Helper()
-	return newEnvGroups(t, tab, caps, app.GroupConsoleAuth, app.GroupConsoleOrgs, app.GroupEvents)
+	return newEnvGroups(t, tab, caps, routetable.GroupConsoleAuth, routetable.GroupConsoleOrgs, routetable.GroupEvents)
 }
 
 // newEnvGroups serves groups (every group when none are named).
-func newEnvGroups(t *testing.T, tab tables.Table, caps func(string) (int, int), groups ...app.Group) *env {
+func newEnvGroups(t *testing.T, tab tables.Table, caps func(string) (int, int), groups ...routetable.Group) *env {
 	t.Helper()
 	cfg := config.Default()
 	cfg.Console.HashKey = bytes.Repeat([]byte{0x5a}, 32)
@@ -109,11 +110,14 @@ func newEnvGroups(t *testing.T, tab tables.Table, caps func(string) (int, int), 
 	e := &env{t: t, tab: tab, clock: tab.Clock, inbox: &inbox{}, seen: &bodies{}, logs: &consoletest.LogBuffer{},
 		keys:  apikey.New(tab.Table, apikey.Options{Clock: tab.Clock}),
 		meter: metering.New(tab.Table, metering.Options{Clock: tab.Clock, FlushInterval: -1, WriteThrough: true})}
-	api := app.New(app.Deps{
+	api, err := app.New(app.Deps{
 		Config: cfg, Build: "test", Table: tab.Table, Clock: tab.Clock,
 		Logger: slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Mailer: e.inbox, PlanCaps: caps, Keys: e.keys, Meter: e.meter,
 	}, groups...)
+	if err != nil {
+		t.Fatal(err)
+	}
 	e.h = api.Handler()
 	e.routes = api.Routes()
 	return e

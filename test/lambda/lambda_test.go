@@ -35,6 +35,7 @@ import (
 	"github.com/roadevents/roadevents/shared/apikey"
 	"github.com/roadevents/roadevents/shared/app"
 	"github.com/roadevents/roadevents/shared/metering"
+	"github.com/roadevents/roadevents/shared/routetable"
 	"github.com/roadevents/roadevents/shared/store"
 	"github.com/roadevents/roadevents/shared/store/dynamodb"
 	"github.com/roadevents/roadevents/shared/store/embedded"
@@ -47,7 +48,7 @@ const endpointEnv = "ROADEVENTS_DYNAMODB_ENDPOINT"
 const answerTimeout = 60 * time.Second
 
 // bootstrapPath returns the host bootstrap of group, skipping the test when it is not built.
-func bootstrapPath(t testing.TB, group app.Group) string {
+func bootstrapPath(t testing.TB, group routetable.Group) string {
 	t.Helper()
 	p, err := filepath.Abs(filepath.Join("..", "..", "build", "lambda", "host", string(group), "bootstrap"))
 	if err != nil {
@@ -130,7 +131,7 @@ type function struct {
 }
 
 // start runs the bootstrap of group with the environment Lambda gives a function plus env.
-func start(t testing.TB, group app.Group, env []string) *function {
+func start(t testing.TB, group routetable.Group, env []string) *function {
 	t.Helper()
 	path := bootstrapPath(t, group)
 	rt := newRuntimeAPI(t)
@@ -257,7 +258,7 @@ func TestFunctions(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("the bootstraps are Linux programs")
 	}
-	for _, group := range app.LambdaGroups {
+	for _, group := range routetable.Lambdas {
 		t.Run(string(group), func(t *testing.T) {
 			bootstrapPath(t, group)
 			for name, mk := range map[string]func(testing.TB) backend{"embedded": embeddedBackend, "dynamodb": dynamoBackend} {
@@ -270,7 +271,7 @@ func TestFunctions(t *testing.T) {
 	}
 }
 
-func testFunction(t *testing.T, group app.Group, b backend) {
+func testFunction(t *testing.T, group routetable.Group, b backend) {
 	// A sandbox key, written before the function starts (the embedded file is then free).
 	table := b.open(t)
 	raw, _, err := apikey.New(table, apikey.Options{}).Issue(context.Background(),
@@ -299,7 +300,7 @@ func testFunction(t *testing.T, group app.Group, b backend) {
 
 	// Every route of the group reaches its handler (whatever the handler then answers to a
 	// request without credentials or body), and none fails.
-	routes := app.GroupRoutes(group)
+	routes := group.Routes()
 	for _, r := range routes {
 		target := concrete(r.Path)
 		resp := f.call(t, r.Method, target, nil, "")
@@ -310,7 +311,7 @@ func testFunction(t *testing.T, group app.Group, b backend) {
 	t.Logf("%s on %s: %d routes answered", group, b.name, len(routes))
 
 	switch group {
-	case app.GroupMeta:
+	case routetable.GroupMeta:
 		resp := f.call(t, "GET", "/health", nil, "")
 		if resp.StatusCode != 200 || !strings.Contains(resp.Body, `"status"`) {
 			t.Errorf("GET /health: %d %s; want 200 with a status", resp.StatusCode, resp.Body)
@@ -319,14 +320,14 @@ func testFunction(t *testing.T, group app.Group, b backend) {
 		if resp.StatusCode != 200 || !strings.Contains(resp.Body, "max_query_radius_m") {
 			t.Errorf("GET /v1/meta/limits: %d %s; want 200 with max_query_radius_m", resp.StatusCode, resp.Body)
 		}
-	case app.GroupConsoleAuth:
+	case routetable.GroupConsoleAuth:
 		resp := f.call(t, "POST", "/console/auth/request-code", nil, `{"email":"driver@example.com"}`)
 		if resp.StatusCode != 200 {
 			t.Errorf("POST /console/auth/request-code: %d %s; want 200", resp.StatusCode, resp.Body)
 		}
-	case app.GroupEvents:
+	case routetable.GroupEvents:
 		testEvents(t, f, b, auth)
-	case app.GroupBilling:
+	case routetable.GroupBilling:
 		resp := f.call(t, "GET", "/console/plans", nil, "")
 		if resp.StatusCode != 200 {
 			t.Errorf("GET /console/plans: %d %s; want 200", resp.StatusCode, resp.Body)
@@ -382,7 +383,7 @@ func testEvents(t *testing.T, f *function, b backend, auth map[string]string) {
 // and exits, instead of waiting for events it cannot serve.
 func TestInitError(t *testing.T) {
 	t.Parallel()
-	f := start(t, app.GroupMeta, []string{"ROADEVENTS_STORE=dynamodb", "ROADEVENTS_TABLE=t"})
+	f := start(t, routetable.GroupMeta, []string{"ROADEVENTS_STORE=dynamodb", "ROADEVENTS_TABLE=t"})
 	select {
 	case body := <-f.rt.initCh:
 		if !strings.Contains(body, "ROADEVENTS_EVENT_ID_KEY") {
@@ -406,7 +407,7 @@ func TestInitError(t *testing.T) {
 // the median. On DynamoDB the function contacts nothing at init (app.NewLambda), as on
 // AWS; the embedded store opens its file and its key files.
 func BenchmarkInit(b *testing.B) {
-	for _, group := range app.LambdaGroups {
+	for _, group := range routetable.Lambdas {
 		for _, store := range []struct {
 			name string
 			mk   func(testing.TB) backend

@@ -1,0 +1,131 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/roadevents/roadevents/shared/apikey"
+	"github.com/roadevents/roadevents/shared/app"
+	"github.com/roadevents/roadevents/shared/clock"
+	"github.com/roadevents/roadevents/shared/config"
+	"github.com/roadevents/roadevents/shared/metering"
+	"github.com/roadevents/roadevents/shared/store"
+	"github.com/roadevents/roadevents/shared/stream"
+)
+
+// shutdownWrites bounds each wait once the server has stopped: for the streams to write
+// their bye, then for the usage counts and last_used_at updates left in memory.
+const shutdownWrites = 10 * time.Second
+
+// Process is what a long-running server process (main.go, streamer/) owns around the handler
+// it serves, from Run's start to its end: the store, the API keys and the usage meter on it,
+// the stream hub following the store's change feed, and background jobs. A Lambda owns the
+// same for one invocation at a time instead (app.Lambda).
+type Process struct {
+	// Hub routes the store's changes to the streams of GET /v1/stream (app.Deps.Hub); Run
+	// runs it on the store's feed and drains it when shutdown begins.
+	Hub *stream.Hub
+
+	cfg    config.Config
+	logger *slog.Logger
+	table  store.Table
+	keys   *apikey.Keys
+	meter  *metering.Meter
+	// jobsCtx ends when serving ends, or when the handler could not be built; jobs counts
+	// the jobs running on it.
+	jobsCtx context.Context
+	jobs    sync.WaitGroup
+}
+
+// Run opens the store cfg names (app.OpenStore) with the keys and the meter on it, runs the
+// hub on the store's feed, builds with handler what the process serves, and serves it on ln
+// until ctx ends (Serve). Then it tears down in the order each part depends on the next: the
+// hub tells every stream to say bye (reconnect) as soon as shutdown begins, the server drains
+// its requests, the streams are waited for, the background jobs end, the usage counts and
+// last_used_at writes left in memory are written (a failure is logged), and the store closes.
+// It returns the first error of all that; ln is closed when it returns.
+func Run(ctx context.Context, cfg config.Config, logger *slog.Logger, ln net.Listener,
+	handler func(*Process) (http.Handler, error)) (err error) {
+	st, err := app.OpenStore(ctx, cfg, clock.System, logger)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	jobsCtx, stopJobs := context.WithCancel(ctx)
+	p := &Process{
+		Hub:     stream.NewHub(stream.HubOptions{Logger: logger}),
+		cfg:     cfg,
+		logger:  logger,
+		table:   st.Table,
+		keys:    apikey.New(st.Table, apikey.Options{Logger: logger}),
+		meter:   metering.New(st.Table, metering.Options{Logger: logger}),
+		jobsCtx: jobsCtx,
+	}
+	defer func() {
+		stopJobs()
+		p.jobs.Wait()
+		if cerr := p.close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	// GET /v1/stream: the same hub on the embedded store's feed as on DynamoDB Streams.
+	p.Go(func(ctx context.Context) { p.Hub.Run(ctx, st.Feed, stream.EventsDecoder()) })
+	h, err := handler(p)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	return p.serve(ctx, ln, h)
+}
+
+// Deps returns the dependencies of app.New the process owns, with its configuration and
+// build (GET /health); the caller adds what else its groups need (a mailer, a sealer).
+func (p *Process) Deps(build string) app.Deps {
+	return app.Deps{Config: p.cfg, Build: build, Table: p.table, Clock: clock.System, Logger: p.logger,
+		Keys: p.keys, Meter: p.meter, Hub: p.Hub}
+}
+
+// Go runs job in the background until its context ends, when serving ends. Run waits for it
+// before the last writes and the closing of the store, which it may still use until then.
+func (p *Process) Go(job func(ctx context.Context)) {
+	p.jobs.Add(1)
+	go func() {
+		defer p.jobs.Done()
+		job(p.jobsCtx)
+	}()
+}
+
+// serve serves h on ln until ctx ends, then waits for the streams to end: they hold their
+// connections themselves, so the server's drain does not wait for them.
+func (p *Process) serve(ctx context.Context, ln net.Listener, h http.Handler) error {
+	err := Serve(ctx, ln, h, Options{Logger: p.logger, OnShutdown: []func(){p.Hub.Drain}})
+	p.Hub.Drain()
+	wait, cancel := context.WithTimeout(context.Background(), shutdownWrites)
+	defer cancel()
+	if werr := p.Hub.Wait(wait); werr != nil {
+		p.logger.Warn("streams still open at exit", "error", werr.Error())
+	}
+	return err
+}
+
+// close writes the usage counts and last_used_at updates left in memory, then closes the
+// store.
+func (p *Process) close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownWrites)
+	defer cancel()
+	if err := p.meter.Close(ctx); err != nil {
+		p.logger.Error("flush usage counts", "error", err.Error())
+	}
+	if err := p.keys.Wait(ctx); err != nil {
+		p.logger.Error("finish last_used_at writes", "error", err.Error())
+	}
+	if err := p.table.Close(); err != nil {
+		return fmt.Errorf("close store: %w", err)
+	}
+	return nil
+}

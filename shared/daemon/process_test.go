@@ -1,0 +1,112 @@
+package daemon_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/roadevents/roadevents/shared/app"
+	"github.com/roadevents/roadevents/shared/clock"
+	"github.com/roadevents/roadevents/shared/config"
+	"github.com/roadevents/roadevents/shared/daemon"
+	"github.com/roadevents/roadevents/shared/store"
+)
+
+// embeddedConfig is the configuration of `go run .` on a fresh data folder.
+func embeddedConfig(t *testing.T) config.Config {
+	cfg := config.Default()
+	cfg.DataDir = t.TempDir()
+	return cfg
+}
+
+func listen(t *testing.T) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ln
+}
+
+// reopen opens cfg's store again: the embedded store's file is locked while it is open, so
+// this fails (after bbolt's timeout) unless Run closed it.
+func reopen(t *testing.T, cfg config.Config) {
+	t.Helper()
+	st, err := app.OpenStore(context.Background(), cfg, clock.System, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatalf("reopen the store after Run: %v; want it closed", err)
+	}
+	st.Table.Close()
+}
+
+// Run serves until its context ends, then ends the background jobs while the store is still
+// open, closes the store, and returns nil.
+func TestRunServesThenTearsDownInOrder(t *testing.T) {
+	t.Parallel()
+	cfg := embeddedConfig(t)
+	ln := listen(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	jobRead := make(chan error, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- daemon.Run(ctx, cfg, slog.New(slog.DiscardHandler), ln, func(p *daemon.Process) (http.Handler, error) {
+			table := p.Deps("test").Table
+			p.Go(func(ctx context.Context) {
+				<-ctx.Done()
+				// Still busy while the rest shuts down: Run must wait for it, whatever the time.
+				time.Sleep(50 * time.Millisecond)
+				_, err := table.Get(context.Background(), store.Key{PK: "job", SK: "after"})
+				jobRead <- err
+			})
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "served") }), nil
+		})
+	}()
+
+	resp, err := http.Get("http://" + ln.Addr().String() + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(body) != "served" {
+		t.Errorf("body %q; want served", body)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Run = %v after its context ended; want nil", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not return within 30 s of its context ending")
+	}
+	if err := <-jobRead; !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("a job's read once serving ended: %v; want ErrNotFound from a store still open", err)
+	}
+	reopen(t, cfg)
+}
+
+// A handler that cannot be built ends Run with its error, without waiting for a context that
+// has not ended, and leaves the listener and the store closed.
+func TestRunReturnsTheHandlerError(t *testing.T) {
+	t.Parallel()
+	cfg := embeddedConfig(t)
+	ln := listen(t)
+	errBuild := errors.New("cannot build")
+	err := daemon.Run(context.Background(), cfg, slog.New(slog.DiscardHandler), ln, func(*daemon.Process) (http.Handler, error) {
+		return nil, errBuild
+	})
+	if !errors.Is(err, errBuild) {
+		t.Errorf("Run = %v; want the handler's error", err)
+	}
+	if _, err := ln.Accept(); err == nil {
+		t.Error("the listener accepts after Run returned; want it closed")
+	}
+	reopen(t, cfg)
+}
