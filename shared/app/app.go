@@ -183,11 +183,9 @@ func New(d Deps, groups ...routetable.Group) (*API, error) {
 }
 
 // embeddedAreaCache is the memory the events store may keep decoded area index partitions in
-// on the embedded store. The 100 000-event city takes 270 MB at both levels (161 MB
-// at level 8, 107 at level 6: BenchmarkQuery's city, warmed with a larger limit). At 256 MB
-// the cache evicted at random, and a load that alternated radii kept refilling partitions
-// from the table: the 1 000 m rate fell from 4 400/s to 2 500/s after each 9 780 m run.
-// Twice the city leaves room for its growth; the live heap stays within daemon.MemoryLimit.
+// on the embedded store: twice what the benchmark city takes at both levels, so that a load
+// alternating radii does not keep evicting and refilling partitions, with room for growth; the
+// live heap stays within daemon.MemoryLimit (docs/performance.md §5).
 const embeddedAreaCache = 512 << 20
 
 // areaCacheBytes decides the events store's cache (eventstore.Options.CacheBytes). Only the

@@ -69,11 +69,10 @@ func OpenStore(ctx context.Context, cfg config.Config, clk clock.Clock, logger *
 
 // dynamoDBConnections is how many connections to DynamoDB a long-running process (the server
 // on DynamoDB, the streamer) opens at most and keeps when idle. When streams open together each
-// snapshot reads its area partitions in parallel: 128 streams opening at once make about 800
-// calls. The SDK's defaults (10 idle connections per host, 2 048 in all) closed most
-// connections after one call and opened new ones, each a TLS handshake on AWS: on DynamoDB
-// Local 7 300-7 700 connections were closed while 1 000 streams opened (sockets in
-// TIME_WAIT). With the connections capped and kept, calls beyond the cap wait for a free one.
+// snapshot reads its area partitions in parallel, many calls at once. The SDK's defaults (10
+// idle connections per host) close most connections after one call and open new ones, each a
+// TLS handshake on AWS and a socket in TIME_WAIT (docs/performance.md §8). With the
+// connections capped and kept, calls beyond the cap wait for a free one.
 const dynamoDBConnections = 256
 
 // pooledHTTPClient is the SDK's HTTP client with dynamoDBConnections. A Lambda function
