@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/roadevents/roadevents/shared/apitest"
 	"github.com/roadevents/roadevents/shared/orgs"
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
 )
@@ -19,14 +20,14 @@ type fixture struct {
 }
 
 func (e *env) fixture(prefix string) fixture {
-	e.t.Helper()
+	e.T.Helper()
 	f := fixture{owner: e.signIn(prefix + "-owner@example.com")}
 	f.org = e.createOrg(f.owner, prefix+" Fleet")
 	f.member = e.join(f.owner, f.org.OrgID, prefix+"-member@example.com", orgs.RoleMember)
 	f.invite = e.invite(f.owner, f.org.OrgID, prefix+"-invitee@example.com", orgs.RoleMember)
 	r := e.issueKey(f.owner, f.org.OrgID, "sandbox", prefix+" key")
-	e.expect(r, http.StatusCreated, orgs.IssuedKeySchema, "issue "+prefix+" key")
-	f.keyID = decode[orgs.IssuedKey](e.t, r).APIKey.KeyID
+	e.Expect(r, http.StatusCreated, orgs.IssuedKeySchema, "issue "+prefix+" key")
+	f.keyID = apitest.Decode[orgs.IssuedKey](e.T, r).APIKey.KeyID
 	return f
 }
 
@@ -76,8 +77,8 @@ func TestOtherOrganisationIsNotFound(t *testing.T) {
 		} {
 			// Every route of the other organisation, with its own ids.
 			for _, rq := range orgRoutes(pair.other.org.OrgID, pair.other.member.id, pair.other.invite.InviteID, pair.other.keyID) {
-				r := e.call(rq.method, rq.path, pair.caller.token, rq.body)
-				if r.status != http.StatusNotFound || !strings.Contains(string(r.body), `"detail"`) {
+				r := e.Call(rq.method, rq.path, pair.caller.token, rq.body)
+				if r.Status != http.StatusNotFound || !strings.Contains(string(r.Body), `"detail"`) {
 					t.Errorf("%s: %s %s = %s; want 404 {detail}", pair.name, rq.method, rq.path, r)
 				}
 			}
@@ -91,7 +92,7 @@ func TestOtherOrganisationIsNotFound(t *testing.T) {
 			{"POST", p + "/invitations/" + b.invite.InviteID + "/resend", ""},
 			{"DELETE", p + "/keys/" + b.keyID, ""},
 		} {
-			if r := e.call(rq.method, rq.path, a.owner.token, rq.body); r.status != http.StatusNotFound {
+			if r := e.Call(rq.method, rq.path, a.owner.token, rq.body); r.Status != http.StatusNotFound {
 				t.Errorf("a's owner: %s %s (b's id) = %s; want 404", rq.method, rq.path, r)
 			}
 		}
@@ -99,16 +100,16 @@ func TestOtherOrganisationIsNotFound(t *testing.T) {
 		if got := e.members(b.owner, b.org.OrgID); len(got.Members) != 2 || len(got.Invitations) != 1 || got.Invitations[0].InviteID != b.invite.InviteID {
 			t.Errorf("b's members after a's attempts = %+v; want 2 members and its invitation", got)
 		}
-		r := e.call("GET", "/console/orgs/"+b.org.OrgID+"/keys", b.owner.token, "")
-		if keys := decode[[]orgs.ApiKeyPublic](t, r); len(keys) != 1 || keys[0].Revoked {
+		r := e.Call("GET", "/console/orgs/"+b.org.OrgID+"/keys", b.owner.token, "")
+		if keys := apitest.Decode[[]orgs.ApiKeyPublic](t, r); len(keys) != 1 || keys[0].Revoked {
 			t.Errorf("b's keys after a's attempts = %+v; want its one unrevoked key", keys)
 		}
-		r = e.call("GET", "/console/orgs/"+b.org.OrgID, b.owner.token, "")
-		if got := decode[orgs.Organisation](t, r); got.Name != "b Fleet" {
+		r = e.Call("GET", "/console/orgs/"+b.org.OrgID, b.owner.token, "")
+		if got := apitest.Decode[orgs.Organisation](t, r); got.Name != "b Fleet" {
 			t.Errorf("b's name = %q; want b Fleet", got.Name)
 		}
 		// An unknown organisation is the same 404.
-		if r := e.call("GET", "/console/orgs/org_unknown", a.owner.token, ""); r.status != http.StatusNotFound {
+		if r := e.Call("GET", "/console/orgs/org_unknown", a.owner.token, ""); r.Status != http.StatusNotFound {
 			t.Errorf("GET unknown organisation = %s; want 404", r)
 		}
 	})
@@ -121,13 +122,13 @@ func TestRoutesNeedASession(t *testing.T) {
 	e := newEnv(t, tables.Embedded(t))
 	f := e.fixture("a")
 	r := e.issueKey(f.owner, f.org.OrgID, "sandbox", "not a session")
-	apiKey := decode[orgs.IssuedKey](t, r).Key
+	apiKey := apitest.Decode[orgs.IssuedKey](t, r).Key
 	routes := append(orgRoutes(f.org.OrgID, f.member.id, f.invite.InviteID, f.keyID),
 		request{"POST", "/console/orgs", `{"name":"x"}`}, request{"POST", "/console/invitations/accept", `{"token":"x"}`})
 	for _, token := range []string{"", apiKey, "ses_" + strings.Repeat("A", 43)} {
 		for _, rq := range routes {
-			r := e.call(rq.method, rq.path, token, rq.body)
-			if r.status != http.StatusUnauthorized || r.header.Get("WWW-Authenticate") != "Bearer" {
+			r := e.Call(rq.method, rq.path, token, rq.body)
+			if r.Status != http.StatusUnauthorized || r.Header.Get("WWW-Authenticate") != "Bearer" {
 				t.Errorf("%s %s with credential %.8q = %s; want 401 with WWW-Authenticate: Bearer", rq.method, rq.path, token, r)
 			}
 		}
@@ -154,13 +155,13 @@ func TestMemberAskingOwnerActsIsForbidden(t *testing.T) {
 			{"POST", p + "/keys", `{"label":"mine","environment":"sandbox"}`},
 			{"DELETE", p + "/keys/" + f.keyID, ""},
 		} {
-			r := e.call(rq.method, rq.path, f.member.token, rq.body)
-			if r.status != http.StatusForbidden || !strings.Contains(string(r.body), `"detail"`) {
+			r := e.Call(rq.method, rq.path, f.member.token, rq.body)
+			if r.Status != http.StatusForbidden || !strings.Contains(string(r.Body), `"detail"`) {
 				t.Errorf("member: %s %s = %s; want 403 {detail}", rq.method, rq.path, r)
 			}
 		}
 		for _, path := range []string{p, p + "/members", p + "/keys", p + "/audit"} {
-			if r := e.call("GET", path, f.member.token, ""); r.status != http.StatusOK {
+			if r := e.Call("GET", path, f.member.token, ""); r.Status != http.StatusOK {
 				t.Errorf("member: GET %s = %s; want 200", path, r)
 			}
 		}
@@ -173,9 +174,9 @@ func TestMemberAskingOwnerActsIsForbidden(t *testing.T) {
 				t.Errorf("member %s has role %s; want %s", m.Email, m.Role, want)
 			}
 		}
-		r := e.call("POST", p+"/leave", f.member.token, "")
-		e.expect(r, http.StatusOK, nil, "member leaves")
-		if r := e.call("GET", p, f.member.token, ""); r.status != http.StatusNotFound {
+		r := e.Call("POST", p+"/leave", f.member.token, "")
+		e.Expect(r, http.StatusOK, nil, "member leaves")
+		if r := e.Call("GET", p, f.member.token, ""); r.Status != http.StatusNotFound {
 			t.Errorf("GET organisation after leaving = %s; want 404", r)
 		}
 	})

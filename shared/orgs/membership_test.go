@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/roadevents/roadevents/shared/apitest"
 	"github.com/roadevents/roadevents/shared/orgs"
 	"github.com/roadevents/roadevents/shared/schema"
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
@@ -102,22 +103,22 @@ func TestMembershipIsResolvedBeforeValidation(t *testing.T) {
 						}
 						return pathIn(orgID) + "?" + in.query
 					}
-					r := e.call(rt.Method, target(org.OrgID), "", in.body)
-					e.expectDetail(r, http.StatusUnauthorized, "without a session")
+					r := e.Call(rt.Method, target(org.OrgID), "", in.body)
+					e.ExpectDetail(r, http.StatusUnauthorized, "without a session")
 					for _, c := range []struct{ who, token, org string }{
 						{"a member of another organisation", stranger.token, org.OrgID},
 						{"anyone, in an organisation that does not exist", member.token, "org_doesnotexist"},
 					} {
-						r := e.call(rt.Method, target(c.org), c.token, in.body)
-						if got := e.expectDetail(r, http.StatusNotFound, c.who); got != orgs.DetailOrgNotFound {
+						r := e.Call(rt.Method, target(c.org), c.token, in.body)
+						if got := e.ExpectDetail(r, http.StatusNotFound, c.who); got != orgs.DetailOrgNotFound {
 							t.Errorf("%s: detail %q; want %q", c.who, got, orgs.DetailOrgNotFound)
 						}
 					}
 					if in.name == "valid input" {
 						return
 					}
-					r = e.call(rt.Method, target(org.OrgID), member.token, in.body)
-					if r.status != http.StatusUnprocessableEntity || !strings.Contains(string(r.body), `"loc"`) {
+					r = e.Call(rt.Method, target(org.OrgID), member.token, in.body)
+					if r.Status != http.StatusUnprocessableEntity || !strings.Contains(string(r.Body), `"loc"`) {
 						t.Errorf("a member = %s; want 422 with the validation errors", r)
 					}
 				})
@@ -134,7 +135,7 @@ func TestMembershipIsResolvedBeforeValidation(t *testing.T) {
 			t.Fatalf("%d body and %d query cases; want some of each", bodyCases, queryCases)
 		}
 		// Nothing the refused requests sent reached Acme: its name and members are unchanged.
-		if r := e.call("GET", "/console/orgs/"+org.OrgID, owner.token, ""); decode[orgs.Organisation](t, r).Name != "Acme Fleet" {
+		if r := e.Call("GET", "/console/orgs/"+org.OrgID, owner.token, ""); apitest.Decode[orgs.Organisation](t, r).Name != "Acme Fleet" {
 			t.Errorf("organisation after the refused requests = %s; want it unchanged", r)
 		}
 		if got := len(e.members(owner, org.OrgID).Members); got != 2 {
