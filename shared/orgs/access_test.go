@@ -31,28 +31,37 @@ func (e *env) fixture(prefix string) fixture {
 	return f
 }
 
-type request struct {
-	method, path, body string
+// orgRoutes is every /console/orgs/{org_id}/... route, with the resource ids given: the
+// requests of scenarios that as completes.
+func orgRoutes(org, userID, inviteID, keyID string) []apitest.Scenario {
+	p := "/console/orgs/" + org
+	return []apitest.Scenario{
+		{Name: "read the organisation", Method: "GET", Path: p},
+		{Name: "rename", Method: "PATCH", Path: p, Body: `{"name":"Renamed"}`},
+		{Name: "list members", Method: "GET", Path: p + "/members"},
+		{Name: "invite", Method: "POST", Path: p + "/members", Body: `{"email":"new@example.com"}`},
+		{Name: "promote a member", Method: "PATCH", Path: p + "/members/" + userID, Body: `{"role":"owner"}`},
+		{Name: "remove a member", Method: "DELETE", Path: p + "/members/" + userID},
+		{Name: "leave", Method: "POST", Path: p + "/leave"},
+		{Name: "withdraw an invitation", Method: "DELETE", Path: p + "/invitations/" + inviteID},
+		{Name: "resend an invitation", Method: "POST", Path: p + "/invitations/" + inviteID + "/resend"},
+		{Name: "read the audit log", Method: "GET", Path: p + "/audit"},
+		{Name: "list keys", Method: "GET", Path: p + "/keys"},
+		{Name: "issue a key", Method: "POST", Path: p + "/keys", Body: `{"label":"stolen","environment":"sandbox"}`},
+		{Name: "revoke a key", Method: "DELETE", Path: p + "/keys/" + keyID},
+	}
 }
 
-// orgRoutes is every /console/orgs/{org_id}/... route, with the resource ids given.
-func orgRoutes(org, userID, inviteID, keyID string) []request {
-	p := "/console/orgs/" + org
-	return []request{
-		{"GET", p, ""},
-		{"PATCH", p, `{"name":"Renamed"}`},
-		{"GET", p + "/members", ""},
-		{"POST", p + "/members", `{"email":"new@example.com"}`},
-		{"PATCH", p + "/members/" + userID, `{"role":"owner"}`},
-		{"DELETE", p + "/members/" + userID, ""},
-		{"POST", p + "/leave", ""},
-		{"DELETE", p + "/invitations/" + inviteID, ""},
-		{"POST", p + "/invitations/" + inviteID + "/resend", ""},
-		{"GET", p + "/audit", ""},
-		{"GET", p + "/keys", ""},
-		{"POST", p + "/keys", `{"label":"stolen","environment":"sandbox"}`},
-		{"DELETE", p + "/keys/" + keyID, ""},
+// as returns the requests, named for who sends them, sent with token and each wanting
+// status want: one caller's row of a matrix.
+func as(who, token string, want int, requests []apitest.Scenario) []apitest.Scenario {
+	out := make([]apitest.Scenario, len(requests))
+	for i, s := range requests {
+		s.Name = who + " " + s.Name
+		s.Token, s.WantStatus = token, want
+		out[i] = s
 	}
+	return out
 }
 
 // spec 4.3 and 7: organisation routes resolve the caller's membership first, so a caller of
@@ -65,37 +74,36 @@ func TestOtherOrganisationIsNotFound(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, tab)
 		a, b := e.fixture("a"), e.fixture("b")
+		var scenarios []apitest.Scenario
 		for _, pair := range []struct {
-			name        string
-			caller      user
-			self, other fixture
+			name   string
+			caller user
+			other  fixture
 		}{
-			{"a's owner in b", a.owner, a, b},
-			{"b's owner in a", b.owner, b, a},
-			{"a's member in b", a.member, a, b},
-			{"b's member in a", b.member, b, a},
+			{"a's owner in b:", a.owner, b},
+			{"b's owner in a:", b.owner, a},
+			{"a's member in b:", a.member, b},
+			{"b's member in a:", b.member, a},
 		} {
 			// Every route of the other organisation, with its own ids.
-			for _, rq := range orgRoutes(pair.other.org.OrgID, pair.other.member.id, pair.other.invite.InviteID, pair.other.keyID) {
-				r := e.Call(rq.method, rq.path, pair.caller.token, rq.body)
-				if r.Status != http.StatusNotFound || !strings.Contains(string(r.Body), `"detail"`) {
-					t.Errorf("%s: %s %s = %s; want 404 {detail}", pair.name, rq.method, rq.path, r)
-				}
-			}
+			o := pair.other
+			scenarios = append(scenarios, as(pair.name, pair.caller.token, http.StatusNotFound,
+				orgRoutes(o.org.OrgID, o.member.id, o.invite.InviteID, o.keyID))...)
 		}
 		// An owner naming the other organisation's member, invitation and key inside their own.
 		p := "/console/orgs/" + a.org.OrgID
-		for _, rq := range []request{
-			{"PATCH", p + "/members/" + b.member.id, `{"role":"owner"}`},
-			{"DELETE", p + "/members/" + b.member.id, ""},
-			{"DELETE", p + "/invitations/" + b.invite.InviteID, ""},
-			{"POST", p + "/invitations/" + b.invite.InviteID + "/resend", ""},
-			{"DELETE", p + "/keys/" + b.keyID, ""},
-		} {
-			if r := e.Call(rq.method, rq.path, a.owner.token, rq.body); r.Status != http.StatusNotFound {
-				t.Errorf("a's owner: %s %s (b's id) = %s; want 404", rq.method, rq.path, r)
-			}
-		}
+		scenarios = append(scenarios, as("a's owner, in a, with b's id:", a.owner.token, http.StatusNotFound, []apitest.Scenario{
+			{Name: "promote a member", Method: "PATCH", Path: p + "/members/" + b.member.id, Body: `{"role":"owner"}`},
+			{Name: "remove a member", Method: "DELETE", Path: p + "/members/" + b.member.id},
+			{Name: "withdraw an invitation", Method: "DELETE", Path: p + "/invitations/" + b.invite.InviteID},
+			{Name: "resend an invitation", Method: "POST", Path: p + "/invitations/" + b.invite.InviteID + "/resend"},
+			{Name: "revoke a key", Method: "DELETE", Path: p + "/keys/" + b.keyID},
+		})...)
+		// An unknown organisation is the same 404.
+		scenarios = append(scenarios, apitest.Scenario{Name: "an unknown organisation", Token: a.owner.token,
+			Method: "GET", Path: "/console/orgs/org_unknown", WantStatus: http.StatusNotFound})
+		e.Run(t, scenarios)
+
 		// b is untouched: its name, its members, its invitation and its key.
 		if got := e.members(b.owner, b.org.OrgID); len(got.Members) != 2 || len(got.Invitations) != 1 || got.Invitations[0].InviteID != b.invite.InviteID {
 			t.Errorf("b's members after a's attempts = %+v; want 2 members and its invitation", got)
@@ -107,10 +115,6 @@ func TestOtherOrganisationIsNotFound(t *testing.T) {
 		r = e.Call("GET", "/console/orgs/"+b.org.OrgID, b.owner.token, "")
 		if got := apitest.Decode[orgs.Organisation](t, r); got.Name != "b Fleet" {
 			t.Errorf("b's name = %q; want b Fleet", got.Name)
-		}
-		// An unknown organisation is the same 404.
-		if r := e.Call("GET", "/console/orgs/org_unknown", a.owner.token, ""); r.Status != http.StatusNotFound {
-			t.Errorf("GET unknown organisation = %s; want 404", r)
 		}
 	})
 }
@@ -124,15 +128,20 @@ func TestRoutesNeedASession(t *testing.T) {
 	r := e.issueKey(f.owner, f.org.OrgID, "sandbox", "not a session")
 	apiKey := apitest.Decode[orgs.IssuedKey](t, r).Key
 	routes := append(orgRoutes(f.org.OrgID, f.member.id, f.invite.InviteID, f.keyID),
-		request{"POST", "/console/orgs", `{"name":"x"}`}, request{"POST", "/console/invitations/accept", `{"token":"x"}`})
-	for _, token := range []string{"", apiKey, "ses_" + strings.Repeat("A", 43)} {
-		for _, rq := range routes {
-			r := e.Call(rq.method, rq.path, token, rq.body)
-			if r.Status != http.StatusUnauthorized || r.Header.Get("WWW-Authenticate") != "Bearer" {
-				t.Errorf("%s %s with credential %.8q = %s; want 401 with WWW-Authenticate: Bearer", rq.method, rq.path, token, r)
-			}
-		}
+		apitest.Scenario{Name: "create an organisation", Method: "POST", Path: "/console/orgs", Body: `{"name":"x"}`},
+		apitest.Scenario{Name: "accept an invitation", Method: "POST", Path: "/console/invitations/accept", Body: `{"token":"x"}`})
+	var scenarios []apitest.Scenario
+	for _, c := range []struct{ who, token string }{
+		{"no credential:", ""},
+		{"an API key:", apiKey},
+		{"an unknown session:", "ses_" + strings.Repeat("A", 43)},
+	} {
+		scenarios = append(scenarios, as(c.who, c.token, http.StatusUnauthorized, routes)...)
 	}
+	for i := range scenarios {
+		scenarios[i].WantHeader = map[string]string{"WWW-Authenticate": "Bearer"}
+	}
+	e.Run(t, scenarios)
 }
 
 // contract 3 "Roles": a member asking for any owner act gets 403 and nothing changes; a
@@ -144,27 +153,22 @@ func TestMemberAskingOwnerActsIsForbidden(t *testing.T) {
 		e := newEnv(t, tab)
 		f := e.fixture("a")
 		p := "/console/orgs/" + f.org.OrgID
-		for _, rq := range []request{
-			{"PATCH", p, `{"name":"Renamed"}`},
-			{"POST", p + "/members", `{"email":"new@example.com"}`},
-			{"PATCH", p + "/members/" + f.owner.id, `{"role":"member"}`},
-			{"PATCH", p + "/members/" + f.member.id, `{"role":"owner"}`},
-			{"DELETE", p + "/members/" + f.owner.id, ""},
-			{"DELETE", p + "/invitations/" + f.invite.InviteID, ""},
-			{"POST", p + "/invitations/" + f.invite.InviteID + "/resend", ""},
-			{"POST", p + "/keys", `{"label":"mine","environment":"sandbox"}`},
-			{"DELETE", p + "/keys/" + f.keyID, ""},
-		} {
-			r := e.Call(rq.method, rq.path, f.member.token, rq.body)
-			if r.Status != http.StatusForbidden || !strings.Contains(string(r.Body), `"detail"`) {
-				t.Errorf("member: %s %s = %s; want 403 {detail}", rq.method, rq.path, r)
-			}
-		}
-		for _, path := range []string{p, p + "/members", p + "/keys", p + "/audit"} {
-			if r := e.Call("GET", path, f.member.token, ""); r.Status != http.StatusOK {
-				t.Errorf("member: GET %s = %s; want 200", path, r)
-			}
-		}
+		e.Run(t, append(as("member:", f.member.token, http.StatusForbidden, []apitest.Scenario{
+			{Name: "rename", Method: "PATCH", Path: p, Body: `{"name":"Renamed"}`},
+			{Name: "invite", Method: "POST", Path: p + "/members", Body: `{"email":"new@example.com"}`},
+			{Name: "demote the owner", Method: "PATCH", Path: p + "/members/" + f.owner.id, Body: `{"role":"member"}`},
+			{Name: "promote themself", Method: "PATCH", Path: p + "/members/" + f.member.id, Body: `{"role":"owner"}`},
+			{Name: "remove the owner", Method: "DELETE", Path: p + "/members/" + f.owner.id},
+			{Name: "withdraw an invitation", Method: "DELETE", Path: p + "/invitations/" + f.invite.InviteID},
+			{Name: "resend an invitation", Method: "POST", Path: p + "/invitations/" + f.invite.InviteID + "/resend"},
+			{Name: "issue a key", Method: "POST", Path: p + "/keys", Body: `{"label":"mine","environment":"sandbox"}`},
+			{Name: "revoke a key", Method: "DELETE", Path: p + "/keys/" + f.keyID},
+		}), as("member:", f.member.token, http.StatusOK, []apitest.Scenario{
+			{Name: "read the organisation", Method: "GET", Path: p},
+			{Name: "list members", Method: "GET", Path: p + "/members"},
+			{Name: "list keys", Method: "GET", Path: p + "/keys"},
+			{Name: "read the audit log", Method: "GET", Path: p + "/audit"},
+		})...))
 		got := e.members(f.owner, f.org.OrgID)
 		if len(got.Members) != 2 || len(got.Invitations) != 1 {
 			t.Fatalf("members after the member's attempts = %+v; want 2 members, 1 invitation", got)

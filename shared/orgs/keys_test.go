@@ -161,14 +161,16 @@ func TestKeyIssuanceStepUpAndNotice(t *testing.T) {
 		e.join(ada, o.OrgID, "cat@example.com", orgs.RoleMember)
 		secret := e.enableTOTP(ada)
 		p := "/console/orgs/" + o.OrgID + "/keys"
-		e.ExpectDetail(e.Call("POST", p, ada.token, `{"label":"k","environment":"sandbox"}`), http.StatusForbidden, "issue without totp_code")
-		e.ExpectDetail(e.Call("POST", p, ada.token, `{"label":"k","environment":"sandbox","totp_code":null}`), http.StatusForbidden, "issue with a null totp_code")
 		wrong := "000000"
 		if wrong == e.totpCode(secret) {
 			wrong = "111111"
 		}
-		e.ExpectDetail(e.Call("POST", p, ada.token, apitest.JSON(map[string]string{"label": "k", "environment": "sandbox", "totp_code": wrong})),
-			http.StatusForbidden, "issue with a wrong totp_code")
+		e.Run(t, as("an owner with TOTP:", ada.token, http.StatusForbidden, []apitest.Scenario{
+			{Name: "issue without totp_code", Method: "POST", Path: p, Body: `{"label":"k","environment":"sandbox"}`},
+			{Name: "issue with a null totp_code", Method: "POST", Path: p, Body: `{"label":"k","environment":"sandbox","totp_code":null}`},
+			{Name: "issue with a wrong totp_code", Method: "POST", Path: p,
+				Body: apitest.JSON(map[string]string{"label": "k", "environment": "sandbox", "totp_code": wrong})},
+		}))
 		code := e.totpCode(secret)
 		r := e.Call("POST", p, ada.token, apitest.JSON(map[string]string{"label": "fleet tablets", "environment": "sandbox", "totp_code": code}))
 		e.Expect(r, http.StatusCreated, orgs.IssuedKeySchema, "issue with a valid totp_code")

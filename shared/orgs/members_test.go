@@ -186,11 +186,14 @@ func TestAcceptInvitation(t *testing.T) {
 			return e.Call("POST", "/console/invitations/accept", u.token, apitest.JSON(map[string]string{"token": token}))
 		}
 		mallory := e.signIn("mallory@example.com")
-		e.ExpectDetail(accept(mallory, token), http.StatusForbidden, "accept by another address")
-		e.ExpectDetail(accept(mallory, "ivt_unknown"), http.StatusNotFound, "accept an unknown token")
-		if r := e.Call("POST", "/console/invitations/accept", "", apitest.JSON(map[string]string{"token": token})); r.Status != http.StatusUnauthorized {
-			t.Errorf("accept without a session = %s; want 401", r)
-		}
+		e.Run(t, []apitest.Scenario{
+			{Name: "accept by another address", Token: mallory.token, WantStatus: http.StatusForbidden,
+				Method: "POST", Path: "/console/invitations/accept", Body: apitest.JSON(map[string]string{"token": token})},
+			{Name: "accept an unknown token", Token: mallory.token, WantStatus: http.StatusNotFound,
+				Method: "POST", Path: "/console/invitations/accept", Body: `{"token":"ivt_unknown"}`},
+			{Name: "accept without a session", WantStatus: http.StatusUnauthorized,
+				Method: "POST", Path: "/console/invitations/accept", Body: apitest.JSON(map[string]string{"token": token})},
+		})
 
 		bob := e.signIn("bob@example.com")
 		r := accept(bob, token)
@@ -241,9 +244,11 @@ func TestLastOwnerStays(t *testing.T) {
 		ada := e.signIn("ada@example.com")
 		o := e.createOrg(ada, "Ada Fleet")
 		p := "/console/orgs/" + o.OrgID
-		e.ExpectDetail(e.Call("PATCH", p+"/members/"+ada.id, ada.token, `{"role":"member"}`), http.StatusConflict, "demote the last owner")
-		e.ExpectDetail(e.Call("DELETE", p+"/members/"+ada.id, ada.token, ""), http.StatusConflict, "remove the last owner")
-		e.ExpectDetail(e.Call("POST", p+"/leave", ada.token, ""), http.StatusConflict, "last owner leaves")
+		e.Run(t, as("the last owner:", ada.token, http.StatusConflict, []apitest.Scenario{
+			{Name: "demote themself", Method: "PATCH", Path: p + "/members/" + ada.id, Body: `{"role":"member"}`},
+			{Name: "remove themself", Method: "DELETE", Path: p + "/members/" + ada.id},
+			{Name: "leave", Method: "POST", Path: p + "/leave"},
+		}))
 
 		bob := e.join(ada, o.OrgID, "bob@example.com", orgs.RoleOwner)
 		var wg sync.WaitGroup
