@@ -31,7 +31,8 @@ func (r Response) String() string { return strconv.Itoa(r.Status) + " " + string
 
 // Client sends a test's requests and checks the answers, reporting to T. It serves each
 // request with Handler in process, or, when URL is set, sends it over HTTP to the server
-// there (a test that wants what a client on the network meets).
+// there (a test that wants what a client on the network meets). One with only T set checks
+// answers got another way.
 type Client struct {
 	T       testing.TB
 	Handler http.Handler

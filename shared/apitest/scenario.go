@@ -23,6 +23,18 @@ type Scenario struct {
 	WantHeader map[string]string
 }
 
+// As returns the requests, each named for who sends them, sent with token and wanting
+// status want: one caller's row of a matrix of callers and routes.
+func As(who, token string, want int, requests []Scenario) []Scenario {
+	out := make([]Scenario, len(requests))
+	for i, s := range requests {
+		s.Name = who + " " + s.Name
+		s.Token, s.WantStatus = token, want
+		out[i] = s
+	}
+	return out
+}
+
 // Run checks each scenario in order, each as a subtest of t.
 func (c Client) Run(t *testing.T, scenarios []Scenario) {
 	t.Helper()

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/roadevents/roadevents/shared/app"
+	"github.com/roadevents/roadevents/shared/app/apptest"
 	"github.com/roadevents/roadevents/shared/config"
 	"github.com/roadevents/roadevents/shared/event"
 	"github.com/roadevents/roadevents/shared/eventstore"
@@ -52,8 +51,8 @@ func TestListValidation(t *testing.T) {
 		if got := h.area(key, q(48, 11, "radius=9780")); len(got) != 0 {
 			t.Errorf("empty area = %v; want []", got)
 		}
-		if r := h.do("GET", "/v1/events?"+q(48, 11), key, nil); string(r.body) != "[]" {
-			t.Errorf("empty area body = %s; want []", r.body)
+		if r := h.do("GET", "/v1/events?"+q(48, 11), key, nil); string(r.Body) != "[]" {
+			t.Errorf("empty area body = %s; want []", r.Body)
 		}
 	})
 }
@@ -368,8 +367,7 @@ func TestLimitsDocumentMatchesTheIndex(t *testing.T) {
 	tab := tables.Embedded(t)
 	cfg := config.Default()
 	cfg.EventIDKey = testIDKey
-	api := app.New(app.Deps{Config: cfg, Table: tab, Clock: tab.Clock,
-		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	api := apptest.New(t, app.Deps{Config: cfg, Table: tab, Clock: tab.Clock})
 	rec := httptest.NewRecorder()
 	api.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/v1/meta/limits", nil))
 	var limits struct {

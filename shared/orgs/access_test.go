@@ -32,7 +32,7 @@ func (e *env) fixture(prefix string) fixture {
 }
 
 // orgRoutes is every /console/orgs/{org_id}/... route, with the resource ids given: the
-// requests of scenarios that as completes.
+// requests of scenarios that apitest.As completes.
 func orgRoutes(org, userID, inviteID, keyID string) []apitest.Scenario {
 	p := "/console/orgs/" + org
 	return []apitest.Scenario{
@@ -50,18 +50,6 @@ func orgRoutes(org, userID, inviteID, keyID string) []apitest.Scenario {
 		{Name: "issue a key", Method: "POST", Path: p + "/keys", Body: `{"label":"stolen","environment":"sandbox"}`},
 		{Name: "revoke a key", Method: "DELETE", Path: p + "/keys/" + keyID},
 	}
-}
-
-// as returns the requests, named for who sends them, sent with token and each wanting
-// status want: one caller's row of a matrix.
-func as(who, token string, want int, requests []apitest.Scenario) []apitest.Scenario {
-	out := make([]apitest.Scenario, len(requests))
-	for i, s := range requests {
-		s.Name = who + " " + s.Name
-		s.Token, s.WantStatus = token, want
-		out[i] = s
-	}
-	return out
 }
 
 // spec 4.3 and 7: organisation routes resolve the caller's membership first, so a caller of
@@ -87,12 +75,12 @@ func TestOtherOrganisationIsNotFound(t *testing.T) {
 		} {
 			// Every route of the other organisation, with its own ids.
 			o := pair.other
-			scenarios = append(scenarios, as(pair.name, pair.caller.token, http.StatusNotFound,
+			scenarios = append(scenarios, apitest.As(pair.name, pair.caller.token, http.StatusNotFound,
 				orgRoutes(o.org.OrgID, o.member.id, o.invite.InviteID, o.keyID))...)
 		}
 		// An owner naming the other organisation's member, invitation and key inside their own.
 		p := "/console/orgs/" + a.org.OrgID
-		scenarios = append(scenarios, as("a's owner, in a, with b's id:", a.owner.token, http.StatusNotFound, []apitest.Scenario{
+		scenarios = append(scenarios, apitest.As("a's owner, in a, with b's id:", a.owner.token, http.StatusNotFound, []apitest.Scenario{
 			{Name: "promote a member", Method: "PATCH", Path: p + "/members/" + b.member.id, Body: `{"role":"owner"}`},
 			{Name: "remove a member", Method: "DELETE", Path: p + "/members/" + b.member.id},
 			{Name: "withdraw an invitation", Method: "DELETE", Path: p + "/invitations/" + b.invite.InviteID},
@@ -136,7 +124,7 @@ func TestRoutesNeedASession(t *testing.T) {
 		{"an API key:", apiKey},
 		{"an unknown session:", "ses_" + strings.Repeat("A", 43)},
 	} {
-		scenarios = append(scenarios, as(c.who, c.token, http.StatusUnauthorized, routes)...)
+		scenarios = append(scenarios, apitest.As(c.who, c.token, http.StatusUnauthorized, routes)...)
 	}
 	for i := range scenarios {
 		scenarios[i].WantHeader = map[string]string{"WWW-Authenticate": "Bearer"}
@@ -153,7 +141,7 @@ func TestMemberAskingOwnerActsIsForbidden(t *testing.T) {
 		e := newEnv(t, tab)
 		f := e.fixture("a")
 		p := "/console/orgs/" + f.org.OrgID
-		e.Run(t, append(as("member:", f.member.token, http.StatusForbidden, []apitest.Scenario{
+		e.Run(t, append(apitest.As("member:", f.member.token, http.StatusForbidden, []apitest.Scenario{
 			{Name: "rename", Method: "PATCH", Path: p, Body: `{"name":"Renamed"}`},
 			{Name: "invite", Method: "POST", Path: p + "/members", Body: `{"email":"new@example.com"}`},
 			{Name: "demote the owner", Method: "PATCH", Path: p + "/members/" + f.owner.id, Body: `{"role":"member"}`},
@@ -163,7 +151,7 @@ func TestMemberAskingOwnerActsIsForbidden(t *testing.T) {
 			{Name: "resend an invitation", Method: "POST", Path: p + "/invitations/" + f.invite.InviteID + "/resend"},
 			{Name: "issue a key", Method: "POST", Path: p + "/keys", Body: `{"label":"mine","environment":"sandbox"}`},
 			{Name: "revoke a key", Method: "DELETE", Path: p + "/keys/" + f.keyID},
-		}), as("member:", f.member.token, http.StatusOK, []apitest.Scenario{
+		}), apitest.As("member:", f.member.token, http.StatusOK, []apitest.Scenario{
 			{Name: "read the organisation", Method: "GET", Path: p},
 			{Name: "list members", Method: "GET", Path: p + "/members"},
 			{Name: "list keys", Method: "GET", Path: p + "/keys"},

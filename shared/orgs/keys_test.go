@@ -165,7 +165,7 @@ func TestKeyIssuanceStepUpAndNotice(t *testing.T) {
 		if wrong == e.totpCode(secret) {
 			wrong = "111111"
 		}
-		e.Run(t, as("an owner with TOTP:", ada.token, http.StatusForbidden, []apitest.Scenario{
+		e.Run(t, apitest.As("an owner with TOTP:", ada.token, http.StatusForbidden, []apitest.Scenario{
 			{Name: "issue without totp_code", Method: "POST", Path: p, Body: `{"label":"k","environment":"sandbox"}`},
 			{Name: "issue with a null totp_code", Method: "POST", Path: p, Body: `{"label":"k","environment":"sandbox","totp_code":null}`},
 			{Name: "issue with a wrong totp_code", Method: "POST", Path: p,

@@ -244,7 +244,7 @@ func TestLastOwnerStays(t *testing.T) {
 		ada := e.signIn("ada@example.com")
 		o := e.createOrg(ada, "Ada Fleet")
 		p := "/console/orgs/" + o.OrgID
-		e.Run(t, as("the last owner:", ada.token, http.StatusConflict, []apitest.Scenario{
+		e.Run(t, apitest.As("the last owner:", ada.token, http.StatusConflict, []apitest.Scenario{
 			{Name: "demote themself", Method: "PATCH", Path: p + "/members/" + ada.id, Body: `{"role":"member"}`},
 			{Name: "remove themself", Method: "DELETE", Path: p + "/members/" + ada.id},
 			{Name: "leave", Method: "POST", Path: p + "/leave"},
