@@ -202,7 +202,8 @@ func JSON(v any) string {
 	return string(b)
 }
 
-// LogBuffer collects the log lines of concurrent handlers (and of their background work).
+// LogBuffer is a log destination that concurrent writers (handlers, their background work, a
+// feed's goroutines) and the test share.
 type LogBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
