@@ -1,7 +1,6 @@
 package apikey_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/roadevents/roadevents/shared/apikey"
+	"github.com/roadevents/roadevents/shared/apitest"
 	"github.com/roadevents/roadevents/shared/store"
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
 )
@@ -23,12 +23,12 @@ type env struct {
 	t    *testing.T
 	tab  tables.Table
 	keys *apikey.Keys
-	log  *syncBuffer
+	log  *apitest.LogBuffer
 }
 
 func newEnv(t *testing.T, tab tables.Table) *env {
 	t.Helper()
-	buf := &syncBuffer{}
+	buf := &apitest.LogBuffer{}
 	logger := slog.New(slog.NewJSONHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	e := &env{t: t, tab: tab, log: buf,
 		keys: apikey.New(tab, apikey.Options{Clock: tab.Clock, Logger: logger})}
@@ -64,24 +64,6 @@ func (e *env) lastUsed(org, keyID string) time.Time {
 		e.t.Fatalf("Get(%s, %s) = %v; want nil", org, keyID, err)
 	}
 	return k.LastUsedAt
-}
-
-// syncBuffer is a log destination safe for the background writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // TestIssue: spec 5 API key rule 1 and contract 3: "svc_" + 43 base62, the listing shows
@@ -438,7 +420,7 @@ func TestTouchFailureDoesNotFailTheRequest(t *testing.T) {
 	tab := tables.Embedded(t)
 	e := newEnv(t, tab)
 	raw, key := e.issue("org_h", apikey.Live, "k")
-	buf := &syncBuffer{}
+	buf := &apitest.LogBuffer{}
 	keys := apikey.New(failingUpdates{tab}, apikey.Options{Clock: tab.Clock, Logger: slog.New(slog.NewJSONHandler(buf, nil))})
 	if _, err := keys.Authenticate(t.Context(), raw); err != nil {
 		t.Fatalf("Authenticate with failing last_used_at write = %v; want nil", err)

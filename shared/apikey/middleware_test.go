@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/roadevents/roadevents/shared/apikey"
+	"github.com/roadevents/roadevents/shared/apitest"
 	"github.com/roadevents/roadevents/shared/httpapi"
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
 )
@@ -18,7 +19,7 @@ import (
 // server is the real router with the middleware, serving one route per kind of security.
 type server struct {
 	h   http.Handler
-	log *syncBuffer
+	log *apitest.LogBuffer
 }
 
 // whoami answers the principal the middleware put in the context, or "none".
@@ -45,7 +46,7 @@ func (tickets) VerifyTicket(_ context.Context, ticket string) (apikey.Principal,
 
 func newServer(t *testing.T, keys apikey.Authenticator) *server {
 	t.Helper()
-	buf := &syncBuffer{}
+	buf := &apitest.LogBuffer{}
 	api := httpapi.New(httpapi.Config{
 		Logger:     slog.New(slog.NewJSONHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Middleware: []httpapi.RouteMiddleware{apikey.Middleware(keys, apikey.MiddlewareOptions{Tickets: tickets{}})},

@@ -11,13 +11,13 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stripe/stripe-go/v76/webhook"
 
+	"github.com/roadevents/roadevents/shared/apitest"
 	"github.com/roadevents/roadevents/shared/billing"
 	"github.com/roadevents/roadevents/shared/config"
 	"github.com/roadevents/roadevents/shared/consoleauth"
@@ -280,39 +280,25 @@ func newRig(t *testing.T, tab tables.Table, o rigOptions) *rig {
 	return r
 }
 
+// client sends requests to the rig's server, reporting to t.
+func (r *rig) client(t testing.TB) apitest.Client { return apitest.Client{T: t, URL: r.srv.URL} }
+
 // do sends a request with token (none when empty) and a JSON body (none when empty), and
 // returns the status and the body.
 func (r *rig) do(t *testing.T, method, path, token, body string) (int, []byte) {
 	t.Helper()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, _ := http.NewRequest(method, r.srv.URL+path, rd)
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := r.srv.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	out, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, out
+	res := r.client(t).Call(method, path, token, body)
+	return res.Status, res.Body
 }
 
 // getJSON sends GET path as token, wants 200 and decodes the body into out.
 func (r *rig) getJSON(t *testing.T, path, token string, out any) {
 	t.Helper()
-	status, body := r.do(t, http.MethodGet, path, token, "")
-	if status != http.StatusOK {
-		t.Fatalf("GET %s = %d %s; want 200", path, status, body)
-	}
-	if err := json.Unmarshal(body, out); err != nil {
-		t.Fatalf("GET %s: decode %s: %v", path, body, err)
+	c := r.client(t)
+	res := c.Call(http.MethodGet, path, token, "")
+	c.Expect(res, http.StatusOK, nil, "GET "+path)
+	if err := json.Unmarshal(res.Body, out); err != nil {
+		t.Fatalf("GET %s: decode %s: %v", path, res.Body, err)
 	}
 }
 

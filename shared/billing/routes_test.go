@@ -1,15 +1,14 @@
 package billing_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/roadevents/roadevents/shared/apitest"
 	"github.com/roadevents/roadevents/shared/billing"
 	"github.com/roadevents/roadevents/shared/metering"
 	"github.com/roadevents/roadevents/shared/plans"
@@ -107,44 +106,29 @@ func TestCheckoutAndPortalStatuses(t *testing.T) {
 		}))
 		checkout := func(org string) string { return "/console/orgs/" + org + "/billing/checkout" }
 		portal := func(org string) string { return "/console/orgs/" + org + "/billing/portal" }
-		for _, tc := range []struct {
-			name        string
-			r           *rig
-			path, token string
-			body        string
-			want        int
-		}{
-			{"checkout without a session", on, checkout(orgA), "", `{"plan":"team"}`, http.StatusUnauthorized},
-			{"checkout by an outsider", on, checkout(orgA), tokenOutsider, `{"plan":"team"}`, http.StatusNotFound},
-			{"checkout of no such organisation", on, checkout("org_none"), tokenOwner, `{"plan":"team"}`, http.StatusNotFound},
-			{"checkout by a member", on, checkout(orgA), tokenMember, `{"plan":"team"}`, http.StatusForbidden},
-			{"checkout while billing is off", off, checkout(orgA), tokenOwner, `{"plan":"team"}`, http.StatusServiceUnavailable},
-			{"checkout of free", on, checkout(orgA), tokenOwner, `{"plan":"free"}`, http.StatusBadRequest},
-			{"checkout of enterprise", on, checkout(orgA), tokenOwner, `{"plan":"enterprise"}`, http.StatusBadRequest},
-			{"checkout of an unknown plan", on, checkout(orgA), tokenOwner, `{"plan":"platinum"}`, http.StatusBadRequest},
-			{"checkout of a price id", on, checkout(orgA), tokenOwner, `{"plan":"` + priceTeam + `"}`, http.StatusBadRequest},
-			{"checkout of an empty plan", on, checkout(orgA), tokenOwner, `{"plan":""}`, http.StatusUnprocessableEntity},
-			{"checkout of a 41-character plan", on, checkout(orgA), tokenOwner, `{"plan":"` + strings.Repeat("t", 41) + `"}`, http.StatusUnprocessableEntity},
-			{"checkout when already subscribed", on, checkout("org_b"), tokenOwner, `{"plan":"business"}`, http.StatusConflict},
-			{"portal without a session", on, portal(orgA), "", "", http.StatusUnauthorized},
-			{"portal by an outsider", on, portal(orgA), tokenOutsider, "", http.StatusNotFound},
-			{"portal by a member", on, portal(orgA), tokenMember, "", http.StatusForbidden},
-			{"portal while billing is off", off, portal(orgA), tokenOwner, "", http.StatusServiceUnavailable},
-			{"portal without a billing account", on, portal(orgA), tokenOwner, "", http.StatusConflict},
-			{"summary by an outsider", on, "/console/orgs/" + orgA + "/billing", tokenOutsider, "", http.StatusNotFound},
-		} {
-			method := http.MethodPost
-			if strings.HasSuffix(tc.path, "/billing") {
-				method = http.MethodGet
-			}
-			got, body := tc.r.do(t, method, tc.path, tc.token, tc.body)
-			if got != tc.want {
-				t.Errorf("%s: %s %s = %d %s; want %d", tc.name, method, tc.path, got, body, tc.want)
-			}
-			if err := errorShape(got, body); err != nil {
-				t.Errorf("%s: %v", tc.name, err)
-			}
-		}
+		const team = `{"plan":"team"}`
+		on.client(t).Run(t, []apitest.Scenario{
+			{Name: "checkout without a session", Method: "POST", Path: checkout(orgA), Body: team, WantStatus: http.StatusUnauthorized},
+			{Name: "checkout by an outsider", Token: tokenOutsider, Method: "POST", Path: checkout(orgA), Body: team, WantStatus: http.StatusNotFound},
+			{Name: "checkout of no such organisation", Token: tokenOwner, Method: "POST", Path: checkout("org_none"), Body: team, WantStatus: http.StatusNotFound},
+			{Name: "checkout by a member", Token: tokenMember, Method: "POST", Path: checkout(orgA), Body: team, WantStatus: http.StatusForbidden},
+			{Name: "checkout of free", Token: tokenOwner, Method: "POST", Path: checkout(orgA), Body: `{"plan":"free"}`, WantStatus: http.StatusBadRequest},
+			{Name: "checkout of enterprise", Token: tokenOwner, Method: "POST", Path: checkout(orgA), Body: `{"plan":"enterprise"}`, WantStatus: http.StatusBadRequest},
+			{Name: "checkout of an unknown plan", Token: tokenOwner, Method: "POST", Path: checkout(orgA), Body: `{"plan":"platinum"}`, WantStatus: http.StatusBadRequest},
+			{Name: "checkout of a price id", Token: tokenOwner, Method: "POST", Path: checkout(orgA), Body: `{"plan":"` + priceTeam + `"}`, WantStatus: http.StatusBadRequest},
+			{Name: "checkout of an empty plan", Token: tokenOwner, Method: "POST", Path: checkout(orgA), Body: `{"plan":""}`, WantStatus: http.StatusUnprocessableEntity},
+			{Name: "checkout of a 41-character plan", Token: tokenOwner, Method: "POST", Path: checkout(orgA), Body: `{"plan":"` + strings.Repeat("t", 41) + `"}`, WantStatus: http.StatusUnprocessableEntity},
+			{Name: "checkout when already subscribed", Token: tokenOwner, Method: "POST", Path: checkout("org_b"), Body: `{"plan":"business"}`, WantStatus: http.StatusConflict},
+			{Name: "portal without a session", Method: "POST", Path: portal(orgA), WantStatus: http.StatusUnauthorized},
+			{Name: "portal by an outsider", Token: tokenOutsider, Method: "POST", Path: portal(orgA), WantStatus: http.StatusNotFound},
+			{Name: "portal by a member", Token: tokenMember, Method: "POST", Path: portal(orgA), WantStatus: http.StatusForbidden},
+			{Name: "portal without a billing account", Token: tokenOwner, Method: "POST", Path: portal(orgA), WantStatus: http.StatusConflict},
+			{Name: "summary by an outsider", Token: tokenOutsider, Method: "GET", Path: "/console/orgs/" + orgA + "/billing", WantStatus: http.StatusNotFound},
+		})
+		off.client(t).Run(t, []apitest.Scenario{
+			{Name: "checkout while billing is off", Token: tokenOwner, Method: "POST", Path: checkout(orgA), Body: team, WantStatus: http.StatusServiceUnavailable},
+			{Name: "portal while billing is off", Token: tokenOwner, Method: "POST", Path: portal(orgA), WantStatus: http.StatusServiceUnavailable},
+		})
 		if refuse.calls != 0 {
 			t.Errorf("the provider was called %d times; want none", refuse.calls)
 		}
@@ -157,33 +141,6 @@ func TestCheckoutAndPortalStatuses(t *testing.T) {
 			t.Errorf("subscribed summary = configured %v, active %v, plan %s; want true, true, team", s.BillingConfigured, s.SubscriptionActive, s.Plan.PlanID)
 		}
 	})
-}
-
-// errorShape checks the body of an error answer against spec 7: {"detail": "<sentence>"} for a
-// handler error, {"detail": [{type, loc, msg, input}, ...]} for a validation 422.
-func errorShape(status int, body []byte) error {
-	var d struct {
-		Detail json.RawMessage `json:"detail"`
-	}
-	if err := json.Unmarshal(body, &d); err != nil || len(d.Detail) == 0 {
-		return fmt.Errorf("%d body %s has no detail (spec 7)", status, body)
-	}
-	var sentence string
-	if json.Unmarshal(d.Detail, &sentence) == nil {
-		if sentence == "" {
-			return fmt.Errorf("%d body %s: empty detail", status, body)
-		}
-		return nil
-	}
-	var items []struct {
-		Type string `json:"type"`
-		Loc  []any  `json:"loc"`
-	}
-	if status != http.StatusUnprocessableEntity || json.Unmarshal(d.Detail, &items) != nil || len(items) == 0 ||
-		items[0].Type == "" || len(items[0].Loc) == 0 {
-		return fmt.Errorf("%d body %s is neither {detail: sentence} nor a 422's {detail: [{type, loc}]} (spec 7)", status, body)
-	}
-	return nil
 }
 
 // Contract 3 records: GET /console/plans answers PlanPublic[] and the billing summary a
@@ -207,19 +164,8 @@ func TestRecordsMatchContract(t *testing.T) {
 			{"/console/plans", "", schema.Array(plans.PublicSchema)},
 			{"/console/orgs/" + orgA + "/billing", tokenMember, billing.BillingSummarySchema},
 		} {
-			status, body := rc.r.do(t, http.MethodGet, c.path, c.token, "")
-			if status != http.StatusOK {
-				t.Fatalf("%s: GET %s = %d %s; want 200", rc.name, c.path, status, body)
-			}
-			dec := json.NewDecoder(bytes.NewReader(body))
-			dec.UseNumber()
-			var v any
-			if err := dec.Decode(&v); err != nil {
-				t.Fatal(err)
-			}
-			if errs := c.schema.Validate(v, []any{"response"}); len(errs) > 0 {
-				t.Errorf("%s: GET %s = %s; does not match %s: %v", rc.name, c.path, body, c.schema.Name, errs)
-			}
+			client := rc.r.client(t)
+			client.Expect(client.Call(http.MethodGet, c.path, c.token, ""), http.StatusOK, c.schema, rc.name+": GET "+c.path)
 		}
 		var ps []map[string]any
 		rc.r.getJSON(t, "/console/plans", "", &ps)

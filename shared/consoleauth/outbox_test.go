@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/roadevents/roadevents/shared/apitest"
 	"github.com/roadevents/roadevents/shared/consoleauth"
-	"github.com/roadevents/roadevents/shared/consoletest"
 	rmail "github.com/roadevents/roadevents/shared/mail"
 	"github.com/roadevents/roadevents/shared/mail/mailtest"
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
@@ -25,7 +25,7 @@ func TestOutboxMessage(t *testing.T) {
 	tables.Each(t, func(t *testing.T, tab tables.Table) {
 		t.Parallel()
 		dir := filepath.Join(t.TempDir(), "outbox")
-		logs := &consoletest.LogBuffer{}
+		logs := &apitest.LogBuffer{}
 		outbox, err := rmail.NewOutbox(dir, rmail.OutboxOptions{
 			From: "Road Events <no-reply@roadevents.invalid>", Clock: tab.Clock,
 			Logger: slog.New(slog.NewJSONHandler(logs, nil)),
@@ -34,7 +34,7 @@ func TestOutboxMessage(t *testing.T) {
 			t.Fatal(err)
 		}
 		e := newEnvWith(t, tab, outbox)
-		e.expect(e.call("POST", "/console/auth/request-code", "", `{"email":"ada@example.com"}`), http.StatusOK, nil, "request-code")
+		e.Expect(e.Call("POST", "/console/auth/request-code", "", `{"email":"ada@example.com"}`), http.StatusOK, nil, "request-code")
 
 		entries, err := os.ReadDir(dir)
 		if err != nil || len(entries) != 1 {
@@ -68,7 +68,7 @@ func TestOutboxMessage(t *testing.T) {
 		if strings.Contains(logs.String(), code) || strings.Count(logs.String(), "\n") != 1 {
 			t.Errorf("outbox log %q; want one line without the code", logs.String())
 		}
-		e.expect(e.verifyCode("ada@example.com", code), http.StatusOK, consoleauth.SessionSchema, "verify-code with the code from the file")
+		e.Expect(e.verifyCode("ada@example.com", code), http.StatusOK, consoleauth.SessionSchema, "verify-code with the code from the file")
 	})
 }
 
@@ -85,19 +85,19 @@ func TestNoCredentialInLogs(t *testing.T) {
 		creds = append(creds, code)
 		e.verifyCode("ada@example.com", e.wrongEmailCode(code))
 		r := e.verifyCode("ada@example.com", code)
-		s := decode[consoleauth.SessionOut](t, r)
+		s := apitest.Decode[consoleauth.SessionOut](t, r)
 		creds = append(creds, s.Token)
 		secret, codes := e.enableTOTP(s.Token)
 		creds = append(creds, secret)
 		creds = append(creds, codes...)
 		temp := e.challenge("ada@example.com")
 		creds = append(creds, temp)
-		e.call("POST", "/console/auth/verify-totp", temp, jsonBody(map[string]string{"code": e.code(secret)})) // replay: 400
-		e.call("POST", "/console/auth/verify-recovery", temp, jsonBody(map[string]string{"code": "zzzzz-zzzzz"}))
-		e.call("POST", "/console/auth/verify-recovery", temp, jsonBody(map[string]string{"code": codes[0]}))
-		e.call("GET", "/console/auth/me", "ses_"+strings.Repeat("x", 43), "")
-		e.call("POST", "/console/auth/logout", s.Token, "")
-		e.call("GET", "/console/auth/me", s.Token, "")
+		e.Call("POST", "/console/auth/verify-totp", temp, apitest.JSON(map[string]string{"code": e.code(secret)})) // replay: 400
+		e.Call("POST", "/console/auth/verify-recovery", temp, apitest.JSON(map[string]string{"code": "zzzzz-zzzzz"}))
+		e.Call("POST", "/console/auth/verify-recovery", temp, apitest.JSON(map[string]string{"code": codes[0]}))
+		e.Call("GET", "/console/auth/me", "ses_"+strings.Repeat("x", 43), "")
+		e.Call("POST", "/console/auth/logout", s.Token, "")
+		e.Call("GET", "/console/auth/me", s.Token, "")
 		log := e.logs.String()
 		if !strings.Contains(log, "verify-recovery") || !strings.Contains(log, `"level":"DEBUG"`) {
 			t.Fatalf("the log does not show the requests at debug level; the check would prove nothing:\n%s", log)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/roadevents/roadevents/shared/apitest"
 	"github.com/roadevents/roadevents/shared/consoleauth"
 	"github.com/roadevents/roadevents/shared/schema"
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
@@ -31,9 +32,9 @@ func TestProfileUpdate(t *testing.T) {
 			{"ClearName", `{"display_name":null}`, nil, "fr"},
 		}
 		for _, st := range steps {
-			r := e.call("PATCH", "/console/auth/me", s.Token, st.body)
-			e.expect(r, http.StatusOK, consoleauth.MePublicSchema, "PATCH me "+st.name)
-			me := decode[consoleauth.MePublic](t, r)
+			r := e.Call("PATCH", "/console/auth/me", s.Token, st.body)
+			e.Expect(r, http.StatusOK, consoleauth.MePublicSchema, "PATCH me "+st.name)
+			me := apitest.Decode[consoleauth.MePublic](t, r)
 			if fmt.Sprint(deref(me.DisplayName)) != fmt.Sprint(deref(st.wantName)) || (me.DisplayName == nil) != (st.wantName == nil) || me.Locale != st.wantLocale {
 				t.Errorf("%s: display_name %v locale %q; want %v %q", st.name, deref(me.DisplayName), me.Locale, deref(st.wantName), st.wantLocale)
 			}
@@ -42,7 +43,7 @@ func TestProfileUpdate(t *testing.T) {
 			}
 		}
 		// The change is stored: the session view shows it.
-		got := decode[consoleauth.SessionOut](t, e.call("GET", "/console/auth/me", s.Token, "")).User
+		got := apitest.Decode[consoleauth.SessionOut](t, e.Call("GET", "/console/auth/me", s.Token, "")).User
 		if got.DisplayName != nil || got.Locale != "fr" {
 			t.Errorf("GET me after the updates: display_name %v locale %q; want null and fr", deref(got.DisplayName), got.Locale)
 		}
@@ -104,12 +105,12 @@ func TestValidationErrors(t *testing.T) {
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
 				e := e.with(t)
-				r := e.call(tc.method, tc.path, tc.token, tc.body)
-				e.expect(r, http.StatusUnprocessableEntity, schema.HTTPValidationErrorSchema, tc.name)
+				r := e.Call(tc.method, tc.path, tc.token, tc.body)
+				e.Expect(r, http.StatusUnprocessableEntity, schema.HTTPValidationErrorSchema, tc.name)
 				var body struct {
 					Detail []validationItem `json:"detail"`
 				}
-				if err := json.Unmarshal(r.body, &body); err != nil {
+				if err := json.Unmarshal(r.Body, &body); err != nil {
 					t.Fatal(err)
 				}
 				var got []string
@@ -122,7 +123,7 @@ func TestValidationErrors(t *testing.T) {
 			})
 		}
 		// The refused profile updates wrote nothing.
-		me := decode[consoleauth.SessionOut](t, e.call("GET", "/console/auth/me", s.Token, "")).User
+		me := apitest.Decode[consoleauth.SessionOut](t, e.Call("GET", "/console/auth/me", s.Token, "")).User
 		if me.DisplayName != nil || me.Locale != "en" || me.Email != "ada@example.com" {
 			t.Errorf("user after refused updates = %+v; want unchanged", me)
 		}

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/roadevents/roadevents/shared/apitest"
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
 )
 
@@ -16,7 +17,7 @@ func TestConcurrentUse(t *testing.T) {
 	tables.Each(t, func(t *testing.T, tab tables.Table) {
 		t.Parallel()
 		e := newEnv(t, tab)
-		race := func(n int, req func(i int) response) map[int]int {
+		race := func(n int, req func(i int) apitest.Response) map[int]int {
 			statuses := map[int]int{}
 			var mu sync.Mutex
 			var wg sync.WaitGroup
@@ -26,7 +27,7 @@ func TestConcurrentUse(t *testing.T) {
 					defer wg.Done()
 					r := req(i)
 					mu.Lock()
-					statuses[r.status]++
+					statuses[r.Status]++
 					mu.Unlock()
 				}()
 			}
@@ -34,7 +35,7 @@ func TestConcurrentUse(t *testing.T) {
 			return statuses
 		}
 		code := e.requestCode("ada@example.com")
-		got := race(5, func(int) response { return e.verifyCode("ada@example.com", code) })
+		got := race(5, func(int) apitest.Response { return e.verifyCode("ada@example.com", code) })
 		if got[http.StatusOK] != 1 || got[http.StatusBadRequest] != 4 {
 			t.Errorf("5 concurrent verify-code with one code: statuses %v; want one 200 and four 400", got)
 		}
@@ -47,8 +48,8 @@ func TestConcurrentUse(t *testing.T) {
 			temps[i] = e.challenge("grace@example.com")
 		}
 		totp := e.code(secret)
-		got = race(len(temps), func(i int) response {
-			return e.call("POST", "/console/auth/verify-totp", temps[i], jsonBody(map[string]string{"code": totp}))
+		got = race(len(temps), func(i int) apitest.Response {
+			return e.Call("POST", "/console/auth/verify-totp", temps[i], apitest.JSON(map[string]string{"code": totp}))
 		})
 		if got[http.StatusOK] != 1 || got[http.StatusBadRequest] != 3 {
 			t.Errorf("4 concurrent verify-totp with one code: statuses %v; want one 200 and three 400", got)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/roadevents/roadevents/shared/apitest"
 	"github.com/roadevents/roadevents/shared/consoleauth"
 	"github.com/roadevents/roadevents/shared/store"
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
@@ -98,15 +99,15 @@ func TestNoSecretAtRest(t *testing.T) {
 			code := e.requestCode(addr)
 			sec.addCode(code)
 			r := e.verifyCode(addr, code)
-			e.expect(r, http.StatusOK, consoleauth.SessionSchema, "verify-code")
-			return decode[consoleauth.SessionOut](t, r)
+			e.Expect(r, http.StatusOK, consoleauth.SessionSchema, "verify-code")
+			return apitest.Decode[consoleauth.SessionOut](t, r)
 		}
 		challenge := func(addr string) string {
 			code := e.requestCode(addr)
 			sec.addCode(code)
 			r := e.verifyCode(addr, code)
-			e.expect(r, http.StatusOK, consoleauth.AuthChallengeSchema, "verify-code")
-			tmp := *decode[consoleauth.AuthChallengeOut](t, r).TempToken
+			e.Expect(r, http.StatusOK, consoleauth.AuthChallengeSchema, "verify-code")
+			tmp := *apitest.Decode[consoleauth.AuthChallengeOut](t, r).TempToken
 			sec.long = append(sec.long, tmp)
 			return tmp
 		}
@@ -118,18 +119,18 @@ func TestNoSecretAtRest(t *testing.T) {
 		s := signIn("ada@example.com")
 		sec.long = append(sec.long, s.Token)
 
-		r := e.call("POST", "/console/auth/totp/setup", s.Token, "")
-		e.expect(r, http.StatusOK, consoleauth.TotpEnrolmentSchema, "setup")
-		secret := decode[consoleauth.TotpEnrolmentOut](t, r).Secret
+		r := e.Call("POST", "/console/auth/totp/setup", s.Token, "")
+		e.Expect(r, http.StatusOK, consoleauth.TotpEnrolmentSchema, "setup")
+		secret := apitest.Decode[consoleauth.TotpEnrolmentOut](t, r).Secret
 		key, err := base32.StdEncoding.WithPadding(base32.NoPadding).DecodeString(secret)
 		if err != nil {
 			t.Fatal(err)
 		}
 		sec.long = append(sec.long, secret, strings.ToLower(secret))
 		sec.raw = append(sec.raw, key)
-		r = e.call("POST", "/console/auth/totp/confirm", s.Token, jsonBody(map[string]string{"code": totpCode(secret)}))
-		e.expect(r, http.StatusOK, consoleauth.RecoveryCodesSchema, "confirm")
-		codes := decode[consoleauth.RecoveryCodesOut](t, r).Codes
+		r = e.Call("POST", "/console/auth/totp/confirm", s.Token, apitest.JSON(map[string]string{"code": totpCode(secret)}))
+		e.Expect(r, http.StatusOK, consoleauth.RecoveryCodesSchema, "confirm")
+		codes := apitest.Decode[consoleauth.RecoveryCodesOut](t, r).Codes
 		addRecovery := func(cs []string) {
 			for _, c := range cs {
 				sec.long = append(sec.long, c, strings.ReplaceAll(c, "-", ""), strings.ToUpper(strings.ReplaceAll(c, "-", "")))
@@ -138,25 +139,25 @@ func TestNoSecretAtRest(t *testing.T) {
 		addRecovery(codes)
 
 		e.nextStep()
-		r = e.call("POST", "/console/auth/verify-totp", challenge("ada@example.com"), jsonBody(map[string]string{"code": totpCode(secret)}))
-		e.expect(r, http.StatusOK, consoleauth.SessionSchema, "verify-totp")
-		sec.long = append(sec.long, decode[consoleauth.SessionOut](t, r).Token)
-		r = e.call("POST", "/console/auth/verify-recovery", challenge("ada@example.com"), jsonBody(map[string]string{"code": codes[3]}))
-		e.expect(r, http.StatusOK, consoleauth.SessionSchema, "verify-recovery")
-		sec.long = append(sec.long, decode[consoleauth.SessionOut](t, r).Token)
+		r = e.Call("POST", "/console/auth/verify-totp", challenge("ada@example.com"), apitest.JSON(map[string]string{"code": totpCode(secret)}))
+		e.Expect(r, http.StatusOK, consoleauth.SessionSchema, "verify-totp")
+		sec.long = append(sec.long, apitest.Decode[consoleauth.SessionOut](t, r).Token)
+		r = e.Call("POST", "/console/auth/verify-recovery", challenge("ada@example.com"), apitest.JSON(map[string]string{"code": codes[3]}))
+		e.Expect(r, http.StatusOK, consoleauth.SessionSchema, "verify-recovery")
+		sec.long = append(sec.long, apitest.Decode[consoleauth.SessionOut](t, r).Token)
 		e.nextStep()
-		r = e.call("POST", "/console/auth/recovery-codes/regenerate", s.Token, jsonBody(map[string]string{"code": totpCode(secret)}))
-		e.expect(r, http.StatusOK, consoleauth.RecoveryCodesSchema, "regenerate")
-		addRecovery(decode[consoleauth.RecoveryCodesOut](t, r).Codes)
-		r = e.call("GET", "/console/auth/me", s.Token, "")
-		e.expect(r, http.StatusOK, consoleauth.SessionSchema, "renew")
-		sec.long = append(sec.long, decode[consoleauth.SessionOut](t, r).Token)
+		r = e.Call("POST", "/console/auth/recovery-codes/regenerate", s.Token, apitest.JSON(map[string]string{"code": totpCode(secret)}))
+		e.Expect(r, http.StatusOK, consoleauth.RecoveryCodesSchema, "regenerate")
+		addRecovery(apitest.Decode[consoleauth.RecoveryCodesOut](t, r).Codes)
+		r = e.Call("GET", "/console/auth/me", s.Token, "")
+		e.Expect(r, http.StatusOK, consoleauth.SessionSchema, "renew")
+		sec.long = append(sec.long, apitest.Decode[consoleauth.SessionOut](t, r).Token)
 		e.nextStep()
-		r = e.call("POST", "/console/auth/totp/disable", s.Token, jsonBody(map[string]string{"code": totpCode(secret)}))
-		e.expect(r, http.StatusOK, consoleauth.SessionSchema, "disable")
-		last := decode[consoleauth.SessionOut](t, r).Token
+		r = e.Call("POST", "/console/auth/totp/disable", s.Token, apitest.JSON(map[string]string{"code": totpCode(secret)}))
+		e.Expect(r, http.StatusOK, consoleauth.SessionSchema, "disable")
+		last := apitest.Decode[consoleauth.SessionOut](t, r).Token
 		sec.long = append(sec.long, last)
-		e.expect(e.call("POST", "/console/auth/logout", last, ""), http.StatusOK, nil, "logout")
+		e.Expect(e.Call("POST", "/console/auth/logout", last, ""), http.StatusOK, nil, "logout")
 
 		// A last write marks the end of the flow in the feed.
 		end := store.Key{PK: "test#end", SK: "end"}

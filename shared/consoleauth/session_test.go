@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/roadevents/roadevents/shared/apikey"
+	"github.com/roadevents/roadevents/shared/apitest"
 	"github.com/roadevents/roadevents/shared/consoleauth"
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
 )
@@ -21,9 +22,9 @@ func TestSessionRenewalAndExpiry(t *testing.T) {
 		e := newEnv(t, tab)
 		first := e.signIn("ada@example.com")
 		e.clock.Advance(10 * 24 * time.Hour)
-		r := e.call("GET", "/console/auth/me", first.Token, "")
-		e.expect(r, http.StatusOK, consoleauth.SessionSchema, "GET me")
-		renewed := decode[consoleauth.SessionOut](t, r)
+		r := e.Call("GET", "/console/auth/me", first.Token, "")
+		e.Expect(r, http.StatusOK, consoleauth.SessionSchema, "GET me")
+		renewed := apitest.Decode[consoleauth.SessionOut](t, r)
 		if renewed.Token == first.Token || !renewed.ExpiresAt.Equal(e.clock.Now().Add(consoleauth.SessionTTL)) {
 			t.Errorf("renewed token %q expiring %v; want a new token expiring %v", renewed.Token, renewed.ExpiresAt, e.clock.Now().Add(consoleauth.SessionTTL))
 		}
@@ -32,14 +33,13 @@ func TestSessionRenewalAndExpiry(t *testing.T) {
 		}
 		// The first token expires at its own time, 30 days after sign-in; the renewed one later.
 		e.clock.Set(first.ExpiresAt.Add(-time.Second))
-		e.expect(e.call("GET", "/console/auth/me", first.Token, ""), http.StatusOK, nil, "first token a second before expiry")
+		e.Expect(e.Call("GET", "/console/auth/me", first.Token, ""), http.StatusOK, nil, "first token a second before expiry")
 		e.clock.Set(first.ExpiresAt)
-		r = e.call("GET", "/console/auth/me", first.Token, "")
-		e.expect(r, http.StatusUnauthorized, nil, "first token at expiry")
-		if got := detail(t, r); got != consoleauth.DetailInvalidSession {
+		r = e.Call("GET", "/console/auth/me", first.Token, "")
+		if got := e.ExpectDetail(r, http.StatusUnauthorized, "first token at expiry"); got != consoleauth.DetailInvalidSession {
 			t.Errorf("detail %q; want %q", got, consoleauth.DetailInvalidSession)
 		}
-		e.expect(e.call("GET", "/console/auth/me", renewed.Token, ""), http.StatusOK, nil, "renewed token")
+		e.Expect(e.Call("GET", "/console/auth/me", renewed.Token, ""), http.StatusOK, nil, "renewed token")
 
 		// temp_token: 5 minutes.
 		g := e.signIn("grace@example.com")
@@ -47,12 +47,11 @@ func TestSessionRenewalAndExpiry(t *testing.T) {
 		e.nextStep()
 		temp := e.challenge("grace@example.com")
 		e.clock.Advance(consoleauth.TempTokenTTL - time.Second)
-		e.expect(e.call("POST", "/console/auth/verify-totp", temp, jsonBody(map[string]string{"code": e.wrongCode(secret)})),
+		e.Expect(e.Call("POST", "/console/auth/verify-totp", temp, apitest.JSON(map[string]string{"code": e.wrongCode(secret)})),
 			http.StatusBadRequest, nil, "temp_token a second before expiry (wrong code)")
 		e.clock.Advance(time.Second)
-		r = e.call("POST", "/console/auth/verify-totp", temp, jsonBody(map[string]string{"code": e.code(secret)}))
-		e.expect(r, http.StatusUnauthorized, nil, "temp_token at expiry")
-		if got := detail(t, r); got != consoleauth.DetailInvalidTemp {
+		r = e.Call("POST", "/console/auth/verify-totp", temp, apitest.JSON(map[string]string{"code": e.code(secret)}))
+		if got := e.ExpectDetail(r, http.StatusUnauthorized, "temp_token at expiry"); got != consoleauth.DetailInvalidTemp {
 			t.Errorf("detail %q; want %q", got, consoleauth.DetailInvalidTemp)
 		}
 	})
@@ -67,26 +66,26 @@ func TestLogoutEndsEveryToken(t *testing.T) {
 		e := newEnv(t, tab)
 		a := e.signIn("ada@example.com")
 		b := e.signIn("ada@example.com")
-		renewed := decode[consoleauth.SessionOut](t, e.call("GET", "/console/auth/me", a.Token, ""))
+		renewed := apitest.Decode[consoleauth.SessionOut](t, e.Call("GET", "/console/auth/me", a.Token, ""))
 		secret, _ := e.enableTOTP(a.Token)
 		temp := e.challenge("ada@example.com")
 		other := e.signIn("grace@example.com")
 
-		r := e.call("POST", "/console/auth/logout", b.Token, "")
-		e.expect(r, http.StatusOK, consoleauth.OkResponseSchema, "logout")
-		if string(r.body) != `{"ok":true}` {
-			t.Errorf("logout body %s; want {\"ok\":true}", r.body)
+		r := e.Call("POST", "/console/auth/logout", b.Token, "")
+		e.Expect(r, http.StatusOK, consoleauth.OkResponseSchema, "logout")
+		if string(r.Body) != `{"ok":true}` {
+			t.Errorf("logout body %s; want {\"ok\":true}", r.Body)
 		}
 		for name, tok := range map[string]string{"first": a.Token, "second (caller)": b.Token, "renewed": renewed.Token} {
-			e.expect(e.call("GET", "/console/auth/me", tok, ""), http.StatusUnauthorized, nil, "GET me with the "+name+" session after logout")
+			e.Expect(e.Call("GET", "/console/auth/me", tok, ""), http.StatusUnauthorized, nil, "GET me with the "+name+" session after logout")
 		}
-		e.expect(e.call("POST", "/console/auth/logout", b.Token, ""), http.StatusUnauthorized, nil, "logout again")
+		e.Expect(e.Call("POST", "/console/auth/logout", b.Token, ""), http.StatusUnauthorized, nil, "logout again")
 		e.nextStep()
-		e.expect(e.call("POST", "/console/auth/verify-totp", temp, jsonBody(map[string]string{"code": e.code(secret)})),
+		e.Expect(e.Call("POST", "/console/auth/verify-totp", temp, apitest.JSON(map[string]string{"code": e.code(secret)})),
 			http.StatusUnauthorized, nil, "temp_token after logout")
-		e.expect(e.call("GET", "/console/auth/me", other.Token, ""), http.StatusOK, nil, "another user's session")
+		e.Expect(e.Call("GET", "/console/auth/me", other.Token, ""), http.StatusOK, nil, "another user's session")
 		// Signing in again works.
-		e.expect(e.call("POST", "/console/auth/verify-totp", e.challenge("ada@example.com"), jsonBody(map[string]string{"code": e.code(secret)})),
+		e.Expect(e.Call("POST", "/console/auth/verify-totp", e.challenge("ada@example.com"), apitest.JSON(map[string]string{"code": e.code(secret)})),
 			http.StatusOK, consoleauth.SessionSchema, "sign-in after logout")
 	})
 }
@@ -107,37 +106,26 @@ func TestCredentialsDoNotCross(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r := e.call("GET", "/v1/events?lat=0&lon=0", key, ""); r.status != http.StatusOK {
+		if r := e.Call("GET", "/v1/events?lat=0&lon=0", key, ""); r.Status != http.StatusOK {
 			t.Fatalf("GET /v1/events with the API key = %s; want 200 (the key works where it belongs)", r)
 		}
-		cases := []struct {
-			name, method, path, auth, body, detail string
-		}{
-			{"NoToken", "GET", "/console/auth/me", "", "", consoleauth.DetailMissingSession},
-			{"APIKeyOnConsole", "GET", "/console/auth/me", "Bearer " + key, "", consoleauth.DetailInvalidSession},
-			{"TempTokenAsSession", "GET", "/console/auth/me", "Bearer " + temp, "", consoleauth.DetailInvalidSession},
-			{"UnknownSession", "GET", "/console/auth/me", "Bearer ses_" + strings.Repeat("a", 43), "", consoleauth.DetailInvalidSession},
-			{"MalformedSession", "GET", "/console/auth/me", "Bearer ses_short", "", consoleauth.DetailInvalidSession},
-			{"BasicScheme", "GET", "/console/auth/me", "Basic " + s.Token, "", consoleauth.DetailMissingSession},
-			{"SessionAsTempToken", "POST", "/console/auth/verify-totp", "Bearer " + s.Token, `{"code":"123456"}`, consoleauth.DetailInvalidTemp},
-			{"APIKeyAsTempToken", "POST", "/console/auth/verify-recovery", "Bearer " + key, `{"code":"aaaaa-aaaaa"}`, consoleauth.DetailInvalidTemp},
-			{"NoTempToken", "POST", "/console/auth/verify-totp", "", `{"code":"123456"}`, consoleauth.DetailMissingTemp},
-			{"SessionOnV1", "GET", "/v1/events?lat=0&lon=0", "Bearer " + s.Token, "", apikey.DetailInvalid},
-			{"TempTokenOnV1", "GET", "/v1/events?lat=0&lon=0", "Bearer " + temp, "", apikey.DetailInvalid},
+		const unauthorized = http.StatusUnauthorized
+		e.Run(t, []apitest.Scenario{
+			{Name: "NoToken", Method: "GET", Path: "/console/auth/me", WantStatus: unauthorized, WantDetail: consoleauth.DetailMissingSession},
+			{Name: "APIKeyOnConsole", Token: key, Method: "GET", Path: "/console/auth/me", WantStatus: unauthorized, WantDetail: consoleauth.DetailInvalidSession},
+			{Name: "TempTokenAsSession", Token: temp, Method: "GET", Path: "/console/auth/me", WantStatus: unauthorized, WantDetail: consoleauth.DetailInvalidSession},
+			{Name: "UnknownSession", Token: "ses_" + strings.Repeat("a", 43), Method: "GET", Path: "/console/auth/me", WantStatus: unauthorized, WantDetail: consoleauth.DetailInvalidSession},
+			{Name: "MalformedSession", Token: "ses_short", Method: "GET", Path: "/console/auth/me", WantStatus: unauthorized, WantDetail: consoleauth.DetailInvalidSession},
+			{Name: "BasicScheme", Auth: "Basic " + s.Token, Method: "GET", Path: "/console/auth/me", WantStatus: unauthorized, WantDetail: consoleauth.DetailMissingSession},
+			{Name: "SessionAsTempToken", Token: s.Token, Method: "POST", Path: "/console/auth/verify-totp", Body: `{"code":"123456"}`, WantStatus: unauthorized, WantDetail: consoleauth.DetailInvalidTemp},
+			{Name: "APIKeyAsTempToken", Token: key, Method: "POST", Path: "/console/auth/verify-recovery", Body: `{"code":"aaaaa-aaaaa"}`, WantStatus: unauthorized, WantDetail: consoleauth.DetailInvalidTemp},
+			{Name: "NoTempToken", Method: "POST", Path: "/console/auth/verify-totp", Body: `{"code":"123456"}`, WantStatus: unauthorized, WantDetail: consoleauth.DetailMissingTemp},
+			{Name: "SessionOnV1", Token: s.Token, Method: "GET", Path: "/v1/events?lat=0&lon=0", WantStatus: unauthorized, WantDetail: apikey.DetailInvalid},
+			{Name: "TempTokenOnV1", Token: temp, Method: "GET", Path: "/v1/events?lat=0&lon=0", WantStatus: unauthorized, WantDetail: apikey.DetailInvalid},
 			// A credential failure comes before validation (401 even with a bad body).
-			{"NoTokenBadBody", "PATCH", "/console/auth/me", "", `{"nope":1}`, consoleauth.DetailMissingSession},
-		}
-		for _, tc := range cases {
-			t.Run(tc.name, func(t *testing.T) {
-				e := e.with(t)
-				r := e.callAuth(tc.method, tc.path, tc.auth, tc.body)
-				e.expect(r, http.StatusUnauthorized, nil, tc.name)
-				if got := detail(t, r); got != tc.detail {
-					t.Errorf("detail %q; want %q", got, tc.detail)
-				}
-			})
-		}
+			{Name: "NoTokenBadBody", Method: "PATCH", Path: "/console/auth/me", Body: `{"nope":1}`, WantStatus: unauthorized, WantDetail: consoleauth.DetailMissingSession},
+		})
 		// None of the refusals touched the real session.
-		e.expect(e.call("GET", "/console/auth/me", s.Token, ""), http.StatusOK, nil, "the session itself")
+		e.Expect(e.Call("GET", "/console/auth/me", s.Token, ""), http.StatusOK, nil, "the session itself")
 	})
 }

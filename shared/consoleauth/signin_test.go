@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/roadevents/roadevents/shared/apitest"
 	"github.com/roadevents/roadevents/shared/consoleauth"
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
 )
@@ -25,16 +26,16 @@ func TestSignInWithoutTOTP(t *testing.T) {
 		e := newEnv(t, tab)
 		start := e.clock.Now()
 
-		r := e.call("POST", "/console/auth/request-code", "", `{"email":"Ada@Example.com"}`)
-		e.expect(r, http.StatusOK, consoleauth.AuthChallengeSchema, "request-code")
-		if got, want := string(r.body), `{"method":"email","email":"ada@example.com","temp_token":null}`; got != want {
+		r := e.Call("POST", "/console/auth/request-code", "", `{"email":"Ada@Example.com"}`)
+		e.Expect(r, http.StatusOK, consoleauth.AuthChallengeSchema, "request-code")
+		if got, want := string(r.Body), `{"method":"email","email":"ada@example.com","temp_token":null}`; got != want {
 			t.Errorf("request-code body = %s; want %s", got, want)
 		}
 		code := e.inbox.LastCode(t, "ada@example.com")
 
 		r = e.verifyCode("ada@example.com", code)
-		e.expect(r, http.StatusOK, consoleauth.SessionSchema, "verify-code")
-		s := decode[consoleauth.SessionOut](t, r)
+		e.Expect(r, http.StatusOK, consoleauth.SessionSchema, "verify-code")
+		s := apitest.Decode[consoleauth.SessionOut](t, r)
 		if !sessionToken.MatchString(s.Token) {
 			t.Errorf("token %q; want ses_ + 43 base62 (contract 3)", s.Token)
 		}
@@ -48,7 +49,7 @@ func TestSignInWithoutTOTP(t *testing.T) {
 		}
 
 		// The session opens the console; the next sign-in of the address finds the same account.
-		e.expect(e.call("GET", "/console/auth/me", s.Token, ""), http.StatusOK, consoleauth.SessionSchema, "GET me")
+		e.Expect(e.Call("GET", "/console/auth/me", s.Token, ""), http.StatusOK, consoleauth.SessionSchema, "GET me")
 		e.clock.Advance(time.Hour)
 		again := e.signIn("ADA@example.COM")
 		if again.User.UserID != u.UserID || !again.User.CreatedAt.Equal(start) {
@@ -81,15 +82,15 @@ func TestVerifyCodeIsGeneric(t *testing.T) {
 		bad := e.verifyCode("known@example.com", wrong)
 		e.clock.Advance(consoleauth.CodeTTL)
 		expired := e.verifyCode("known@example.com", code)
-		if unknown.status != http.StatusBadRequest {
+		if unknown.Status != http.StatusBadRequest {
 			t.Fatalf("verify-code for an unknown address = %s; want 400", unknown)
 		}
-		for name, r := range map[string]response{"wrong code": bad, "expired code": expired} {
-			if r.status != unknown.status || !bytes.Equal(r.body, unknown.body) {
-				t.Errorf("verify-code, %s = %d %s; unknown address = %d %s; want byte-identical", name, r.status, r.body, unknown.status, unknown.body)
+		for name, r := range map[string]apitest.Response{"wrong code": bad, "expired code": expired} {
+			if r.Status != unknown.Status || !bytes.Equal(r.Body, unknown.Body) {
+				t.Errorf("verify-code, %s = %d %s; unknown address = %d %s; want byte-identical", name, r.Status, r.Body, unknown.Status, unknown.Body)
 			}
 		}
-		if got := detail(t, unknown); got != consoleauth.DetailInvalidCode {
+		if got := e.ExpectDetail(unknown, http.StatusBadRequest, "verify-code for an unknown address"); got != consoleauth.DetailInvalidCode {
 			t.Errorf("detail %q; want %q", got, consoleauth.DetailInvalidCode)
 		}
 	})
@@ -103,17 +104,17 @@ func TestRequestCodeAnswersAlike(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, tab)
 		e.signIn("known@example.com")
-		known := e.call("POST", "/console/auth/request-code", "", `{"email":"known@example.com"}`)
-		unknown := e.call("POST", "/console/auth/request-code", "", `{"email":"nobody@example.com"}`)
-		if known.status != http.StatusOK || unknown.status != known.status {
+		known := e.Call("POST", "/console/auth/request-code", "", `{"email":"known@example.com"}`)
+		unknown := e.Call("POST", "/console/auth/request-code", "", `{"email":"nobody@example.com"}`)
+		if known.Status != http.StatusOK || unknown.Status != known.Status {
 			t.Fatalf("request-code known = %s, unknown = %s; want 200 both", known, unknown)
 		}
-		if got, want := bytes.ReplaceAll(unknown.body, []byte("nobody@"), []byte("known@")), known.body; !bytes.Equal(got, want) {
-			t.Errorf("request-code bodies differ beyond the address: %s vs %s", unknown.body, known.body)
+		if got, want := bytes.ReplaceAll(unknown.Body, []byte("nobody@"), []byte("known@")), known.Body; !bytes.Equal(got, want) {
+			t.Errorf("request-code bodies differ beyond the address: %s vs %s", unknown.Body, known.Body)
 		}
 		for _, h := range []string{"Content-Type", "Retry-After", "WWW-Authenticate"} {
-			if known.header.Get(h) != unknown.header.Get(h) {
-				t.Errorf("header %s: %q vs %q; want equal", h, known.header.Get(h), unknown.header.Get(h))
+			if known.Header.Get(h) != unknown.Header.Get(h) {
+				t.Errorf("header %s: %q vs %q; want equal", h, known.Header.Get(h), unknown.Header.Get(h))
 			}
 		}
 		e.inbox.LastCode(t, "known@example.com")
@@ -135,46 +136,46 @@ func TestCodeRules(t *testing.T) {
 		cases := []struct {
 			name string
 			// run returns the last verify-code answer and whether it should be a session.
-			run func(e *env, addr string) (response, bool)
+			run func(e *env, addr string) (apitest.Response, bool)
 		}{
-			{"JustBeforeExpiry", func(e *env, addr string) (response, bool) {
+			{"JustBeforeExpiry", func(e *env, addr string) (apitest.Response, bool) {
 				code := e.requestCode(addr)
 				e.clock.Advance(consoleauth.CodeTTL - time.Second)
 				return e.verifyCode(addr, code), true
 			}},
-			{"AtExpiry", func(e *env, addr string) (response, bool) {
+			{"AtExpiry", func(e *env, addr string) (apitest.Response, bool) {
 				code := e.requestCode(addr)
 				e.clock.Advance(consoleauth.CodeTTL)
 				return e.verifyCode(addr, code), false
 			}},
-			{"RightOnFifthTry", func(e *env, addr string) (response, bool) {
+			{"RightOnFifthTry", func(e *env, addr string) (apitest.Response, bool) {
 				code := e.requestCode(addr)
 				for range 4 {
-					e.expect(e.verifyCode(addr, wrongFor(code)), http.StatusBadRequest, nil, "wrong code")
+					e.Expect(e.verifyCode(addr, wrongFor(code)), http.StatusBadRequest, nil, "wrong code")
 				}
 				return e.verifyCode(addr, code), true
 			}},
-			{"DeadAfterFiveWrongTries", func(e *env, addr string) (response, bool) {
+			{"DeadAfterFiveWrongTries", func(e *env, addr string) (apitest.Response, bool) {
 				code := e.requestCode(addr)
 				for range consoleauth.MaxCodeAttempts {
-					e.expect(e.verifyCode(addr, wrongFor(code)), http.StatusBadRequest, nil, "wrong code")
+					e.Expect(e.verifyCode(addr, wrongFor(code)), http.StatusBadRequest, nil, "wrong code")
 				}
 				return e.verifyCode(addr, code), false
 			}},
-			{"SingleUse", func(e *env, addr string) (response, bool) {
+			{"SingleUse", func(e *env, addr string) (apitest.Response, bool) {
 				code := e.requestCode(addr)
-				e.expect(e.verifyCode(addr, code), http.StatusOK, consoleauth.SessionSchema, "first use")
+				e.Expect(e.verifyCode(addr, code), http.StatusOK, consoleauth.SessionSchema, "first use")
 				return e.verifyCode(addr, code), false
 			}},
-			{"ReplacedByANewRequest", func(e *env, addr string) (response, bool) {
+			{"ReplacedByANewRequest", func(e *env, addr string) (apitest.Response, bool) {
 				old := e.requestCode(addr)
 				fresh := e.requestCode(addr)
 				if fresh != old { // equal once in a million draws: then there is nothing to tell apart
-					e.expect(e.verifyCode(addr, old), http.StatusBadRequest, nil, "the replaced code")
+					e.Expect(e.verifyCode(addr, old), http.StatusBadRequest, nil, "the replaced code")
 				}
 				return e.verifyCode(addr, fresh), true
 			}},
-			{"NewCodeAfterDeadOne", func(e *env, addr string) (response, bool) {
+			{"NewCodeAfterDeadOne", func(e *env, addr string) (apitest.Response, bool) {
 				code := e.requestCode(addr)
 				for range consoleauth.MaxCodeAttempts {
 					e.verifyCode(addr, wrongFor(code))
@@ -188,10 +189,9 @@ func TestCodeRules(t *testing.T) {
 				addr := "rule" + strconv.Itoa(i) + "@example.com"
 				r, session := tc.run(e, addr)
 				if session {
-					e.expect(r, http.StatusOK, consoleauth.SessionSchema, "verify-code")
+					e.Expect(r, http.StatusOK, consoleauth.SessionSchema, "verify-code")
 				} else {
-					e.expect(r, http.StatusBadRequest, nil, "verify-code")
-					if got := detail(t, r); got != consoleauth.DetailInvalidCode {
+					if got := e.ExpectDetail(r, http.StatusBadRequest, "verify-code"); got != consoleauth.DetailInvalidCode {
 						t.Errorf("detail %q; want %q", got, consoleauth.DetailInvalidCode)
 					}
 				}
@@ -218,27 +218,26 @@ func TestCodeRequestCap(t *testing.T) {
 					n = 4
 				}
 				for i := range n {
-					r := e.call("POST", "/console/auth/request-code", "", jsonBody(map[string]string{"email": addr}))
-					e.expect(r, http.StatusOK, nil, "request-code "+strconv.Itoa(i+1))
+					r := e.Call("POST", "/console/auth/request-code", "", apitest.JSON(map[string]string{"email": addr}))
+					e.Expect(r, http.StatusOK, nil, "request-code "+strconv.Itoa(i+1))
 				}
 				sent := e.inbox.Count()
 				// Case does not open a second budget.
-				r := e.call("POST", "/console/auth/request-code", "", jsonBody(map[string]string{"email": strings.ToUpper(addr)}))
-				e.expect(r, http.StatusTooManyRequests, nil, "request-code past the cap")
-				if got, want := r.header.Get("Retry-After"), "810"; got != want {
-					t.Errorf("Retry-After = %q; want %q (15 min window minus 90 s)", got, want)
-				}
-				if got := detail(t, r); got != consoleauth.DetailCodeRequests {
+				r := e.Call("POST", "/console/auth/request-code", "", apitest.JSON(map[string]string{"email": strings.ToUpper(addr)}))
+				if got := e.ExpectDetail(r, http.StatusTooManyRequests, "request-code past the cap"); got != consoleauth.DetailCodeRequests {
 					t.Errorf("detail %q; want %q", got, consoleauth.DetailCodeRequests)
+				}
+				if got, want := r.Header.Get("Retry-After"), "810"; got != want {
+					t.Errorf("Retry-After = %q; want %q (15 min window minus 90 s)", got, want)
 				}
 				if e.inbox.Count() != sent {
 					t.Errorf("a capped request sent mail")
 				}
 			})
 		}
-		e.call("POST", "/console/auth/request-code", "", `{"email":"other@example.com"}`)
-		e.expect(e.call("POST", "/console/auth/request-code", "", `{"email":"other@example.com"}`), http.StatusOK, nil, "another address")
+		e.Call("POST", "/console/auth/request-code", "", `{"email":"other@example.com"}`)
+		e.Expect(e.Call("POST", "/console/auth/request-code", "", `{"email":"other@example.com"}`), http.StatusOK, nil, "another address")
 		e.nextWindow()
-		e.expect(e.call("POST", "/console/auth/request-code", "", `{"email":"nobody@example.com"}`), http.StatusOK, nil, "next window")
+		e.Expect(e.Call("POST", "/console/auth/request-code", "", `{"email":"nobody@example.com"}`), http.StatusOK, nil, "next window")
 	})
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/roadevents/roadevents/shared/apitest"
 	"github.com/roadevents/roadevents/shared/consoleauth"
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
 )
@@ -30,23 +31,22 @@ func TestTOTPLifecycle(t *testing.T) {
 		s := e.signIn("ada@example.com")
 
 		// off: nothing to confirm, disable or regenerate.
-		r := e.call("POST", "/console/auth/totp/confirm", s.Token, `{"code":"123456"}`)
-		e.expect(r, http.StatusConflict, nil, "confirm with nothing pending")
-		if got := detail(t, r); got != consoleauth.DetailNoEnrolment {
+		r := e.Call("POST", "/console/auth/totp/confirm", s.Token, `{"code":"123456"}`)
+		if got := e.ExpectDetail(r, http.StatusConflict, "confirm with nothing pending"); got != consoleauth.DetailNoEnrolment {
 			t.Errorf("detail %q; want %q", got, consoleauth.DetailNoEnrolment)
 		}
-		e.expect(e.call("POST", "/console/auth/totp/disable", s.Token, `{"code":"123456"}`), http.StatusConflict, nil, "disable while off")
-		e.expect(e.call("POST", "/console/auth/recovery-codes/regenerate", s.Token, `{"code":"123456"}`), http.StatusConflict, nil, "regenerate while off")
-		r = e.call("GET", "/console/auth/recovery-codes", s.Token, "")
-		e.expect(r, http.StatusOK, consoleauth.RecoveryCodesStatusSchema, "recovery-codes while off")
-		if got := string(r.body); got != `{"remaining":0,"total":0}` {
+		e.Expect(e.Call("POST", "/console/auth/totp/disable", s.Token, `{"code":"123456"}`), http.StatusConflict, nil, "disable while off")
+		e.Expect(e.Call("POST", "/console/auth/recovery-codes/regenerate", s.Token, `{"code":"123456"}`), http.StatusConflict, nil, "regenerate while off")
+		r = e.Call("GET", "/console/auth/recovery-codes", s.Token, "")
+		e.Expect(r, http.StatusOK, consoleauth.RecoveryCodesStatusSchema, "recovery-codes while off")
+		if got := string(r.Body); got != `{"remaining":0,"total":0}` {
 			t.Errorf("recovery-codes while off = %s; want 0 of 0", got)
 		}
 
 		// off -> pending.
-		r = e.call("POST", "/console/auth/totp/setup", s.Token, "")
-		e.expect(r, http.StatusOK, consoleauth.TotpEnrolmentSchema, "setup")
-		first := decode[consoleauth.TotpEnrolmentOut](t, r)
+		r = e.Call("POST", "/console/auth/totp/setup", s.Token, "")
+		e.Expect(r, http.StatusOK, consoleauth.TotpEnrolmentSchema, "setup")
+		first := apitest.Decode[consoleauth.TotpEnrolmentOut](t, r)
 		if _, err := base32.StdEncoding.WithPadding(base32.NoPadding).DecodeString(first.Secret); err != nil {
 			t.Errorf("secret %q is not base32: %v", first.Secret, err)
 		}
@@ -58,89 +58,88 @@ func TestTOTPLifecycle(t *testing.T) {
 			t.Errorf("issuer %q account %q; want %q and the address", first.Issuer, first.Account, consoleauth.DefaultIssuer)
 		}
 		// pending -> pending: a second setup replaces the secret; the first one's codes fail.
-		r = e.call("POST", "/console/auth/totp/setup", s.Token, "")
-		e.expect(r, http.StatusOK, consoleauth.TotpEnrolmentSchema, "setup again")
-		second := decode[consoleauth.TotpEnrolmentOut](t, r)
+		r = e.Call("POST", "/console/auth/totp/setup", s.Token, "")
+		e.Expect(r, http.StatusOK, consoleauth.TotpEnrolmentSchema, "setup again")
+		second := apitest.Decode[consoleauth.TotpEnrolmentOut](t, r)
 		if second.Secret == first.Secret {
 			t.Fatalf("second setup returned the same secret")
 		}
 		if e.code(first.Secret) != e.code(second.Secret) {
-			r = e.call("POST", "/console/auth/totp/confirm", s.Token, jsonBody(map[string]string{"code": e.code(first.Secret)}))
-			e.expect(r, http.StatusBadRequest, nil, "confirm with the replaced secret's code")
+			r = e.Call("POST", "/console/auth/totp/confirm", s.Token, apitest.JSON(map[string]string{"code": e.code(first.Secret)}))
+			e.Expect(r, http.StatusBadRequest, nil, "confirm with the replaced secret's code")
 		}
 		// Still off until confirmed: sign-in gives a session.
-		e.expect(e.verifyCode("ada@example.com", e.requestCode("ada@example.com")), http.StatusOK, consoleauth.SessionSchema, "sign-in while pending")
+		e.Expect(e.verifyCode("ada@example.com", e.requestCode("ada@example.com")), http.StatusOK, consoleauth.SessionSchema, "sign-in while pending")
 
 		// pending -> on.
-		r = e.call("POST", "/console/auth/totp/confirm", s.Token, jsonBody(map[string]string{"code": e.code(second.Secret)}))
-		e.expect(r, http.StatusOK, consoleauth.RecoveryCodesSchema, "confirm")
-		rc := decode[consoleauth.RecoveryCodesOut](t, r)
+		r = e.Call("POST", "/console/auth/totp/confirm", s.Token, apitest.JSON(map[string]string{"code": e.code(second.Secret)}))
+		e.Expect(r, http.StatusOK, consoleauth.RecoveryCodesSchema, "confirm")
+		rc := apitest.Decode[consoleauth.RecoveryCodesOut](t, r)
 		if len(rc.Codes) != 10 || len(slices.Compact(slices.Sorted(slices.Values(rc.Codes)))) != 10 || !rc.GeneratedAt.Equal(e.clock.Now()) {
 			t.Errorf("recovery codes %q at %v; want 10 distinct, generated now", rc.Codes, rc.GeneratedAt)
 		}
-		r = e.call("GET", "/console/auth/recovery-codes", s.Token, "")
-		if got := string(r.body); got != `{"remaining":10,"total":10}` {
+		r = e.Call("GET", "/console/auth/recovery-codes", s.Token, "")
+		if got := string(r.Body); got != `{"remaining":10,"total":10}` {
 			t.Errorf("recovery-codes after confirm = %s; want 10 of 10", got)
 		}
-		me := decode[consoleauth.SessionOut](t, e.call("GET", "/console/auth/me", s.Token, ""))
+		me := apitest.Decode[consoleauth.SessionOut](t, e.Call("GET", "/console/auth/me", s.Token, ""))
 		if !me.User.TOTPEnabled {
 			t.Errorf("me.totp_enabled = false after confirm")
 		}
 		// on: setup and confirm are 409 (contract 3).
-		r = e.call("POST", "/console/auth/totp/setup", s.Token, "")
-		e.expect(r, http.StatusConflict, nil, "setup while on")
-		if got := detail(t, r); got != consoleauth.DetailTOTPEnabled {
+		r = e.Call("POST", "/console/auth/totp/setup", s.Token, "")
+		if got := e.ExpectDetail(r, http.StatusConflict, "setup while on"); got != consoleauth.DetailTOTPEnabled {
 			t.Errorf("detail %q; want %q", got, consoleauth.DetailTOTPEnabled)
 		}
-		e.expect(e.call("POST", "/console/auth/totp/confirm", s.Token, `{"code":"123456"}`), http.StatusConflict, nil, "confirm while on")
+		e.Expect(e.Call("POST", "/console/auth/totp/confirm", s.Token, `{"code":"123456"}`), http.StatusConflict, nil, "confirm while on")
 
 		// Sign-in with TOTP: verify-code gives the challenge and no session (spec 4.2).
 		r = e.verifyCode("ada@example.com", e.requestCode("ada@example.com"))
-		e.expect(r, http.StatusOK, consoleauth.AuthChallengeSchema, "verify-code with TOTP")
-		ch := decode[consoleauth.AuthChallengeOut](t, r)
+		e.Expect(r, http.StatusOK, consoleauth.AuthChallengeSchema, "verify-code with TOTP")
+		ch := apitest.Decode[consoleauth.AuthChallengeOut](t, r)
 		if ch.Method != "totp" || ch.Email != nil || ch.TempToken == nil || !tempToken.MatchString(*ch.TempToken) {
-			t.Fatalf("challenge = %s; want method totp, email null, a tmp_ + 43 base62 temp_token", r.body)
+			t.Fatalf("challenge = %s; want method totp, email null, a tmp_ + 43 base62 temp_token", r.Body)
 		}
-		if strings.Contains(string(r.body), `"token"`) {
-			t.Errorf("the challenge holds a session token: %s", r.body)
+		if strings.Contains(string(r.Body), `"token"`) {
+			t.Errorf("the challenge holds a session token: %s", r.Body)
 		}
 		// The confirm consumed this step's code: it is refused at sign-in (replay).
-		r = e.call("POST", "/console/auth/verify-totp", *ch.TempToken, jsonBody(map[string]string{"code": e.code(second.Secret)}))
-		e.expect(r, http.StatusBadRequest, nil, "verify-totp with the code confirm consumed")
+		r = e.Call("POST", "/console/auth/verify-totp", *ch.TempToken, apitest.JSON(map[string]string{"code": e.code(second.Secret)}))
+		e.Expect(r, http.StatusBadRequest, nil, "verify-totp with the code confirm consumed")
 		e.nextStep()
-		r = e.call("POST", "/console/auth/verify-totp", *ch.TempToken, jsonBody(map[string]string{"code": e.code(second.Secret)}))
-		e.expect(r, http.StatusOK, consoleauth.SessionSchema, "verify-totp")
-		signedIn := decode[consoleauth.SessionOut](t, r)
+		r = e.Call("POST", "/console/auth/verify-totp", *ch.TempToken, apitest.JSON(map[string]string{"code": e.code(second.Secret)}))
+		e.Expect(r, http.StatusOK, consoleauth.SessionSchema, "verify-totp")
+		signedIn := apitest.Decode[consoleauth.SessionOut](t, r)
 		if signedIn.User.UserID != s.User.UserID || !signedIn.User.TOTPEnabled {
 			t.Errorf("verify-totp user %+v; want %s with TOTP", signedIn.User, s.User.UserID)
 		}
 		// The temp token is spent.
-		e.expect(e.call("POST", "/console/auth/verify-totp", *ch.TempToken, `{"code":"123456"}`), http.StatusUnauthorized, nil, "reused temp_token")
+		e.Expect(e.Call("POST", "/console/auth/verify-totp", *ch.TempToken, `{"code":"123456"}`), http.StatusUnauthorized, nil, "reused temp_token")
 
 		// on -> off: a wrong code is 400 and changes nothing.
 		e.nextStep()
-		e.expect(e.call("POST", "/console/auth/totp/disable", s.Token, jsonBody(map[string]string{"code": e.wrongCode(second.Secret)})),
+		e.Expect(e.Call("POST", "/console/auth/totp/disable", s.Token, apitest.JSON(map[string]string{"code": e.wrongCode(second.Secret)})),
 			http.StatusBadRequest, nil, "disable with a wrong code")
-		r = e.call("POST", "/console/auth/totp/disable", s.Token, jsonBody(map[string]string{"code": e.code(second.Secret)}))
-		e.expect(r, http.StatusOK, consoleauth.SessionSchema, "disable")
-		fresh := decode[consoleauth.SessionOut](t, r)
+		r = e.Call("POST", "/console/auth/totp/disable", s.Token, apitest.JSON(map[string]string{"code": e.code(second.Secret)}))
+		e.Expect(r, http.StatusOK, consoleauth.SessionSchema, "disable")
+		fresh := apitest.Decode[consoleauth.SessionOut](t, r)
 		if fresh.User.TOTPEnabled || fresh.Token == s.Token || !sessionToken.MatchString(fresh.Token) {
 			t.Errorf("disable answered %+v; want a new session of a user without TOTP", fresh)
 		}
 		// Contract 3: every session ends, the caller's included; the new one works.
 		for name, tok := range map[string]string{"caller": s.Token, "other": signedIn.Token, "renewed": me.Token} {
-			e.expect(e.call("GET", "/console/auth/me", tok, ""), http.StatusUnauthorized, nil, "GET me with the "+name+" session after disable")
+			e.Expect(e.Call("GET", "/console/auth/me", tok, ""), http.StatusUnauthorized, nil, "GET me with the "+name+" session after disable")
 		}
-		e.expect(e.call("GET", "/console/auth/me", fresh.Token, ""), http.StatusOK, consoleauth.SessionSchema, "GET me with the new session")
-		r = e.call("GET", "/console/auth/recovery-codes", fresh.Token, "")
-		if got := string(r.body); got != `{"remaining":0,"total":0}` {
+		e.Expect(e.Call("GET", "/console/auth/me", fresh.Token, ""), http.StatusOK, consoleauth.SessionSchema, "GET me with the new session")
+		r = e.Call("GET", "/console/auth/recovery-codes", fresh.Token, "")
+		if got := string(r.Body); got != `{"remaining":0,"total":0}` {
 			t.Errorf("recovery-codes after disable = %s; want 0 of 0 (discarded)", got)
 		}
 		// The secret is discarded: sign-in gives a session again, and setup starts afresh.
-		e.expect(e.verifyCode("ada@example.com", e.requestCode("ada@example.com")), http.StatusOK, consoleauth.SessionSchema, "sign-in after disable")
-		r = e.call("POST", "/console/auth/totp/setup", fresh.Token, "")
-		e.expect(r, http.StatusOK, consoleauth.TotpEnrolmentSchema, "setup after disable")
-		if decode[consoleauth.TotpEnrolmentOut](t, r).Secret == second.Secret {
+		e.Expect(e.verifyCode("ada@example.com", e.requestCode("ada@example.com")), http.StatusOK, consoleauth.SessionSchema, "sign-in after disable")
+		r = e.Call("POST", "/console/auth/totp/setup", fresh.Token, "")
+		e.Expect(r, http.StatusOK, consoleauth.TotpEnrolmentSchema, "setup after disable")
+		if apitest.Decode[consoleauth.TotpEnrolmentOut](t, r).Secret == second.Secret {
 			t.Errorf("setup after disable returned the discarded secret")
 		}
 	})
@@ -162,14 +161,13 @@ func TestTOTPReplay(t *testing.T) {
 		// verify-totp first, then key issuance with the same code.
 		e.nextStep()
 		code := e.code(secret)
-		e.expect(e.call("POST", "/console/auth/verify-totp", e.challenge("ada@example.com"), jsonBody(map[string]string{"code": code})),
+		e.Expect(e.Call("POST", "/console/auth/verify-totp", e.challenge("ada@example.com"), apitest.JSON(map[string]string{"code": code})),
 			http.StatusOK, consoleauth.SessionSchema, "verify-totp")
 		if err := other.VerifyTOTP(ctx, s.User.UserID, code); !errors.Is(err, consoleauth.ErrInvalidTOTP) {
 			t.Errorf("VerifyTOTP with the code verify-totp accepted = %v; want ErrInvalidTOTP (replay)", err)
 		}
-		r := e.call("POST", "/console/auth/verify-totp", e.challenge("ada@example.com"), jsonBody(map[string]string{"code": code}))
-		e.expect(r, http.StatusBadRequest, nil, "verify-totp replay")
-		if got := detail(t, r); got != consoleauth.DetailInvalidTOTP {
+		r := e.Call("POST", "/console/auth/verify-totp", e.challenge("ada@example.com"), apitest.JSON(map[string]string{"code": code}))
+		if got := e.ExpectDetail(r, http.StatusBadRequest, "verify-totp replay"); got != consoleauth.DetailInvalidTOTP {
 			t.Errorf("detail %q; want %q", got, consoleauth.DetailInvalidTOTP)
 		}
 
@@ -182,7 +180,7 @@ func TestTOTPReplay(t *testing.T) {
 		if err := other.VerifyTOTP(ctx, s.User.UserID, code); !errors.Is(err, consoleauth.ErrInvalidTOTP) {
 			t.Errorf("VerifyTOTP replay = %v; want ErrInvalidTOTP", err)
 		}
-		e.expect(e.call("POST", "/console/auth/verify-totp", e.challenge("ada@example.com"), jsonBody(map[string]string{"code": code})),
+		e.Expect(e.Call("POST", "/console/auth/verify-totp", e.challenge("ada@example.com"), apitest.JSON(map[string]string{"code": code})),
 			http.StatusBadRequest, nil, "verify-totp with the code key issuance consumed")
 		// A code of an earlier step, still inside the skew, is refused once a later one was used.
 		earlier, err := totpAt(secret, e.clock.Now().Add(-30*time.Second))
@@ -218,39 +216,38 @@ func TestRecoveryCodes(t *testing.T) {
 
 		// Case and dash do not matter.
 		typed := strings.ToUpper(strings.ReplaceAll(codes[0], "-", ""))
-		r := e.call("POST", "/console/auth/verify-recovery", e.challenge("ada@example.com"), jsonBody(map[string]string{"code": typed}))
-		e.expect(r, http.StatusOK, consoleauth.SessionSchema, "verify-recovery")
-		if got := decode[consoleauth.SessionOut](t, r).User.UserID; got != s.User.UserID {
+		r := e.Call("POST", "/console/auth/verify-recovery", e.challenge("ada@example.com"), apitest.JSON(map[string]string{"code": typed}))
+		e.Expect(r, http.StatusOK, consoleauth.SessionSchema, "verify-recovery")
+		if got := apitest.Decode[consoleauth.SessionOut](t, r).User.UserID; got != s.User.UserID {
 			t.Errorf("verify-recovery user %q; want %q", got, s.User.UserID)
 		}
-		r = e.call("POST", "/console/auth/verify-recovery", e.challenge("ada@example.com"), jsonBody(map[string]string{"code": codes[0]}))
-		e.expect(r, http.StatusBadRequest, nil, "reused recovery code")
-		if got := detail(t, r); got != consoleauth.DetailInvalidRecovery {
+		r = e.Call("POST", "/console/auth/verify-recovery", e.challenge("ada@example.com"), apitest.JSON(map[string]string{"code": codes[0]}))
+		if got := e.ExpectDetail(r, http.StatusBadRequest, "reused recovery code"); got != consoleauth.DetailInvalidRecovery {
 			t.Errorf("detail %q; want %q", got, consoleauth.DetailInvalidRecovery)
 		}
-		r = e.call("GET", "/console/auth/recovery-codes", s.Token, "")
-		if got := string(r.body); got != `{"remaining":9,"total":10}` {
+		r = e.Call("GET", "/console/auth/recovery-codes", s.Token, "")
+		if got := string(r.Body); got != `{"remaining":9,"total":10}` {
 			t.Errorf("recovery-codes after one use = %s; want 9 of 10", got)
 		}
 
 		// Regenerate: a wrong code is refused, a live one replaces the set.
 		e.nextWindow()
-		e.expect(e.call("POST", "/console/auth/recovery-codes/regenerate", s.Token, `{"code":"abc"}`), http.StatusBadRequest, nil, "regenerate with a wrong code")
-		r = e.call("POST", "/console/auth/recovery-codes/regenerate", s.Token, jsonBody(map[string]string{"code": e.code(secret)}))
-		e.expect(r, http.StatusOK, consoleauth.RecoveryCodesSchema, "regenerate")
-		fresh := decode[consoleauth.RecoveryCodesOut](t, r).Codes
+		e.Expect(e.Call("POST", "/console/auth/recovery-codes/regenerate", s.Token, `{"code":"abc"}`), http.StatusBadRequest, nil, "regenerate with a wrong code")
+		r = e.Call("POST", "/console/auth/recovery-codes/regenerate", s.Token, apitest.JSON(map[string]string{"code": e.code(secret)}))
+		e.Expect(r, http.StatusOK, consoleauth.RecoveryCodesSchema, "regenerate")
+		fresh := apitest.Decode[consoleauth.RecoveryCodesOut](t, r).Codes
 		for _, c := range fresh {
 			if slices.Contains(codes, c) {
 				t.Errorf("regenerated set repeats old code %q", c)
 			}
 		}
-		r = e.call("GET", "/console/auth/recovery-codes", s.Token, "")
-		if got := string(r.body); got != `{"remaining":10,"total":10}` {
+		r = e.Call("GET", "/console/auth/recovery-codes", s.Token, "")
+		if got := string(r.Body); got != `{"remaining":10,"total":10}` {
 			t.Errorf("recovery-codes after regenerate = %s; want 10 of 10", got)
 		}
-		e.expect(e.call("POST", "/console/auth/verify-recovery", e.challenge("ada@example.com"), jsonBody(map[string]string{"code": codes[1]})),
+		e.Expect(e.Call("POST", "/console/auth/verify-recovery", e.challenge("ada@example.com"), apitest.JSON(map[string]string{"code": codes[1]})),
 			http.StatusBadRequest, nil, "an old-set code after regenerate")
-		e.expect(e.call("POST", "/console/auth/verify-recovery", e.challenge("ada@example.com"), jsonBody(map[string]string{"code": fresh[9]})),
+		e.Expect(e.Call("POST", "/console/auth/verify-recovery", e.challenge("ada@example.com"), apitest.JSON(map[string]string{"code": fresh[9]})),
 			http.StatusOK, consoleauth.SessionSchema, "a new-set code")
 	})
 }
@@ -279,10 +276,10 @@ func TestTOTPAttemptCap(t *testing.T) {
 			{"/console/auth/verify-recovery", "bbbbb-bbbbb"},
 		}
 		for _, a := range attempts {
-			e.expect(e.call("POST", a.path, temp, jsonBody(map[string]string{"code": a.code})), http.StatusBadRequest, nil, a.path+" wrong")
+			e.Expect(e.Call("POST", a.path, temp, apitest.JSON(map[string]string{"code": a.code})), http.StatusBadRequest, nil, a.path+" wrong")
 		}
 		// The fifth attempt of the window is a right one, through the session side.
-		e.expect(e.call("POST", "/console/auth/recovery-codes/regenerate", s.Token, jsonBody(map[string]string{"code": e.code(secret)})),
+		e.Expect(e.Call("POST", "/console/auth/recovery-codes/regenerate", s.Token, apitest.JSON(map[string]string{"code": e.code(secret)})),
 			http.StatusOK, consoleauth.RecoveryCodesSchema, "regenerate (fifth attempt)")
 		e.nextStep()
 		for _, path := range []string{"/console/auth/verify-totp", "/console/auth/verify-recovery"} {
@@ -290,25 +287,24 @@ func TestTOTPAttemptCap(t *testing.T) {
 			if path == "/console/auth/verify-recovery" {
 				code = codes[0] // regenerated: but a 429 is answered before the code is looked at
 			}
-			r := e.call("POST", path, temp, jsonBody(map[string]string{"code": code}))
-			e.expect(r, http.StatusTooManyRequests, nil, path+" past the cap")
-			if got, want := r.header.Get("Retry-After"), "570"; got != want {
-				t.Errorf("%s Retry-After = %q; want %q (15 min window minus 5 min 30 s)", path, got, want)
-			}
-			if got := detail(t, r); got != consoleauth.DetailTOTPAttempts {
+			r := e.Call("POST", path, temp, apitest.JSON(map[string]string{"code": code}))
+			if got := e.ExpectDetail(r, http.StatusTooManyRequests, path+" past the cap"); got != consoleauth.DetailTOTPAttempts {
 				t.Errorf("detail %q; want %q", got, consoleauth.DetailTOTPAttempts)
 			}
+			if got, want := r.Header.Get("Retry-After"), "570"; got != want {
+				t.Errorf("%s Retry-After = %q; want %q (15 min window minus 5 min 30 s)", path, got, want)
+			}
 		}
-		e.expect(e.call("POST", "/console/auth/totp/disable", s.Token, jsonBody(map[string]string{"code": e.code(secret)})),
+		e.Expect(e.Call("POST", "/console/auth/totp/disable", s.Token, apitest.JSON(map[string]string{"code": e.code(secret)})),
 			http.StatusTooManyRequests, nil, "disable past the cap")
 		// Grace's bucket is her own.
-		e.expect(e.call("POST", "/console/auth/verify-totp", e.challenge("grace@example.com"), jsonBody(map[string]string{"code": e.code(gSecret)})),
+		e.Expect(e.Call("POST", "/console/auth/verify-totp", e.challenge("grace@example.com"), apitest.JSON(map[string]string{"code": e.code(gSecret)})),
 			http.StatusOK, consoleauth.SessionSchema, "verify-totp of another account")
 		// Next window: the right code works (the temp token is 5 minutes old by now, so a new one).
 		e.nextWindow()
-		e.expect(e.call("POST", "/console/auth/verify-totp", temp, jsonBody(map[string]string{"code": e.code(secret)})),
+		e.Expect(e.Call("POST", "/console/auth/verify-totp", temp, apitest.JSON(map[string]string{"code": e.code(secret)})),
 			http.StatusUnauthorized, nil, "the expired temp_token")
-		e.expect(e.call("POST", "/console/auth/verify-totp", e.challenge("ada@example.com"), jsonBody(map[string]string{"code": e.code(secret)})),
+		e.Expect(e.Call("POST", "/console/auth/verify-totp", e.challenge("ada@example.com"), apitest.JSON(map[string]string{"code": e.code(secret)})),
 			http.StatusOK, consoleauth.SessionSchema, "verify-totp in the next window")
 	})
 }

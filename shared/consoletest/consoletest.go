@@ -1,17 +1,12 @@
 // Package consoletest holds what the console packages' tests (consoleauth, orgs, billing,
-// usage) each needed of their own: an inbox standing in for the outbox, a log buffer safe for
-// concurrent handlers, fixed sessions in place of consoleauth's store, one request to a
-// handler, a body checked against its documented schema, and signing in over HTTP with the
-// e-mailed code (spec 4.2) and turning TOTP on (contract 3). It is imported by tests only.
+// consoleusage) each needed of their own: an inbox standing in for the outbox, fixed sessions
+// in place of consoleauth's store, and signing in over HTTP with the e-mailed code (spec 4.2)
+// and turning TOTP on (contract 3), through apitest's client. It is imported by tests only.
 package consoletest
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"regexp"
 	"strings"
 	"sync"
@@ -20,9 +15,9 @@ import (
 
 	"github.com/pquerna/otp/totp"
 
+	"github.com/roadevents/roadevents/shared/apitest"
 	"github.com/roadevents/roadevents/shared/consoleauth"
 	"github.com/roadevents/roadevents/shared/mail"
-	"github.com/roadevents/roadevents/shared/schema"
 )
 
 // Inbox is a mailer that keeps what it is given, as the outbox would write it. It is safe for
@@ -85,26 +80,6 @@ func (b *Inbox) LastCode(t testing.TB, addr string) string {
 	return ""
 }
 
-// LogBuffer collects the log lines of concurrent handlers.
-type LogBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-// Write appends p.
-func (b *LogBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// String returns everything written so far.
-func (b *LogBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // Sessions stands in for consoleauth's session store (consoleauth.Authenticator), for tests
 // about a group's own rules: session token -> caller. No temp token is valid.
 type Sessions map[string]consoleauth.Caller
@@ -124,77 +99,16 @@ func (s Sessions) AuthenticateTemp(context.Context, string) (consoleauth.Caller,
 	return consoleauth.Caller{}, consoleauth.ErrUnauthenticated
 }
 
-// Serve sends one request to h in process: body, when set, as JSON; auth, when set, as the
-// Authorization header.
-func Serve(t testing.TB, h http.Handler, method, path, auth, body string) *httptest.ResponseRecorder {
-	t.Helper()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req := httptest.NewRequestWithContext(t.Context(), method, path, rd)
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if auth != "" {
-		req.Header.Set("Authorization", auth)
-	}
-	w := httptest.NewRecorder()
-	h.ServeHTTP(w, req)
-	return w
-}
-
-// CheckBody fails t unless body is JSON valid against s (the documented response, contract 1).
-func CheckBody(t testing.TB, body []byte, s *schema.Schema, what string) {
-	t.Helper()
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		t.Fatalf("%s: body %s is not JSON: %v", what, body, err)
-	}
-	if errs := s.Validate(v, []any{"response"}); len(errs) > 0 {
-		t.Fatalf("%s: body %s does not match %s: %v", what, body, s.Name, errs)
-	}
-}
-
-// JSON encodes v as a request body.
-func JSON(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(err)
-	}
-	return string(b)
-}
-
-// Send is how a test's client sends one console request: token, when set, as the bearer;
-// body, when set, as JSON. It returns the status and the body.
-type Send func(method, path, token, body string) (int, []byte)
-
-// post sends body to path, wants status want and a body valid against s, and decodes it.
-func post[T any](t testing.TB, send Send, path, token, body string, s *schema.Schema, what string) T {
-	t.Helper()
-	status, out := send(http.MethodPost, path, token, body)
-	if status != http.StatusOK {
-		t.Fatalf("%s = %d %s; want 200", what, status, out)
-	}
-	CheckBody(t, out, s, what)
-	var v T
-	if err := json.Unmarshal(out, &v); err != nil {
-		t.Fatalf("%s: decode %s: %v", what, out, err)
-	}
-	return v
-}
-
 // SignIn signs addr up or in over HTTP with the code e-mailed to inbox (spec 4.2), for an
 // account without TOTP, and returns the session.
-func SignIn(t testing.TB, send Send, inbox *Inbox, addr string) consoleauth.SessionOut {
-	t.Helper()
-	post[consoleauth.AuthChallengeOut](t, send, "/console/auth/request-code", "", JSON(map[string]string{"email": addr}),
-		consoleauth.AuthChallengeSchema, "request-code "+addr)
-	code := inbox.LastCode(t, strings.ToLower(addr))
-	return post[consoleauth.SessionOut](t, send, "/console/auth/verify-code", "", JSON(map[string]string{"email": addr, "code": code}),
-		consoleauth.SessionSchema, "verify-code "+addr)
+func SignIn(c apitest.Client, inbox *Inbox, addr string) consoleauth.SessionOut {
+	c.T.Helper()
+	r := c.Call(http.MethodPost, "/console/auth/request-code", "", apitest.JSON(map[string]string{"email": addr}))
+	c.Expect(r, http.StatusOK, consoleauth.AuthChallengeSchema, "request-code "+addr)
+	code := inbox.LastCode(c.T, strings.ToLower(addr))
+	r = c.Call(http.MethodPost, "/console/auth/verify-code", "", apitest.JSON(map[string]string{"email": addr, "code": code}))
+	c.Expect(r, http.StatusOK, consoleauth.SessionSchema, "verify-code "+addr)
+	return apitest.Decode[consoleauth.SessionOut](c.T, r)
 }
 
 // TOTPCode returns the TOTP code of secret at now (the injected clock's).
@@ -209,13 +123,14 @@ func TOTPCode(t testing.TB, secret string, now time.Time) string {
 
 // EnableTOTP turns TOTP on for the session token over HTTP (setup, then confirm with the code
 // of now) and returns the secret and the recovery codes. The confirm consumes now's time step.
-func EnableTOTP(t testing.TB, send Send, token string, now time.Time) (secret string, recovery []string) {
-	t.Helper()
-	enr := post[consoleauth.TotpEnrolmentOut](t, send, "/console/auth/totp/setup", token, "",
-		consoleauth.TotpEnrolmentSchema, "totp/setup")
-	codes := post[consoleauth.RecoveryCodesOut](t, send, "/console/auth/totp/confirm", token,
-		JSON(map[string]string{"code": TOTPCode(t, enr.Secret, now)}), consoleauth.RecoveryCodesSchema, "totp/confirm")
-	return enr.Secret, codes.Codes
+func EnableTOTP(c apitest.Client, token string, now time.Time) (secret string, recovery []string) {
+	c.T.Helper()
+	r := c.Call(http.MethodPost, "/console/auth/totp/setup", token, "")
+	c.Expect(r, http.StatusOK, consoleauth.TotpEnrolmentSchema, "totp/setup")
+	secret = apitest.Decode[consoleauth.TotpEnrolmentOut](c.T, r).Secret
+	r = c.Call(http.MethodPost, "/console/auth/totp/confirm", token, apitest.JSON(map[string]string{"code": TOTPCode(c.T, secret, now)}))
+	c.Expect(r, http.StatusOK, consoleauth.RecoveryCodesSchema, "totp/confirm")
+	return secret, apitest.Decode[consoleauth.RecoveryCodesOut](c.T, r).Codes
 }
 
 // Accounts stands in for consoleauth's accounts where a test builds the organisations service

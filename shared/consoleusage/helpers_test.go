@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/roadevents/roadevents/shared/apikey"
+	"github.com/roadevents/roadevents/shared/apitest"
 	"github.com/roadevents/roadevents/shared/consoleauth"
 	"github.com/roadevents/roadevents/shared/consoletest"
 	"github.com/roadevents/roadevents/shared/consoleusage"
@@ -77,23 +78,17 @@ func (r *rig) count(t *testing.T, env string, c metering.Counter, n int) {
 	}
 }
 
+// client sends requests to the rig's server, reporting to t.
+func (r *rig) client(t testing.TB) apitest.Client { return apitest.Client{T: t, URL: r.srv.URL} }
+
 // get sends GET path with token and decodes a 200 body into out; it returns the status.
 func (r *rig) get(t *testing.T, token, path string, out any) int {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, r.srv.URL+path, nil)
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := r.srv.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode == http.StatusOK && out != nil {
-		if err := json.Unmarshal(body, out); err != nil {
-			t.Fatalf("GET %s: decode %s: %v", path, body, err)
+	res := r.client(t).Call(http.MethodGet, path, token, "")
+	if res.Status == http.StatusOK && out != nil {
+		if err := json.Unmarshal(res.Body, out); err != nil {
+			t.Fatalf("GET %s: decode %s: %v", path, res.Body, err)
 		}
 	}
-	return resp.StatusCode
+	return res.Status
 }

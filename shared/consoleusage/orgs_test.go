@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/roadevents/roadevents/shared/apikey"
+	"github.com/roadevents/roadevents/shared/apitest"
 	"github.com/roadevents/roadevents/shared/consoleauth"
 	"github.com/roadevents/roadevents/shared/consoletest"
 	"github.com/roadevents/roadevents/shared/consoleusage"
@@ -45,19 +46,12 @@ func TestUsageWithRealOrganisations(t *testing.T) {
 	})...)
 	srv := httptest.NewServer(api.Handler())
 	defer srv.Close()
-	r := &rig{srv: srv}
-	for _, tc := range []struct {
-		name, token, path string
-		want              int
-	}{
-		{"owner reads usage", tokenOwner, "/console/orgs/" + org.OrgID + "/usage", http.StatusOK},
-		{"owner reads vitality", tokenOwner, "/console/orgs/" + org.OrgID + "/vitality", http.StatusOK},
-		{"stranger reads usage", tokenOutsider, "/console/orgs/" + org.OrgID + "/usage", http.StatusNotFound},
-		{"stranger reads vitality", tokenOutsider, "/console/orgs/" + org.OrgID + "/vitality", http.StatusNotFound},
-		{"unknown organisation", tokenOwner, "/console/orgs/org_unknown/usage", http.StatusNotFound},
-	} {
-		if got := r.get(t, tc.token, tc.path, nil); got != tc.want {
-			t.Errorf("%s: GET %s = %d; want %d", tc.name, tc.path, got, tc.want)
-		}
-	}
+	p := "/console/orgs/" + org.OrgID
+	apitest.Client{T: t, URL: srv.URL}.Run(t, []apitest.Scenario{
+		{Name: "owner reads usage", Token: tokenOwner, Method: "GET", Path: p + "/usage", WantStatus: http.StatusOK},
+		{Name: "owner reads vitality", Token: tokenOwner, Method: "GET", Path: p + "/vitality", WantStatus: http.StatusOK},
+		{Name: "stranger reads usage", Token: tokenOutsider, Method: "GET", Path: p + "/usage", WantStatus: http.StatusNotFound},
+		{Name: "stranger reads vitality", Token: tokenOutsider, Method: "GET", Path: p + "/vitality", WantStatus: http.StatusNotFound},
+		{Name: "unknown organisation", Token: tokenOwner, Method: "GET", Path: "/console/orgs/org_unknown/usage", WantStatus: http.StatusNotFound},
+	})
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/roadevents/roadevents/shared/apikey"
+	"github.com/roadevents/roadevents/shared/apitest"
 	"github.com/roadevents/roadevents/shared/consoleusage"
 	"github.com/roadevents/roadevents/shared/metering"
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
@@ -106,29 +107,18 @@ func TestUsageNewOrganisation(t *testing.T) {
 // spec 8: a window other than 7d, 30d, 90d and an unknown environment are 422.
 func TestUsageAndVitalityStatuses(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, tables.Embedded(t))
-	for _, tc := range []struct {
-		name, token, path string
-		want              int
-	}{
-		{"usage without a session", "", "/console/orgs/org_a/usage", http.StatusUnauthorized},
-		{"usage of a stranger's organisation", tokenOutsider, "/console/orgs/org_a/usage", http.StatusNotFound},
-		{"usage of no such organisation", tokenOwner, "/console/orgs/org_none/usage", http.StatusNotFound},
-		{"usage window 14d", tokenOwner, "/console/orgs/org_a/usage?window=14d", http.StatusUnprocessableEntity},
-		{"usage environment prod", tokenOwner, "/console/orgs/org_a/usage?environment=prod", http.StatusUnprocessableEntity},
-		{"usage 7d sandbox", tokenMember, "/console/orgs/org_a/usage?window=7d&environment=sandbox", http.StatusOK},
-		{"vitality without a session", "", "/console/orgs/org_a/vitality", http.StatusUnauthorized},
-		{"vitality of a stranger's organisation", tokenOutsider, "/console/orgs/org_a/vitality", http.StatusNotFound},
-		{"vitality environment prod", tokenMember, "/console/orgs/org_a/vitality?environment=prod", http.StatusUnprocessableEntity},
-		{"vitality as a member", tokenMember, "/console/orgs/org_a/vitality", http.StatusOK},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			if got := r.get(t, tc.token, tc.path, nil); got != tc.want {
-				t.Errorf("GET %s = %d; want %d", tc.path, got, tc.want)
-			}
-		})
-	}
+	newRig(t, tables.Embedded(t)).client(t).Run(t, []apitest.Scenario{
+		{Name: "usage without a session", Method: "GET", Path: "/console/orgs/org_a/usage", WantStatus: http.StatusUnauthorized},
+		{Name: "usage of a stranger's organisation", Token: tokenOutsider, Method: "GET", Path: "/console/orgs/org_a/usage", WantStatus: http.StatusNotFound},
+		{Name: "usage of no such organisation", Token: tokenOwner, Method: "GET", Path: "/console/orgs/org_none/usage", WantStatus: http.StatusNotFound},
+		{Name: "usage window 14d", Token: tokenOwner, Method: "GET", Path: "/console/orgs/org_a/usage?window=14d", WantStatus: http.StatusUnprocessableEntity},
+		{Name: "usage environment prod", Token: tokenOwner, Method: "GET", Path: "/console/orgs/org_a/usage?environment=prod", WantStatus: http.StatusUnprocessableEntity},
+		{Name: "usage 7d sandbox", Token: tokenMember, Method: "GET", Path: "/console/orgs/org_a/usage?window=7d&environment=sandbox", WantStatus: http.StatusOK},
+		{Name: "vitality without a session", Method: "GET", Path: "/console/orgs/org_a/vitality", WantStatus: http.StatusUnauthorized},
+		{Name: "vitality of a stranger's organisation", Token: tokenOutsider, Method: "GET", Path: "/console/orgs/org_a/vitality", WantStatus: http.StatusNotFound},
+		{Name: "vitality environment prod", Token: tokenMember, Method: "GET", Path: "/console/orgs/org_a/vitality?environment=prod", WantStatus: http.StatusUnprocessableEntity},
+		{Name: "vitality as a member", Token: tokenMember, Method: "GET", Path: "/console/orgs/org_a/vitality", WantStatus: http.StatusOK},
+	})
 }
 
 // Spec 4.4: vitality derives from last_used_at per key and today's counters; an organisation

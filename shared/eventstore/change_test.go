@@ -258,7 +258,7 @@ func TestSignalCeiling(t *testing.T) {
 	wg.Wait()
 	r := h.do("POST", "/v1/events/"+e.EventID+"/signals", key, map[string]any{"action": "confirm"})
 	r.detail(t, http.StatusTooManyRequests)
-	if got := r.header.Get("Retry-After"); got != "2400" {
+	if got := r.Header.Get("Retry-After"); got != "2400" {
 		t.Errorf("Retry-After = %q; want 2400, the seconds left in the window (contract 2)", got)
 	}
 	if got := h.do("GET", "/v1/events/"+e.EventID, key, nil).event(t, http.StatusOK); got.ConfirmCount != 0 {
@@ -290,8 +290,8 @@ func TestSignalRace(t *testing.T) {
 			wg.Go(func() {
 				r := h.do("POST", "/v1/events/"+e.EventID+"/signals", key, map[string]any{
 					"action": "confirm", "reporter_token": fmt.Sprint("veh-", i)})
-				if r.status != http.StatusOK {
-					t.Errorf("signal %d: %d %s", i, r.status, r.body)
+				if r.Status != http.StatusOK {
+					t.Errorf("signal %d: %d %s", i, r.Status, r.Body)
 				}
 			})
 		}

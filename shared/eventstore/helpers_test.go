@@ -1,7 +1,6 @@
 package eventstore_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,12 +9,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/roadevents/roadevents/shared/apikey"
+	"github.com/roadevents/roadevents/shared/apitest"
 	"github.com/roadevents/roadevents/shared/app"
+	"github.com/roadevents/roadevents/shared/app/apptest"
 	"github.com/roadevents/roadevents/shared/config"
 	"github.com/roadevents/roadevents/shared/event"
 	"github.com/roadevents/roadevents/shared/metering"
@@ -44,11 +44,8 @@ func newHarness(t *testing.T, tab tables.Table) *harness {
 		// As deployed: processes sharing DynamoDB keep no area cache (app.areaCacheBytes).
 		cfg.Store, cfg.Table = config.StoreDynamoDB, "test"
 	}
-	api, err := app.New(app.Deps{Config: cfg, Build: "test", Table: tab, Clock: tab.Clock, Logger: discard,
+	api := apptest.New(t, app.Deps{Config: cfg, Table: tab, Clock: tab.Clock, Logger: discard,
 		Keys: keys, Meter: meter}, routetable.GroupEvents)
-	if err != nil {
-		t.Fatal(err)
-	}
 	srv := httptest.NewServer(api.Handler())
 	t.Cleanup(func() {
 		srv.Close()
@@ -69,49 +66,24 @@ func (h *harness) key(org, env string) string {
 	return raw
 }
 
-// reply is one HTTP answer.
+// client sends requests to the harness's server, reporting to t.
+func (h *harness) client(t testing.TB) apitest.Client { return apitest.Client{T: t, URL: h.url} }
+
+// reply is one HTTP answer to the request what.
 type reply struct {
-	status int
-	header http.Header
-	body   []byte
+	apitest.Response
+	what string
 }
 
 // do sends a request with key as bearer credential (none when empty) and body as JSON (a
 // string is sent as it is).
 func (h *harness) do(method, path, key string, body any) reply {
 	h.t.Helper()
-	var rd io.Reader
-	switch b := body.(type) {
-	case nil:
-	case string:
-		rd = strings.NewReader(b)
-	default:
-		data, err := json.Marshal(b)
-		if err != nil {
-			h.t.Fatal(err)
-		}
-		rd = bytes.NewReader(data)
+	s, ok := body.(string)
+	if !ok && body != nil {
+		s = apitest.JSON(body)
 	}
-	req, err := http.NewRequest(method, h.url+path, rd)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	if rd != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		h.t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	return reply{status: resp.StatusCode, header: resp.Header, body: data}
+	return reply{h.client(h.t).Call(method, path, key, s), method + " " + path}
 }
 
 // publicEvent is EventPublic as a client decodes it.
@@ -141,8 +113,8 @@ func (r reply) event(t *testing.T, want int) publicEvent {
 	t.Helper()
 	r.expect(t, want)
 	var e publicEvent
-	if err := json.Unmarshal(r.body, &e); err != nil {
-		t.Fatalf("decode EventPublic %s: %v", r.body, err)
+	if err := json.Unmarshal(r.Body, &e); err != nil {
+		t.Fatalf("decode EventPublic %s: %v", r.Body, err)
 	}
 	return e
 }
@@ -152,33 +124,22 @@ func (r reply) list(t *testing.T) []publicEvent {
 	t.Helper()
 	r.expect(t, http.StatusOK)
 	var out []publicEvent
-	if err := json.Unmarshal(r.body, &out); err != nil {
-		t.Fatalf("decode list %s: %v", r.body, err)
+	if err := json.Unmarshal(r.Body, &out); err != nil {
+		t.Fatalf("decode list %s: %v", r.Body, err)
 	}
 	return out
 }
 
 func (r reply) expect(t *testing.T, status int) {
 	t.Helper()
-	if r.status != status {
-		t.Fatalf("status = %d %s; want %d", r.status, r.body, status)
-	}
+	apitest.Client{T: t}.Expect(r.Response, status, nil, r.what)
 }
 
 // detail checks a handler error (spec 7 shape 1: {"detail": <string>}) and returns the
 // sentence.
 func (r reply) detail(t *testing.T, status int) string {
 	t.Helper()
-	r.expect(t, status)
-	var body map[string]any
-	if err := json.Unmarshal(r.body, &body); err != nil {
-		t.Fatalf("decode error body %s: %v", r.body, err)
-	}
-	d, ok := body["detail"].(string)
-	if !ok || d == "" || len(body) != 1 {
-		t.Fatalf("body = %s; want {\"detail\": <non-empty string>} (spec 7 shape 1)", r.body)
-	}
-	return d
+	return apitest.Client{T: t}.ExpectDetail(r.Response, status, r.what)
 }
 
 // problem is one item of a validation error, as a client matches it (spec 7: type and loc,
@@ -192,26 +153,9 @@ type problem struct {
 // and returns its items.
 func (r reply) problems(t *testing.T) []problem {
 	t.Helper()
-	r.expect(t, http.StatusUnprocessableEntity)
-	var body struct {
-		Detail []map[string]json.RawMessage `json:"detail"`
-	}
-	if err := json.Unmarshal(r.body, &body); err != nil || len(body.Detail) == 0 {
-		t.Fatalf("body = %s; want {\"detail\": [validation items]} (%v)", r.body, err)
-	}
 	var out []problem
-	for _, d := range body.Detail {
-		for _, k := range []string{"type", "loc", "msg", "input"} {
-			if _, ok := d[k]; !ok {
-				t.Errorf("validation item %v lacks %q (spec 7 shape 2)", d, k)
-			}
-		}
-		var typ string
-		json.Unmarshal(d["type"], &typ)
-		var loc []any
-		json.Unmarshal(d["loc"], &loc)
-		l, _ := json.Marshal(loc)
-		out = append(out, problem{Type: typ, Loc: string(l)})
+	for _, it := range (apitest.Client{T: t}.ExpectProblems(r.Response, r.what)) {
+		out = append(out, problem{Type: it.Type, Loc: apitest.JSON(it.Loc)})
 	}
 	return out
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/roadevents/roadevents/shared/apikey"
+	"github.com/roadevents/roadevents/shared/apitest"
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
 )
 
@@ -23,7 +24,7 @@ func TestPublishCreates(t *testing.T) {
 			r := h.do("POST", "/v1/events", key, point("accident", 48.123456, 11.654321).
 				with("severity", "high").with("description", "Two cars").with("heading", 90))
 			e := r.event(t, http.StatusCreated)
-			if got, want := r.header.Get("Location"), "/v1/events/"+e.EventID; got != want {
+			if got, want := r.Header.Get("Location"), "/v1/events/"+e.EventID; got != want {
 				t.Errorf("Location = %q; want %q", got, want)
 			}
 			if !strings.HasPrefix(e.EventID, "ev_") || len(e.EventID) != 29 {
@@ -126,16 +127,16 @@ func TestPublishRace(t *testing.T) {
 		created, replayed := 0, 0
 		ids := map[string]bool{}
 		for _, r := range replies {
-			switch r.status {
+			switch r.Status {
 			case http.StatusCreated:
 				created++
 			case http.StatusOK:
 				replayed++
 			default:
-				t.Errorf("status %d %s; want 201 or 200", r.status, r.body)
+				t.Errorf("status %d %s; want 201 or 200", r.Status, r.Body)
 				continue
 			}
-			ids[r.event(t, r.status).EventID] = true
+			ids[r.event(t, r.Status).EventID] = true
 		}
 		if created != 1 || replayed != n-1 || len(ids) != 1 {
 			t.Errorf("created %d, replayed %d, distinct ids %d; want 1, %d, 1", created, replayed, len(ids), n-1)
@@ -234,30 +235,22 @@ func TestCredentials(t *testing.T) {
 		h := newHarness(t, tab)
 		key := h.key("org_a", live)
 		e := h.publish(key, point("accident", 10, 10))
-		routes := []struct{ method, path, body string }{
-			{"POST", "/v1/events", `{"type":"accident","lat":1,"lon":1}`},
-			{"GET", "/v1/events?lat=1&lon=1", ""},
-			{"GET", "/v1/events/" + e.EventID, ""},
-			{"POST", "/v1/events/" + e.EventID + "/revisions", `{"lat":1,"lon":1}`},
-			{"POST", "/v1/events/" + e.EventID + "/signals", `{"action":"confirm"}`},
+		routes := []apitest.Scenario{
+			{Name: "publish", Method: "POST", Path: "/v1/events", Body: `{"type":"accident","lat":1,"lon":1}`},
+			{Name: "list", Method: "GET", Path: "/v1/events?lat=1&lon=1"},
+			{Name: "get", Method: "GET", Path: "/v1/events/" + e.EventID},
+			{Name: "revise", Method: "POST", Path: "/v1/events/" + e.EventID + "/revisions", Body: `{"lat":1,"lon":1}`},
+			{Name: "signal", Method: "POST", Path: "/v1/events/" + e.EventID + "/signals", Body: `{"action":"confirm"}`},
 		}
-		check := func(name, credential, wantDetail string) {
-			for _, rt := range routes {
-				var body any
-				if rt.body != "" {
-					body = rt.body
-				}
-				r := h.do(rt.method, rt.path, credential, body)
-				if d := r.detail(t, http.StatusUnauthorized); d != wantDetail {
-					t.Errorf("%s %s %s: detail %q; want %q", name, rt.method, rt.path, d, wantDetail)
-				}
-				if got := r.header.Get("WWW-Authenticate"); got != "Bearer" {
-					t.Errorf("%s %s %s: WWW-Authenticate %q; want Bearer", name, rt.method, rt.path, got)
-				}
+		refused := func(who, credential, wantDetail string) []apitest.Scenario {
+			out := apitest.As(who, credential, http.StatusUnauthorized, routes)
+			for i := range out {
+				out[i].WantDetail, out[i].WantHeader = wantDetail, map[string]string{"WWW-Authenticate": "Bearer"}
 			}
+			return out
 		}
-		check("missing key", "", apikey.DetailMissing)
-		check("unknown key", "svc_"+strings.Repeat("a", 43), apikey.DetailInvalid)
+		h.client(t).Run(t, append(refused("missing key:", "", apikey.DetailMissing),
+			refused("unknown key:", "svc_"+strings.Repeat("a", 43), apikey.DetailInvalid)...))
 
 		h.do("GET", "/v1/events/"+e.EventID, key, nil).expect(t, http.StatusOK)
 		p, err := h.keys.Authenticate(t.Context(), key)
@@ -267,6 +260,6 @@ func TestCredentials(t *testing.T) {
 		if _, err := h.keys.Revoke(t.Context(), "org_a", p.KeyID, nil); err != nil {
 			t.Fatal(err)
 		}
-		check("revoked key", key, apikey.DetailInvalid)
+		h.client(t).Run(t, refused("revoked key:", key, apikey.DetailInvalid))
 	})
 }

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -14,13 +12,12 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/roadevents/roadevents/shared/apikey"
 	"github.com/roadevents/roadevents/shared/app"
+	"github.com/roadevents/roadevents/shared/app/apptest"
 	"github.com/roadevents/roadevents/shared/config"
 	"github.com/roadevents/roadevents/shared/event"
 	"github.com/roadevents/roadevents/shared/eventstore"
 	"github.com/roadevents/roadevents/shared/geo"
-	"github.com/roadevents/roadevents/shared/metering"
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
 )
 
@@ -54,8 +51,8 @@ func TestListValidation(t *testing.T) {
 		if got := h.area(key, q(48, 11, "radius=9780")); len(got) != 0 {
 			t.Errorf("empty area = %v; want []", got)
 		}
-		if r := h.do("GET", "/v1/events?"+q(48, 11), key, nil); string(r.body) != "[]" {
-			t.Errorf("empty area body = %s; want []", r.body)
+		if r := h.do("GET", "/v1/events?"+q(48, 11), key, nil); string(r.Body) != "[]" {
+			t.Errorf("empty area body = %s; want []", r.Body)
 		}
 	})
 }
@@ -370,13 +367,7 @@ func TestLimitsDocumentMatchesTheIndex(t *testing.T) {
 	tab := tables.Embedded(t)
 	cfg := config.Default()
 	cfg.EventIDKey = testIDKey
-	api, err := app.New(app.Deps{Config: cfg, Table: tab, Clock: tab.Clock,
-		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
-		Keys:   apikey.New(tab, apikey.Options{Clock: tab.Clock}),
-		Meter:  metering.New(tab, metering.Options{Clock: tab.Clock, FlushInterval: -1})})
-	if err != nil {
-		t.Fatal(err)
-	}
+	api := apptest.New(t, app.Deps{Config: cfg, Table: tab, Clock: tab.Clock})
 	rec := httptest.NewRecorder()
 	api.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/v1/meta/limits", nil))
 	var limits struct {

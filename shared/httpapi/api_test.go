@@ -171,7 +171,7 @@ func TestInternalCausesAreLogged(t *testing.T) {
 	call(t, h, "GET", "/v1/panic", nil, map[string]string{"X-Request-Id": "trace-panic"})
 
 	var sawCause, sawPanic bool
-	for _, l := range logs.lines(t) {
+	for _, l := range logLines(t, logs) {
 		switch {
 		case l["request_id"] == "trace-broken" && l["msg"] == "request failed":
 			sawCause = strings.Contains(l["error"].(string), "connection refused")
@@ -204,7 +204,7 @@ func TestAccessLog(t *testing.T) {
 		}
 	}
 	byID := map[string]map[string]any{}
-	for _, l := range logs.lines(t) {
+	for _, l := range logLines(t, logs) {
 		if l["msg"] == "request" {
 			byID[l["request_id"].(string)] = l
 		}

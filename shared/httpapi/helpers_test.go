@@ -11,10 +11,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/roadevents/roadevents/shared/apitest"
 	"github.com/roadevents/roadevents/shared/clock"
 	"github.com/roadevents/roadevents/shared/httpapi"
 	"github.com/roadevents/roadevents/shared/schema"
@@ -93,26 +93,8 @@ type signalPayload struct {
 	ReporterToken *string `json:"reporter_token"`
 }
 
-// syncBuffer collects log output from concurrent requests.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// lines parses every log line as JSON, failing the test on a line that is not.
-func (b *syncBuffer) lines(t *testing.T) []map[string]any {
+// logLines parses every line of b as JSON, failing the test on a line that is not.
+func logLines(t *testing.T, b *apitest.LogBuffer) []map[string]any {
 	t.Helper()
 	var out []map[string]any
 	sc := bufio.NewScanner(strings.NewReader(b.String()))
@@ -130,9 +112,9 @@ func (b *syncBuffer) lines(t *testing.T) []map[string]any {
 var errDatabaseDown = errors.New("dynamodb: connection refused to 10.0.0.7")
 
 // newTestAPI builds an API with sample routes covering every path through the plumbing.
-func newTestAPI(t testing.TB, cfg httpapi.Config) (*httpapi.API, *syncBuffer) {
+func newTestAPI(t testing.TB, cfg httpapi.Config) (*httpapi.API, *apitest.LogBuffer) {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &apitest.LogBuffer{}
 	cfg.Logger = slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	if cfg.Clock == nil {
 		cfg.Clock = clock.NewFake(time.Date(2024, 5, 1, 10, 0, 0, 0, time.UTC))

@@ -10,34 +10,17 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sesv2"
 
+	"github.com/roadevents/roadevents/shared/apitest"
 	"github.com/roadevents/roadevents/shared/clock"
 	rmail "github.com/roadevents/roadevents/shared/mail"
 	"github.com/roadevents/roadevents/shared/mail/mailtest"
 )
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 var codeMessage = rmail.Message{
 	To:      "ada@example.com",
@@ -52,7 +35,7 @@ var codeMessage = rmail.Message{
 func TestOutboxWritesAnRFC5322Message(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "outbox")
-	logs := &syncBuffer{}
+	logs := &apitest.LogBuffer{}
 	clk := clock.NewFake(time.Date(2040, 3, 4, 5, 6, 7, 0, time.UTC))
 	o, err := rmail.NewOutbox(dir, rmail.OutboxOptions{
 		From: "Road Events <no-reply@roadevents.invalid>", Clock: clk,

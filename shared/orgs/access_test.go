@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/roadevents/roadevents/shared/apitest"
 	"github.com/roadevents/roadevents/shared/orgs"
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
 )
@@ -19,38 +20,35 @@ type fixture struct {
 }
 
 func (e *env) fixture(prefix string) fixture {
-	e.t.Helper()
+	e.T.Helper()
 	f := fixture{owner: e.signIn(prefix + "-owner@example.com")}
 	f.org = e.createOrg(f.owner, prefix+" Fleet")
 	f.member = e.join(f.owner, f.org.OrgID, prefix+"-member@example.com", orgs.RoleMember)
 	f.invite = e.invite(f.owner, f.org.OrgID, prefix+"-invitee@example.com", orgs.RoleMember)
 	r := e.issueKey(f.owner, f.org.OrgID, "sandbox", prefix+" key")
-	e.expect(r, http.StatusCreated, orgs.IssuedKeySchema, "issue "+prefix+" key")
-	f.keyID = decode[orgs.IssuedKey](e.t, r).APIKey.KeyID
+	e.Expect(r, http.StatusCreated, orgs.IssuedKeySchema, "issue "+prefix+" key")
+	f.keyID = apitest.Decode[orgs.IssuedKey](e.T, r).APIKey.KeyID
 	return f
 }
 
-type request struct {
-	method, path, body string
-}
-
-// orgRoutes is every /console/orgs/{org_id}/... route, with the resource ids given.
-func orgRoutes(org, userID, inviteID, keyID string) []request {
+// orgRoutes is every /console/orgs/{org_id}/... route, with the resource ids given: the
+// requests of scenarios that apitest.As completes.
+func orgRoutes(org, userID, inviteID, keyID string) []apitest.Scenario {
 	p := "/console/orgs/" + org
-	return []request{
-		{"GET", p, ""},
-		{"PATCH", p, `{"name":"Renamed"}`},
-		{"GET", p + "/members", ""},
-		{"POST", p + "/members", `{"email":"new@example.com"}`},
-		{"PATCH", p + "/members/" + userID, `{"role":"owner"}`},
-		{"DELETE", p + "/members/" + userID, ""},
-		{"POST", p + "/leave", ""},
-		{"DELETE", p + "/invitations/" + inviteID, ""},
-		{"POST", p + "/invitations/" + inviteID + "/resend", ""},
-		{"GET", p + "/audit", ""},
-		{"GET", p + "/keys", ""},
-		{"POST", p + "/keys", `{"label":"stolen","environment":"sandbox"}`},
-		{"DELETE", p + "/keys/" + keyID, ""},
+	return []apitest.Scenario{
+		{Name: "read the organisation", Method: "GET", Path: p},
+		{Name: "rename", Method: "PATCH", Path: p, Body: `{"name":"Renamed"}`},
+		{Name: "list members", Method: "GET", Path: p + "/members"},
+		{Name: "invite", Method: "POST", Path: p + "/members", Body: `{"email":"new@example.com"}`},
+		{Name: "promote a member", Method: "PATCH", Path: p + "/members/" + userID, Body: `{"role":"owner"}`},
+		{Name: "remove a member", Method: "DELETE", Path: p + "/members/" + userID},
+		{Name: "leave", Method: "POST", Path: p + "/leave"},
+		{Name: "withdraw an invitation", Method: "DELETE", Path: p + "/invitations/" + inviteID},
+		{Name: "resend an invitation", Method: "POST", Path: p + "/invitations/" + inviteID + "/resend"},
+		{Name: "read the audit log", Method: "GET", Path: p + "/audit"},
+		{Name: "list keys", Method: "GET", Path: p + "/keys"},
+		{Name: "issue a key", Method: "POST", Path: p + "/keys", Body: `{"label":"stolen","environment":"sandbox"}`},
+		{Name: "revoke a key", Method: "DELETE", Path: p + "/keys/" + keyID},
 	}
 }
 
@@ -64,52 +62,47 @@ func TestOtherOrganisationIsNotFound(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, tab)
 		a, b := e.fixture("a"), e.fixture("b")
+		var scenarios []apitest.Scenario
 		for _, pair := range []struct {
-			name        string
-			caller      user
-			self, other fixture
+			name   string
+			caller user
+			other  fixture
 		}{
-			{"a's owner in b", a.owner, a, b},
-			{"b's owner in a", b.owner, b, a},
-			{"a's member in b", a.member, a, b},
-			{"b's member in a", b.member, b, a},
+			{"a's owner in b:", a.owner, b},
+			{"b's owner in a:", b.owner, a},
+			{"a's member in b:", a.member, b},
+			{"b's member in a:", b.member, a},
 		} {
 			// Every route of the other organisation, with its own ids.
-			for _, rq := range orgRoutes(pair.other.org.OrgID, pair.other.member.id, pair.other.invite.InviteID, pair.other.keyID) {
-				r := e.call(rq.method, rq.path, pair.caller.token, rq.body)
-				if r.status != http.StatusNotFound || !strings.Contains(string(r.body), `"detail"`) {
-					t.Errorf("%s: %s %s = %s; want 404 {detail}", pair.name, rq.method, rq.path, r)
-				}
-			}
+			o := pair.other
+			scenarios = append(scenarios, apitest.As(pair.name, pair.caller.token, http.StatusNotFound,
+				orgRoutes(o.org.OrgID, o.member.id, o.invite.InviteID, o.keyID))...)
 		}
 		// An owner naming the other organisation's member, invitation and key inside their own.
 		p := "/console/orgs/" + a.org.OrgID
-		for _, rq := range []request{
-			{"PATCH", p + "/members/" + b.member.id, `{"role":"owner"}`},
-			{"DELETE", p + "/members/" + b.member.id, ""},
-			{"DELETE", p + "/invitations/" + b.invite.InviteID, ""},
-			{"POST", p + "/invitations/" + b.invite.InviteID + "/resend", ""},
-			{"DELETE", p + "/keys/" + b.keyID, ""},
-		} {
-			if r := e.call(rq.method, rq.path, a.owner.token, rq.body); r.status != http.StatusNotFound {
-				t.Errorf("a's owner: %s %s (b's id) = %s; want 404", rq.method, rq.path, r)
-			}
-		}
+		scenarios = append(scenarios, apitest.As("a's owner, in a, with b's id:", a.owner.token, http.StatusNotFound, []apitest.Scenario{
+			{Name: "promote a member", Method: "PATCH", Path: p + "/members/" + b.member.id, Body: `{"role":"owner"}`},
+			{Name: "remove a member", Method: "DELETE", Path: p + "/members/" + b.member.id},
+			{Name: "withdraw an invitation", Method: "DELETE", Path: p + "/invitations/" + b.invite.InviteID},
+			{Name: "resend an invitation", Method: "POST", Path: p + "/invitations/" + b.invite.InviteID + "/resend"},
+			{Name: "revoke a key", Method: "DELETE", Path: p + "/keys/" + b.keyID},
+		})...)
+		// An unknown organisation is the same 404.
+		scenarios = append(scenarios, apitest.Scenario{Name: "an unknown organisation", Token: a.owner.token,
+			Method: "GET", Path: "/console/orgs/org_unknown", WantStatus: http.StatusNotFound})
+		e.Run(t, scenarios)
+
 		// b is untouched: its name, its members, its invitation and its key.
 		if got := e.members(b.owner, b.org.OrgID); len(got.Members) != 2 || len(got.Invitations) != 1 || got.Invitations[0].InviteID != b.invite.InviteID {
 			t.Errorf("b's members after a's attempts = %+v; want 2 members and its invitation", got)
 		}
-		r := e.call("GET", "/console/orgs/"+b.org.OrgID+"/keys", b.owner.token, "")
-		if keys := decode[[]orgs.ApiKeyPublic](t, r); len(keys) != 1 || keys[0].Revoked {
+		r := e.Call("GET", "/console/orgs/"+b.org.OrgID+"/keys", b.owner.token, "")
+		if keys := apitest.Decode[[]orgs.ApiKeyPublic](t, r); len(keys) != 1 || keys[0].Revoked {
 			t.Errorf("b's keys after a's attempts = %+v; want its one unrevoked key", keys)
 		}
-		r = e.call("GET", "/console/orgs/"+b.org.OrgID, b.owner.token, "")
-		if got := decode[orgs.Organisation](t, r); got.Name != "b Fleet" {
+		r = e.Call("GET", "/console/orgs/"+b.org.OrgID, b.owner.token, "")
+		if got := apitest.Decode[orgs.Organisation](t, r); got.Name != "b Fleet" {
 			t.Errorf("b's name = %q; want b Fleet", got.Name)
-		}
-		// An unknown organisation is the same 404.
-		if r := e.call("GET", "/console/orgs/org_unknown", a.owner.token, ""); r.status != http.StatusNotFound {
-			t.Errorf("GET unknown organisation = %s; want 404", r)
 		}
 	})
 }
@@ -121,17 +114,22 @@ func TestRoutesNeedASession(t *testing.T) {
 	e := newEnv(t, tables.Embedded(t))
 	f := e.fixture("a")
 	r := e.issueKey(f.owner, f.org.OrgID, "sandbox", "not a session")
-	apiKey := decode[orgs.IssuedKey](t, r).Key
+	apiKey := apitest.Decode[orgs.IssuedKey](t, r).Key
 	routes := append(orgRoutes(f.org.OrgID, f.member.id, f.invite.InviteID, f.keyID),
-		request{"POST", "/console/orgs", `{"name":"x"}`}, request{"POST", "/console/invitations/accept", `{"token":"x"}`})
-	for _, token := range []string{"", apiKey, "ses_" + strings.Repeat("A", 43)} {
-		for _, rq := range routes {
-			r := e.call(rq.method, rq.path, token, rq.body)
-			if r.status != http.StatusUnauthorized || r.header.Get("WWW-Authenticate") != "Bearer" {
-				t.Errorf("%s %s with credential %.8q = %s; want 401 with WWW-Authenticate: Bearer", rq.method, rq.path, token, r)
-			}
-		}
+		apitest.Scenario{Name: "create an organisation", Method: "POST", Path: "/console/orgs", Body: `{"name":"x"}`},
+		apitest.Scenario{Name: "accept an invitation", Method: "POST", Path: "/console/invitations/accept", Body: `{"token":"x"}`})
+	var scenarios []apitest.Scenario
+	for _, c := range []struct{ who, token string }{
+		{"no credential:", ""},
+		{"an API key:", apiKey},
+		{"an unknown session:", "ses_" + strings.Repeat("A", 43)},
+	} {
+		scenarios = append(scenarios, apitest.As(c.who, c.token, http.StatusUnauthorized, routes)...)
 	}
+	for i := range scenarios {
+		scenarios[i].WantHeader = map[string]string{"WWW-Authenticate": "Bearer"}
+	}
+	e.Run(t, scenarios)
 }
 
 // contract 3 "Roles": a member asking for any owner act gets 403 and nothing changes; a
@@ -143,27 +141,22 @@ func TestMemberAskingOwnerActsIsForbidden(t *testing.T) {
 		e := newEnv(t, tab)
 		f := e.fixture("a")
 		p := "/console/orgs/" + f.org.OrgID
-		for _, rq := range []request{
-			{"PATCH", p, `{"name":"Renamed"}`},
-			{"POST", p + "/members", `{"email":"new@example.com"}`},
-			{"PATCH", p + "/members/" + f.owner.id, `{"role":"member"}`},
-			{"PATCH", p + "/members/" + f.member.id, `{"role":"owner"}`},
-			{"DELETE", p + "/members/" + f.owner.id, ""},
-			{"DELETE", p + "/invitations/" + f.invite.InviteID, ""},
-			{"POST", p + "/invitations/" + f.invite.InviteID + "/resend", ""},
-			{"POST", p + "/keys", `{"label":"mine","environment":"sandbox"}`},
-			{"DELETE", p + "/keys/" + f.keyID, ""},
-		} {
-			r := e.call(rq.method, rq.path, f.member.token, rq.body)
-			if r.status != http.StatusForbidden || !strings.Contains(string(r.body), `"detail"`) {
-				t.Errorf("member: %s %s = %s; want 403 {detail}", rq.method, rq.path, r)
-			}
-		}
-		for _, path := range []string{p, p + "/members", p + "/keys", p + "/audit"} {
-			if r := e.call("GET", path, f.member.token, ""); r.status != http.StatusOK {
-				t.Errorf("member: GET %s = %s; want 200", path, r)
-			}
-		}
+		e.Run(t, append(apitest.As("member:", f.member.token, http.StatusForbidden, []apitest.Scenario{
+			{Name: "rename", Method: "PATCH", Path: p, Body: `{"name":"Renamed"}`},
+			{Name: "invite", Method: "POST", Path: p + "/members", Body: `{"email":"new@example.com"}`},
+			{Name: "demote the owner", Method: "PATCH", Path: p + "/members/" + f.owner.id, Body: `{"role":"member"}`},
+			{Name: "promote themself", Method: "PATCH", Path: p + "/members/" + f.member.id, Body: `{"role":"owner"}`},
+			{Name: "remove the owner", Method: "DELETE", Path: p + "/members/" + f.owner.id},
+			{Name: "withdraw an invitation", Method: "DELETE", Path: p + "/invitations/" + f.invite.InviteID},
+			{Name: "resend an invitation", Method: "POST", Path: p + "/invitations/" + f.invite.InviteID + "/resend"},
+			{Name: "issue a key", Method: "POST", Path: p + "/keys", Body: `{"label":"mine","environment":"sandbox"}`},
+			{Name: "revoke a key", Method: "DELETE", Path: p + "/keys/" + f.keyID},
+		}), apitest.As("member:", f.member.token, http.StatusOK, []apitest.Scenario{
+			{Name: "read the organisation", Method: "GET", Path: p},
+			{Name: "list members", Method: "GET", Path: p + "/members"},
+			{Name: "list keys", Method: "GET", Path: p + "/keys"},
+			{Name: "read the audit log", Method: "GET", Path: p + "/audit"},
+		})...))
 		got := e.members(f.owner, f.org.OrgID)
 		if len(got.Members) != 2 || len(got.Invitations) != 1 {
 			t.Fatalf("members after the member's attempts = %+v; want 2 members, 1 invitation", got)
@@ -173,9 +166,9 @@ func TestMemberAskingOwnerActsIsForbidden(t *testing.T) {
 				t.Errorf("member %s has role %s; want %s", m.Email, m.Role, want)
 			}
 		}
-		r := e.call("POST", p+"/leave", f.member.token, "")
-		e.expect(r, http.StatusOK, nil, "member leaves")
-		if r := e.call("GET", p, f.member.token, ""); r.status != http.StatusNotFound {
+		r := e.Call("POST", p+"/leave", f.member.token, "")
+		e.Expect(r, http.StatusOK, nil, "member leaves")
+		if r := e.Call("GET", p, f.member.token, ""); r.Status != http.StatusNotFound {
 			t.Errorf("GET organisation after leaving = %s; want 404", r)
 		}
 	})

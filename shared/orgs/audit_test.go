@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/roadevents/roadevents/shared/apitest"
 	"github.com/roadevents/roadevents/shared/audit"
 	"github.com/roadevents/roadevents/shared/consoleauth"
 	"github.com/roadevents/roadevents/shared/orgs"
@@ -25,11 +26,11 @@ func TestAuditLog(t *testing.T) {
 		a := e.createOrg(ada, "Ada Fleet")
 		bob := e.join(ada, a.OrgID, "bob@example.com", orgs.RoleOwner)
 		b := e.createOrg(bob, "Bob Fleet")
-		e.expect(e.call("PATCH", "/console/orgs/"+a.OrgID, bob.token, `{"name":"Renamed by Bob"}`), http.StatusOK, nil, "bob renames a")
+		e.Expect(e.Call("PATCH", "/console/orgs/"+a.OrgID, bob.token, `{"name":"Renamed by Bob"}`), http.StatusOK, nil, "bob renames a")
 
 		secret := e.enableTOTP(bob)
-		r := e.call("POST", "/console/auth/totp/disable", bob.token, jsonBody(map[string]string{"code": e.totpCode(secret)}))
-		e.expect(r, http.StatusOK, nil, "bob disables TOTP")
+		r := e.Call("POST", "/console/auth/totp/disable", bob.token, apitest.JSON(map[string]string{"code": e.totpCode(secret)}))
+		e.Expect(r, http.StatusOK, nil, "bob disables TOTP")
 		for _, org := range []string{a.OrgID, b.OrgID} {
 			log := e.auditLogAs(t, bob, r, org)
 			if len(log) < 2 || log[0].Action != "auth.totp_disabled" || log[1].Action != "auth.totp_enabled" {
@@ -41,7 +42,7 @@ func TestAuditLog(t *testing.T) {
 			}
 		}
 
-		e.expect(e.call("DELETE", "/console/orgs/"+a.OrgID+"/members/"+bob.id, ada.token, ""), http.StatusOK, nil, "remove bob")
+		e.Expect(e.Call("DELETE", "/console/orgs/"+a.OrgID+"/members/"+bob.id, ada.token, ""), http.StatusOK, nil, "remove bob")
 		log := e.auditLog(ada, a.OrgID)
 		var rename *auditEntry
 		for i := range log {
@@ -56,29 +57,29 @@ func TestAuditLog(t *testing.T) {
 			t.Errorf("newest entry = %+v; want member.removed of %s", log[0], bob.id)
 		}
 
-		r = e.call("GET", "/console/orgs/"+a.OrgID+"/audit?limit=2", ada.token, "")
-		e.expect(r, http.StatusOK, nil, "audit with limit 2")
-		two := decode[[]auditEntry](t, r)
+		r = e.Call("GET", "/console/orgs/"+a.OrgID+"/audit?limit=2", ada.token, "")
+		e.Expect(r, http.StatusOK, nil, "audit with limit 2")
+		two := apitest.Decode[[]auditEntry](t, r)
 		if len(two) != 2 || two[0].AuditID != log[0].AuditID || two[1].AuditID != log[1].AuditID {
 			t.Errorf("audit?limit=2 = %+v; want the two newest entries", two)
 		}
-		r = e.call("GET", "/console/orgs/"+a.OrgID+"/audit", ada.token, "")
-		if n := len(decode[[]auditEntry](t, r)); n != len(log) || n > 50 {
+		r = e.Call("GET", "/console/orgs/"+a.OrgID+"/audit", ada.token, "")
+		if n := len(apitest.Decode[[]auditEntry](t, r)); n != len(log) || n > 50 {
 			t.Errorf("audit without limit: %d entries; want all %d (default 50)", n, len(log))
 		}
 		member := e.join(ada, a.OrgID, "cat@example.com", orgs.RoleMember)
-		r = e.call("GET", "/console/orgs/"+a.OrgID+"/audit?limit=1", member.token, "")
-		e.expect(r, http.StatusOK, schema.Array(orgs.AuditEntryPublicSchema), "a member reads the audit log")
-		if got := decode[[]auditEntry](t, r); len(got) != 1 || got[0].Action != orgs.ActionInvitationAccepted {
+		r = e.Call("GET", "/console/orgs/"+a.OrgID+"/audit?limit=1", member.token, "")
+		e.Expect(r, http.StatusOK, schema.Array(orgs.AuditEntryPublicSchema), "a member reads the audit log")
+		if got := apitest.Decode[[]auditEntry](t, r); len(got) != 1 || got[0].Action != orgs.ActionInvitationAccepted {
 			t.Errorf("member's audit?limit=1 = %+v; want the newest entry, invitation.accepted", got)
 		}
 	})
 }
 
 // auditLogAs reads the audit log with the session of the response r (a re-minted session).
-func (e *env) auditLogAs(t *testing.T, u user, r response, org string) []auditEntry {
+func (e *env) auditLogAs(t *testing.T, u user, r apitest.Response, org string) []auditEntry {
 	t.Helper()
-	u.token = decode[struct {
+	u.token = apitest.Decode[struct {
 		Token string `json:"token"`
 	}](t, r).Token
 	return e.auditLog(u, org)
@@ -97,12 +98,12 @@ func TestAuditRoleChangeLeaveAndDefaultLimit(t *testing.T) {
 		o := e.createOrg(ada, "Ada Fleet")
 		bob := e.join(ada, o.OrgID, "bob@example.com", orgs.RoleMember)
 		p := "/console/orgs/" + o.OrgID
-		e.expect(e.call("PATCH", p+"/members/"+bob.id, ada.token, `{"role":"owner"}`), http.StatusOK, orgs.MemberPublicSchema, "promote bob")
-		e.expect(e.call("POST", p+"/leave", bob.token, ""), http.StatusOK, consoleauth.OkResponseSchema, "bob leaves")
+		e.Expect(e.Call("PATCH", p+"/members/"+bob.id, ada.token, `{"role":"owner"}`), http.StatusOK, orgs.MemberPublicSchema, "promote bob")
+		e.Expect(e.Call("POST", p+"/leave", bob.token, ""), http.StatusOK, consoleauth.OkResponseSchema, "bob leaves")
 
-		r := e.call("GET", p+"/audit", ada.token, "")
-		e.expect(r, http.StatusOK, schema.Array(orgs.AuditEntryPublicSchema), "audit log")
-		log := decode[[]auditEntry](t, r)
+		r := e.Call("GET", p+"/audit", ada.token, "")
+		e.Expect(r, http.StatusOK, schema.Array(orgs.AuditEntryPublicSchema), "audit log")
+		log := apitest.Decode[[]auditEntry](t, r)
 		if len(log) < 2 {
 			t.Fatalf("audit log = %+v; want member.left and member.role_changed first", log)
 		}
@@ -124,15 +125,15 @@ func TestAuditRoleChangeLeaveAndDefaultLimit(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		r = e.call("GET", p+"/audit", ada.token, "")
-		e.expect(r, http.StatusOK, schema.Array(orgs.AuditEntryPublicSchema), "audit log without limit")
-		got := decode[[]auditEntry](t, r)
+		r = e.Call("GET", p+"/audit", ada.token, "")
+		e.Expect(r, http.StatusOK, schema.Array(orgs.AuditEntryPublicSchema), "audit log without limit")
+		got := apitest.Decode[[]auditEntry](t, r)
 		if len(got) != audit.DefaultLimit || got[0].Target == nil || *got[0].Target != "54" || got[0].Detail == nil {
 			t.Errorf("audit without limit: %d entries, newest %+v; want 50, newest target 54 with detail {}", len(got), got[0])
 		}
 		for _, q := range []string{"0", "-1", fmt.Sprint(audit.MaxLimit + 1), "ten"} {
-			r := e.call("GET", p+"/audit?limit="+q, ada.token, "")
-			if r.status != http.StatusUnprocessableEntity || !strings.Contains(string(r.body), `["query","limit"]`) {
+			r := e.Call("GET", p+"/audit?limit="+q, ada.token, "")
+			if r.Status != http.StatusUnprocessableEntity || !strings.Contains(string(r.Body), `["query","limit"]`) {
 				t.Errorf("audit?limit=%s = %s; want 422 at [\"query\",\"limit\"]", q, r)
 			}
 		}

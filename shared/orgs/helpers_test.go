@@ -2,7 +2,6 @@ package orgs_test
 
 import (
 	"bytes"
-	"encoding/json"
 	"log/slog"
 	"net/http"
 	"regexp"
@@ -11,7 +10,9 @@ import (
 	"time"
 
 	"github.com/roadevents/roadevents/shared/apikey"
+	"github.com/roadevents/roadevents/shared/apitest"
 	"github.com/roadevents/roadevents/shared/app"
+	"github.com/roadevents/roadevents/shared/app/apptest"
 	"github.com/roadevents/roadevents/shared/audit"
 	"github.com/roadevents/roadevents/shared/clock"
 	"github.com/roadevents/roadevents/shared/config"
@@ -20,7 +21,6 @@ import (
 	"github.com/roadevents/roadevents/shared/metering"
 	"github.com/roadevents/roadevents/shared/orgs"
 	"github.com/roadevents/roadevents/shared/routetable"
-	"github.com/roadevents/roadevents/shared/schema"
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
 )
 
@@ -32,10 +32,8 @@ type inbox struct{ consoletest.Inbox }
 
 var inviteLink = regexp.MustCompile(regexp.QuoteMeta(consoleURL) + `accept-invite#token=([A-Za-z0-9_]+)`)
 
-var jsonBody = consoletest.JSON
-
 // lastInviteToken returns the token of the latest invitation link sent to addr.
-func (b *inbox) lastInviteToken(t *testing.T, addr string) string {
+func (b *inbox) lastInviteToken(t testing.TB, addr string) string {
 	t.Helper()
 	msgs := b.To(addr)
 	for i := len(msgs) - 1; i >= 0; i-- {
@@ -50,10 +48,9 @@ func (b *inbox) lastInviteToken(t *testing.T, addr string) string {
 // env is the whole service (every group) on one adapter's table with its fake clock, and an
 // inbox for the console's e-mail.
 type env struct {
-	t     *testing.T
+	apitest.Client
 	tab   tables.Table
 	clock *clock.Fake
-	h     http.Handler
 	inbox *inbox
 	// keys is the service's key store: Wait for its background last_used_at writes.
 	keys *apikey.Keys
@@ -65,12 +62,18 @@ type env struct {
 	routes []httpapi.Route
 	// logs holds every line the service logged (debug level and up), to show that no secret
 	// is ever logged.
-	logs *consoletest.LogBuffer
+	logs *apitest.LogBuffer
 }
 
 type bodies struct {
 	mu  sync.Mutex
 	all []string
+}
+
+func (b *bodies) add(r apitest.Response) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.all = append(b.all, string(r.Body))
 }
 
 func (b *bodies) list() []string {
@@ -82,7 +85,7 @@ func (b *bodies) list() []string {
 // with returns a copy of e that reports to t, for subtests.
 func (e *env) with(t *testing.T) *env {
 	c := *e
-	c.t = t
+	c.T = t
 	return &c
 }
 
@@ -107,83 +110,17 @@ func newEnvGroups(t *testing.T, tab tables.Table, caps func(string) (int, int), 
 	cfg.Console.HashKey = bytes.Repeat([]byte{0x5a}, 32)
 	cfg.Console.SealKey = bytes.Repeat([]byte{0xa5}, 32)
 	cfg.ConsoleURL = consoleURL
-	e := &env{t: t, tab: tab, clock: tab.Clock, inbox: &inbox{}, seen: &bodies{}, logs: &consoletest.LogBuffer{},
+	e := &env{tab: tab, clock: tab.Clock, inbox: &inbox{}, seen: &bodies{}, logs: &apitest.LogBuffer{},
 		keys:  apikey.New(tab.Table, apikey.Options{Clock: tab.Clock}),
 		meter: metering.New(tab.Table, metering.Options{Clock: tab.Clock, FlushInterval: -1, WriteThrough: true})}
-	api, err := app.New(app.Deps{
-		Config: cfg, Build: "test", Table: tab.Table, Clock: tab.Clock,
+	api := apptest.New(t, app.Deps{
+		Config: cfg, Table: tab.Table, Clock: tab.Clock,
 		Logger: slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Mailer: e.inbox, PlanCaps: caps, Keys: e.keys, Meter: e.meter,
 	}, groups...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.h = api.Handler()
+	e.Client = apitest.Client{T: t, Handler: api.Handler(), Seen: e.seen.add}
 	e.routes = api.Routes()
 	return e
-}
-
-type response struct {
-	status int
-	header http.Header
-	body   []byte
-}
-
-func (r response) String() string { return http.StatusText(r.status) + " " + string(r.body) }
-
-// call sends one request; token, when set, goes in Authorization: Bearer.
-func (e *env) call(method, path, token, body string) response {
-	e.t.Helper()
-	if token != "" {
-		token = "Bearer " + token
-	}
-	w := consoletest.Serve(e.t, e.h, method, path, token, body)
-	e.seen.mu.Lock()
-	e.seen.all = append(e.seen.all, w.Body.String())
-	e.seen.mu.Unlock()
-	return response{status: w.Code, header: w.Header(), body: w.Body.Bytes()}
-}
-
-// send is call for consoletest's sign-in and TOTP steps.
-func (e *env) send(method, path, token, body string) (int, []byte) {
-	e.t.Helper()
-	r := e.call(method, path, token, body)
-	return r.status, r.body
-}
-
-// expect fails the test unless r has status want; with a schema the body must match it.
-func (e *env) expect(r response, want int, s *schema.Schema, what string) {
-	e.t.Helper()
-	if r.status != want {
-		e.t.Fatalf("%s = %s; want %d", what, r, want)
-	}
-	if s != nil {
-		consoletest.CheckBody(e.t, r.body, s, what)
-	}
-}
-
-// expectDetail fails unless r has status want and a {"detail": <sentence>} body.
-func (e *env) expectDetail(r response, want int, what string) string {
-	e.t.Helper()
-	if r.status != want {
-		e.t.Fatalf("%s = %s; want %d", what, r, want)
-	}
-	var d struct {
-		Detail string `json:"detail"`
-	}
-	if err := json.Unmarshal(r.body, &d); err != nil || d.Detail == "" {
-		e.t.Fatalf("%s: body %s is not {\"detail\": <sentence>} (spec 7)", what, r.body)
-	}
-	return d.Detail
-}
-
-func decode[T any](t *testing.T, r response) T {
-	t.Helper()
-	var v T
-	if err := json.Unmarshal(r.body, &v); err != nil {
-		t.Fatalf("decode %s as %T: %v", r.body, v, err)
-	}
-	return v
 }
 
 // user is a signed-in console user.
@@ -195,73 +132,73 @@ type user struct {
 
 // signIn signs addr up or in by e-mail code and returns the session.
 func (e *env) signIn(addr string) user {
-	e.t.Helper()
-	s := consoletest.SignIn(e.t, e.send, &e.inbox.Inbox, addr)
+	e.T.Helper()
+	s := consoletest.SignIn(e.Client, &e.inbox.Inbox, addr)
 	return user{email: addr, token: s.Token, id: s.User.UserID}
 }
 
 // createOrg creates an organisation owned by u.
 func (e *env) createOrg(u user, name string) orgs.Organisation {
-	e.t.Helper()
-	r := e.call("POST", "/console/orgs", u.token, jsonBody(map[string]string{"name": name}))
-	e.expect(r, http.StatusCreated, orgs.OrganisationSchema, "create organisation "+name)
-	return decode[orgs.Organisation](e.t, r)
+	e.T.Helper()
+	r := e.Call("POST", "/console/orgs", u.token, apitest.JSON(map[string]string{"name": name}))
+	e.Expect(r, http.StatusCreated, orgs.OrganisationSchema, "create organisation "+name)
+	return apitest.Decode[orgs.Organisation](e.T, r)
 }
 
 // invite invites addr to org as role and returns the invitation.
 func (e *env) invite(owner user, org, addr, role string) orgs.Invitation {
-	e.t.Helper()
-	r := e.call("POST", "/console/orgs/"+org+"/members", owner.token, jsonBody(map[string]string{"email": addr, "role": role}))
-	e.expect(r, http.StatusCreated, orgs.InvitePublicSchema, "invite "+addr)
-	return decode[orgs.Invitation](e.t, r)
+	e.T.Helper()
+	r := e.Call("POST", "/console/orgs/"+org+"/members", owner.token, apitest.JSON(map[string]string{"email": addr, "role": role}))
+	e.Expect(r, http.StatusCreated, orgs.InvitePublicSchema, "invite "+addr)
+	return apitest.Decode[orgs.Invitation](e.T, r)
 }
 
 // join invites addr to org as role, signs addr in and accepts; it returns the new member.
 func (e *env) join(owner user, org, addr, role string) user {
-	e.t.Helper()
+	e.T.Helper()
 	e.invite(owner, org, addr, role)
 	u := e.signIn(addr)
-	r := e.call("POST", "/console/invitations/accept", u.token, jsonBody(map[string]string{"token": e.inbox.lastInviteToken(e.t, addr)}))
-	e.expect(r, http.StatusOK, orgs.OrganisationSchema, "accept the invitation of "+addr)
+	r := e.Call("POST", "/console/invitations/accept", u.token, apitest.JSON(map[string]string{"token": e.inbox.lastInviteToken(e.T, addr)}))
+	e.Expect(r, http.StatusOK, orgs.OrganisationSchema, "accept the invitation of "+addr)
 	return u
 }
 
 // members reads the members list.
 func (e *env) members(u user, org string) orgs.MembersList {
-	e.t.Helper()
-	r := e.call("GET", "/console/orgs/"+org+"/members", u.token, "")
-	e.expect(r, http.StatusOK, orgs.MembersListSchema, "list members")
-	return decode[orgs.MembersList](e.t, r)
+	e.T.Helper()
+	r := e.Call("GET", "/console/orgs/"+org+"/members", u.token, "")
+	e.Expect(r, http.StatusOK, orgs.MembersListSchema, "list members")
+	return apitest.Decode[orgs.MembersList](e.T, r)
 }
 
 // auditLog reads the organisation's audit log.
 func (e *env) auditLog(u user, org string) []auditEntry {
-	e.t.Helper()
-	r := e.call("GET", "/console/orgs/"+org+"/audit?limit=500", u.token, "")
-	e.expect(r, http.StatusOK, nil, "audit log")
-	return decode[[]auditEntry](e.t, r)
+	e.T.Helper()
+	r := e.Call("GET", "/console/orgs/"+org+"/audit?limit=500", u.token, "")
+	e.Expect(r, http.StatusOK, nil, "audit log")
+	return apitest.Decode[[]auditEntry](e.T, r)
 }
 
 // auditEntry is an entry as GET .../audit answers it.
 type auditEntry = audit.Entry
 
 // issueKey issues a key and returns the answer.
-func (e *env) issueKey(u user, org, env, label string) response {
-	e.t.Helper()
-	return e.call("POST", "/console/orgs/"+org+"/keys", u.token, jsonBody(map[string]any{"label": label, "environment": env}))
+func (e *env) issueKey(u user, org, env, label string) apitest.Response {
+	e.T.Helper()
+	return e.Call("POST", "/console/orgs/"+org+"/keys", u.token, apitest.JSON(map[string]any{"label": label, "environment": env}))
 }
 
 // totpCode returns the TOTP code of secret now, on the injected clock.
 func (e *env) totpCode(secret string) string {
-	e.t.Helper()
-	return consoletest.TOTPCode(e.t, secret, e.clock.Now())
+	e.T.Helper()
+	return consoletest.TOTPCode(e.T, secret, e.clock.Now())
 }
 
 // enableTOTP turns TOTP on for u and returns the secret; the clock moves to the next step so
 // that a fresh code exists.
 func (e *env) enableTOTP(u user) string {
-	e.t.Helper()
-	secret, _ := consoletest.EnableTOTP(e.t, e.send, u.token, e.clock.Now())
+	e.T.Helper()
+	secret, _ := consoletest.EnableTOTP(e.Client, u.token, e.clock.Now())
 	e.clock.Advance(30 * time.Second)
 	return secret
 }

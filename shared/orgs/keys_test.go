@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/roadevents/roadevents/shared/apikey"
+	"github.com/roadevents/roadevents/shared/apitest"
 	"github.com/roadevents/roadevents/shared/orgs"
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
 )
@@ -27,9 +28,9 @@ func TestIssueListAndRevokeKeys(t *testing.T) {
 		o := e.createOrg(ada, "Ada Fleet")
 		p := "/console/orgs/" + o.OrgID + "/keys"
 
-		r := e.call("POST", p, ada.token, `{"label":"default env"}`)
-		e.expect(r, http.StatusCreated, orgs.IssuedKeySchema, "issue a key without environment")
-		sandbox := decode[orgs.IssuedKey](t, r)
+		r := e.Call("POST", p, ada.token, `{"label":"default env"}`)
+		e.Expect(r, http.StatusCreated, orgs.IssuedKeySchema, "issue a key without environment")
+		sandbox := apitest.Decode[orgs.IssuedKey](t, r)
 		if !rawKey.MatchString(sandbox.Key) || sandbox.APIKey.Environment != apikey.Sandbox ||
 			sandbox.APIKey.Prefix != sandbox.Key[:apikey.PrefixLen] || sandbox.APIKey.Revoked {
 			t.Errorf("issued key = %+v; want svc_ + 43 base62, sandbox by default, prefix its first %d characters", sandbox, apikey.PrefixLen)
@@ -38,28 +39,28 @@ func TestIssueListAndRevokeKeys(t *testing.T) {
 			t.Errorf("issued key created_by_email %v, created_at %v; want ada@example.com and a time", sandbox.APIKey.CreatedByEmail, sandbox.APIKey.CreatedAt)
 		}
 		r = e.issueKey(ada, o.OrgID, "live", "production")
-		e.expect(r, http.StatusCreated, orgs.IssuedKeySchema, "first live key")
-		live := decode[orgs.IssuedKey](t, r)
-		e.expectDetail(e.issueKey(ada, o.OrgID, "live", "second"), http.StatusConflict, "second live key on the free plan")
+		e.Expect(r, http.StatusCreated, orgs.IssuedKeySchema, "first live key")
+		live := apitest.Decode[orgs.IssuedKey](t, r)
+		e.ExpectDetail(e.issueKey(ada, o.OrgID, "live", "second"), http.StatusConflict, "second live key on the free plan")
 		for range 3 {
-			e.expect(e.issueKey(ada, o.OrgID, "sandbox", "more"), http.StatusCreated, nil, "sandbox keys are uncapped")
+			e.Expect(e.issueKey(ada, o.OrgID, "sandbox", "more"), http.StatusCreated, nil, "sandbox keys are uncapped")
 		}
 
 		// Use the sandbox key once: last_used_at appears in the listing.
-		if r := e.call("GET", "/v1/events?lat=48.85&lon=2.35", sandbox.Key, ""); r.status != http.StatusOK {
+		if r := e.Call("GET", "/v1/events?lat=48.85&lon=2.35", sandbox.Key, ""); r.Status != http.StatusOK {
 			t.Fatalf("GET /v1/events with the sandbox key = %s; want 200", r)
 		}
 		if err := e.keys.Wait(t.Context()); err != nil {
 			t.Fatal(err)
 		}
-		e.expect(e.call("DELETE", p+"/"+live.APIKey.KeyID, ada.token, ""), http.StatusOK, nil, "revoke the live key")
-		if r := e.call("GET", "/v1/events?lat=48.85&lon=2.35", live.Key, ""); r.status != http.StatusUnauthorized {
+		e.Expect(e.Call("DELETE", p+"/"+live.APIKey.KeyID, ada.token, ""), http.StatusOK, nil, "revoke the live key")
+		if r := e.Call("GET", "/v1/events?lat=48.85&lon=2.35", live.Key, ""); r.Status != http.StatusUnauthorized {
 			t.Errorf("GET /v1/events with the revoked key = %s; want 401 on the next request", r)
 		}
 		// Revoking frees the live slot.
-		e.expect(e.issueKey(ada, o.OrgID, "live", "replacement"), http.StatusCreated, nil, "live key after revoking the first")
-		e.expect(e.call("DELETE", p+"/"+live.APIKey.KeyID, ada.token, ""), http.StatusOK, nil, "revoke a revoked key")
-		e.expectDetail(e.call("DELETE", p+"/key_unknown", ada.token, ""), http.StatusNotFound, "revoke an unknown key")
+		e.Expect(e.issueKey(ada, o.OrgID, "live", "replacement"), http.StatusCreated, nil, "live key after revoking the first")
+		e.Expect(e.Call("DELETE", p+"/"+live.APIKey.KeyID, ada.token, ""), http.StatusOK, nil, "revoke a revoked key")
+		e.ExpectDetail(e.Call("DELETE", p+"/key_unknown", ada.token, ""), http.StatusNotFound, "revoke an unknown key")
 
 		cases := []struct {
 			query       string
@@ -74,9 +75,9 @@ func TestIssueListAndRevokeKeys(t *testing.T) {
 			{"?include_revoked=false", 5, "", false},
 		}
 		for _, c := range cases {
-			r := e.call("GET", p+c.query, ada.token, "")
-			e.expect(r, http.StatusOK, nil, "list keys"+c.query)
-			keys := decode[[]orgs.ApiKeyPublic](t, r)
+			r := e.Call("GET", p+c.query, ada.token, "")
+			e.Expect(r, http.StatusOK, nil, "list keys"+c.query)
+			keys := apitest.Decode[[]orgs.ApiKeyPublic](t, r)
 			if len(keys) != c.count {
 				t.Errorf("GET keys%s: %d keys; want %d", c.query, len(keys), c.count)
 			}
@@ -92,8 +93,8 @@ func TestIssueListAndRevokeKeys(t *testing.T) {
 				}
 			}
 			for _, secret := range []string{sandbox.Key, live.Key} {
-				if strings.Contains(string(r.body), secret) || strings.Contains(string(r.body), secret[apikey.PrefixLen:]) {
-					t.Errorf("GET keys%s shows a secret: %s", c.query, r.body)
+				if strings.Contains(string(r.Body), secret) || strings.Contains(string(r.Body), secret[apikey.PrefixLen:]) {
+					t.Errorf("GET keys%s shows a secret: %s", c.query, r.Body)
 				}
 			}
 		}
@@ -132,14 +133,14 @@ func TestConcurrentLiveKeysOnFree(t *testing.T) {
 		statuses := make([]int, 2)
 		var wg sync.WaitGroup
 		for i := range statuses {
-			wg.Go(func() { statuses[i] = e.issueKey(ada, o.OrgID, "live", "racer").status })
+			wg.Go(func() { statuses[i] = e.issueKey(ada, o.OrgID, "live", "racer").Status })
 		}
 		wg.Wait()
 		if !(statuses[0] == 201 && statuses[1] == 409 || statuses[0] == 409 && statuses[1] == 201) {
 			t.Errorf("two live keys at once on Free: statuses %v; want one 201 and one 409", statuses)
 		}
-		r := e.call("GET", "/console/orgs/"+o.OrgID+"/keys?environment=live", ada.token, "")
-		if keys := decode[[]orgs.ApiKeyPublic](t, r); len(keys) != 1 {
+		r := e.Call("GET", "/console/orgs/"+o.OrgID+"/keys?environment=live", ada.token, "")
+		if keys := apitest.Decode[[]orgs.ApiKeyPublic](t, r); len(keys) != 1 {
 			t.Errorf("%d live keys; want 1", len(keys))
 		}
 	})
@@ -160,21 +161,23 @@ func TestKeyIssuanceStepUpAndNotice(t *testing.T) {
 		e.join(ada, o.OrgID, "cat@example.com", orgs.RoleMember)
 		secret := e.enableTOTP(ada)
 		p := "/console/orgs/" + o.OrgID + "/keys"
-		e.expectDetail(e.call("POST", p, ada.token, `{"label":"k","environment":"sandbox"}`), http.StatusForbidden, "issue without totp_code")
-		e.expectDetail(e.call("POST", p, ada.token, `{"label":"k","environment":"sandbox","totp_code":null}`), http.StatusForbidden, "issue with a null totp_code")
 		wrong := "000000"
 		if wrong == e.totpCode(secret) {
 			wrong = "111111"
 		}
-		e.expectDetail(e.call("POST", p, ada.token, jsonBody(map[string]string{"label": "k", "environment": "sandbox", "totp_code": wrong})),
-			http.StatusForbidden, "issue with a wrong totp_code")
+		e.Run(t, apitest.As("an owner with TOTP:", ada.token, http.StatusForbidden, []apitest.Scenario{
+			{Name: "issue without totp_code", Method: "POST", Path: p, Body: `{"label":"k","environment":"sandbox"}`},
+			{Name: "issue with a null totp_code", Method: "POST", Path: p, Body: `{"label":"k","environment":"sandbox","totp_code":null}`},
+			{Name: "issue with a wrong totp_code", Method: "POST", Path: p,
+				Body: apitest.JSON(map[string]string{"label": "k", "environment": "sandbox", "totp_code": wrong})},
+		}))
 		code := e.totpCode(secret)
-		r := e.call("POST", p, ada.token, jsonBody(map[string]string{"label": "fleet tablets", "environment": "sandbox", "totp_code": code}))
-		e.expect(r, http.StatusCreated, orgs.IssuedKeySchema, "issue with a valid totp_code")
-		key := decode[orgs.IssuedKey](t, r)
-		e.expectDetail(e.call("POST", p, ada.token, jsonBody(map[string]string{"label": "k", "environment": "sandbox", "totp_code": code})),
+		r := e.Call("POST", p, ada.token, apitest.JSON(map[string]string{"label": "fleet tablets", "environment": "sandbox", "totp_code": code}))
+		e.Expect(r, http.StatusCreated, orgs.IssuedKeySchema, "issue with a valid totp_code")
+		key := apitest.Decode[orgs.IssuedKey](t, r)
+		e.ExpectDetail(e.Call("POST", p, ada.token, apitest.JSON(map[string]string{"label": "k", "environment": "sandbox", "totp_code": code})),
 			http.StatusForbidden, "issue with a replayed totp_code")
-		e.expect(e.call("DELETE", p+"/"+key.APIKey.KeyID, ada.token, ""), http.StatusOK, nil, "revoke without a code")
+		e.Expect(e.Call("DELETE", p+"/"+key.APIKey.KeyID, ada.token, ""), http.StatusOK, nil, "revoke without a code")
 
 		notices := func(addr string) []string {
 			var out []string
@@ -213,11 +216,11 @@ func TestKeyIssuanceCap(t *testing.T) {
 		ada := e.signIn("ada@example.com")
 		o := e.createOrg(ada, "Ada Fleet")
 		for range 30 {
-			e.expect(e.issueKey(ada, o.OrgID, "sandbox", "k"), http.StatusCreated, nil, "sandbox key")
+			e.Expect(e.issueKey(ada, o.OrgID, "sandbox", "k"), http.StatusCreated, nil, "sandbox key")
 		}
 		r := e.issueKey(ada, o.OrgID, "sandbox", "k")
-		e.expectDetail(r, http.StatusTooManyRequests, "31st key in an hour")
-		if r.header.Get("Retry-After") == "" {
+		e.ExpectDetail(r, http.StatusTooManyRequests, "31st key in an hour")
+		if r.Header.Get("Retry-After") == "" {
 			t.Errorf("429 without Retry-After")
 		}
 	})

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/roadevents/roadevents/shared/apitest"
 	"github.com/roadevents/roadevents/shared/orgs"
 	"github.com/roadevents/roadevents/shared/schema"
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
@@ -12,22 +13,22 @@ import (
 
 // listOrgs reads GET /console/orgs as u; the body must be an array of Organisation.
 func (e *env) listOrgs(u user) []orgs.Organisation {
-	e.t.Helper()
-	r := e.call("GET", "/console/orgs", u.token, "")
-	e.expect(r, http.StatusOK, schema.Array(orgs.OrganisationSchema), "list organisations of "+u.email)
-	return decode[[]orgs.Organisation](e.t, r)
+	e.T.Helper()
+	r := e.Call("GET", "/console/orgs", u.token, "")
+	e.Expect(r, http.StatusOK, schema.Array(orgs.OrganisationSchema), "list organisations of "+u.email)
+	return apitest.Decode[[]orgs.Organisation](e.T, r)
 }
 
 // sameOrgs fails unless got lists want's organisations, in want's order, with want's roles.
 func (e *env) sameOrgs(what string, got, want []orgs.Organisation) {
-	e.t.Helper()
+	e.T.Helper()
 	if len(got) != len(want) {
-		e.t.Fatalf("%s: %d organisations %+v; want %d %+v", what, len(got), got, len(want), want)
+		e.T.Fatalf("%s: %d organisations %+v; want %d %+v", what, len(got), got, len(want), want)
 	}
 	for i := range want {
 		g, w := got[i], want[i]
 		if g.OrgID != w.OrgID || g.Name != w.Name || g.Plan != w.Plan || !g.CreatedAt.Equal(w.CreatedAt) || g.Role != w.Role {
-			e.t.Errorf("%s [%d] = %+v; want %+v", what, i, g, w)
+			e.T.Errorf("%s [%d] = %+v; want %+v", what, i, g, w)
 		}
 	}
 }
@@ -47,12 +48,12 @@ func TestListOrganisations(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, tab)
 
-		if r := e.call("GET", "/console/orgs", "", ""); r.status != http.StatusUnauthorized {
+		if r := e.Call("GET", "/console/orgs", "", ""); r.Status != http.StatusUnauthorized {
 			t.Fatalf("without a session = %s; want 401", r)
 		}
 
 		ann := e.signIn("ann@example.com")
-		if r := e.call("GET", "/console/orgs", ann.token, ""); r.status != http.StatusOK || strings.TrimSpace(string(r.body)) != "[]" {
+		if r := e.Call("GET", "/console/orgs", ann.token, ""); r.Status != http.StatusOK || strings.TrimSpace(string(r.Body)) != "[]" {
 			t.Fatalf("a user of no organisation = %s; want 200 []", r)
 		}
 
@@ -75,28 +76,28 @@ func TestListOrganisations(t *testing.T) {
 		e.sameOrgs("bob's organisations", e.listOrgs(bob), []orgs.Organisation{delta, echo})
 
 		// A role change shows on the member's list.
-		r := e.call("PATCH", "/console/orgs/"+delta.OrgID+"/members/"+ann.id, bob.token, `{"role":"owner"}`)
-		e.expect(r, http.StatusOK, orgs.MemberPublicSchema, "make ann owner of Delta")
+		r := e.Call("PATCH", "/console/orgs/"+delta.OrgID+"/members/"+ann.id, bob.token, `{"role":"owner"}`)
+		e.Expect(r, http.StatusOK, orgs.MemberPublicSchema, "make ann owner of Delta")
 		if got := e.listOrgs(ann); len(got) != 5 || got[4].OrgID != delta.OrgID || got[4].Role != orgs.RoleOwner {
 			t.Errorf("ann's organisations after the promotion = %+v; want Delta last, role owner", got)
 		}
 
 		// Leaving takes the organisation off the leaver's list only.
-		r = e.call("POST", "/console/orgs/"+delta.OrgID+"/leave", ann.token, "")
-		e.expect(r, http.StatusOK, nil, "ann leaves Delta")
+		r = e.Call("POST", "/console/orgs/"+delta.OrgID+"/leave", ann.token, "")
+		e.Expect(r, http.StatusOK, nil, "ann leaves Delta")
 		e.sameOrgs("ann's organisations after leaving Delta", e.listOrgs(ann), []orgs.Organisation{firstAlpha, secondAlpha, bravo, charlie})
 		e.sameOrgs("bob's organisations after ann left", e.listOrgs(bob), []orgs.Organisation{delta, echo})
 
 		// Removal takes it off the removed member's list.
 		cy := e.join(bob, echo.OrgID, "cy@example.com", orgs.RoleMember)
 		e.sameOrgs("cy's organisations", e.listOrgs(cy), []orgs.Organisation{withRole(echo, orgs.RoleMember)})
-		r = e.call("DELETE", "/console/orgs/"+echo.OrgID+"/members/"+cy.id, bob.token, "")
-		e.expect(r, http.StatusOK, nil, "bob removes cy from Echo")
+		r = e.Call("DELETE", "/console/orgs/"+echo.OrgID+"/members/"+cy.id, bob.token, "")
+		e.Expect(r, http.StatusOK, nil, "bob removes cy from Echo")
 		e.sameOrgs("cy's organisations after removal", e.listOrgs(cy), nil)
 
 		// A rename shows on every member's list, and moves the organisation in the order.
-		r = e.call("PATCH", "/console/orgs/"+charlie.OrgID, ann.token, `{"name":"Aardvark"}`)
-		e.expect(r, http.StatusOK, orgs.OrganisationSchema, "rename Charlie")
+		r = e.Call("PATCH", "/console/orgs/"+charlie.OrgID, ann.token, `{"name":"Aardvark"}`)
+		e.Expect(r, http.StatusOK, orgs.OrganisationSchema, "rename Charlie")
 		charlie.Name = "Aardvark"
 		e.sameOrgs("ann's organisations after the rename", e.listOrgs(ann), []orgs.Organisation{charlie, firstAlpha, secondAlpha, bravo})
 	})
@@ -104,9 +105,9 @@ func TestListOrganisations(t *testing.T) {
 
 // joinSignedIn invites the already signed-in u to org as role and accepts as u.
 func (e *env) joinSignedIn(owner user, org string, u user, role string) user {
-	e.t.Helper()
+	e.T.Helper()
 	e.invite(owner, org, u.email, role)
-	r := e.call("POST", "/console/invitations/accept", u.token, jsonBody(map[string]string{"token": e.inbox.lastInviteToken(e.t, u.email)}))
-	e.expect(r, http.StatusOK, orgs.OrganisationSchema, "accept the invitation of "+u.email)
+	r := e.Call("POST", "/console/invitations/accept", u.token, apitest.JSON(map[string]string{"token": e.inbox.lastInviteToken(e.T, u.email)}))
+	e.Expect(r, http.StatusOK, orgs.OrganisationSchema, "accept the invitation of "+u.email)
 	return u
 }

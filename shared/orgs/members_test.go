@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/roadevents/roadevents/shared/apitest"
 	"github.com/roadevents/roadevents/shared/orgs"
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
 )
@@ -25,12 +26,12 @@ func TestSeatCapWithResend(t *testing.T) {
 		bob := e.invite(ada, o.OrgID, "bob@example.com", orgs.RoleMember)
 		oldToken := e.inbox.lastInviteToken(t, "bob@example.com")
 		cat := e.invite(ada, o.OrgID, "cat@example.com", orgs.RoleOwner)
-		full := e.call("POST", "/console/orgs/"+o.OrgID+"/members", ada.token, `{"email":"dan@example.com"}`)
-		e.expectDetail(full, http.StatusConflict, "a 4th seat on the free plan")
+		full := e.Call("POST", "/console/orgs/"+o.OrgID+"/members", ada.token, `{"email":"dan@example.com"}`)
+		e.ExpectDetail(full, http.StatusConflict, "a 4th seat on the free plan")
 
-		r := e.call("POST", "/console/orgs/"+o.OrgID+"/invitations/"+bob.InviteID+"/resend", ada.token, "")
-		e.expect(r, http.StatusOK, orgs.InvitePublicSchema, "resend bob's invitation")
-		resent := decode[orgs.Invitation](t, r)
+		r := e.Call("POST", "/console/orgs/"+o.OrgID+"/invitations/"+bob.InviteID+"/resend", ada.token, "")
+		e.Expect(r, http.StatusOK, orgs.InvitePublicSchema, "resend bob's invitation")
+		resent := apitest.Decode[orgs.Invitation](t, r)
 		if resent.InviteID == bob.InviteID || resent.Email != "bob@example.com" || resent.Role != orgs.RoleMember {
 			t.Errorf("resent invitation = %+v; want a new invite_id for bob@example.com as member (spec 3)", resent)
 		}
@@ -46,30 +47,30 @@ func TestSeatCapWithResend(t *testing.T) {
 			t.Errorf("after resend: members %d, invitations %v; want 1 member and invitations %s, %s (the old one retired)",
 				len(list.Members), ids, resent.InviteID, cat.InviteID)
 		}
-		e.expectDetail(e.call("POST", "/console/orgs/"+o.OrgID+"/members", ada.token, `{"email":"dan@example.com"}`),
+		e.ExpectDetail(e.Call("POST", "/console/orgs/"+o.OrgID+"/members", ada.token, `{"email":"dan@example.com"}`),
 			http.StatusConflict, "a 4th seat after a resend (resend adds no seat)")
 		// The retired invitation is gone for withdraw and resend too.
-		if r := e.call("DELETE", "/console/orgs/"+o.OrgID+"/invitations/"+bob.InviteID, ada.token, ""); r.status != http.StatusNotFound {
+		if r := e.Call("DELETE", "/console/orgs/"+o.OrgID+"/invitations/"+bob.InviteID, ada.token, ""); r.Status != http.StatusNotFound {
 			t.Errorf("withdraw the retired invitation = %s; want 404", r)
 		}
 
 		bobUser := e.signIn("bob@example.com")
-		e.expectDetail(e.call("POST", "/console/invitations/accept", bobUser.token, jsonBody(map[string]string{"token": oldToken})),
+		e.ExpectDetail(e.Call("POST", "/console/invitations/accept", bobUser.token, apitest.JSON(map[string]string{"token": oldToken})),
 			http.StatusNotFound, "accept with the retired token")
-		r = e.call("POST", "/console/invitations/accept", bobUser.token, jsonBody(map[string]string{"token": e.inbox.lastInviteToken(t, "bob@example.com")}))
-		e.expect(r, http.StatusOK, orgs.OrganisationSchema, "accept with the new token")
-		if got := decode[orgs.Organisation](t, r); got.OrgID != o.OrgID || got.Role != orgs.RoleMember {
+		r = e.Call("POST", "/console/invitations/accept", bobUser.token, apitest.JSON(map[string]string{"token": e.inbox.lastInviteToken(t, "bob@example.com")}))
+		e.Expect(r, http.StatusOK, orgs.OrganisationSchema, "accept with the new token")
+		if got := apitest.Decode[orgs.Organisation](t, r); got.OrgID != o.OrgID || got.Role != orgs.RoleMember {
 			t.Errorf("accept = %+v; want organisation %s with role member", got, o.OrgID)
 		}
 		// Accepting turns an invitation into a member: still 3 seats.
-		e.expectDetail(e.call("POST", "/console/orgs/"+o.OrgID+"/members", ada.token, `{"email":"dan@example.com"}`),
+		e.ExpectDetail(e.Call("POST", "/console/orgs/"+o.OrgID+"/members", ada.token, `{"email":"dan@example.com"}`),
 			http.StatusConflict, "a 4th seat after an acceptance")
-		r = e.call("DELETE", "/console/orgs/"+o.OrgID+"/invitations/"+cat.InviteID, ada.token, "")
-		e.expect(r, http.StatusOK, nil, "withdraw cat's invitation")
+		r = e.Call("DELETE", "/console/orgs/"+o.OrgID+"/invitations/"+cat.InviteID, ada.token, "")
+		e.Expect(r, http.StatusOK, nil, "withdraw cat's invitation")
 		e.invite(ada, o.OrgID, "dan@example.com", orgs.RoleMember)
 		// The withdrawn invitation's link no longer works.
 		catUser := e.signIn("cat@example.com")
-		e.expectDetail(e.call("POST", "/console/invitations/accept", catUser.token, jsonBody(map[string]string{"token": e.inbox.lastInviteToken(t, "cat@example.com")})),
+		e.ExpectDetail(e.Call("POST", "/console/invitations/accept", catUser.token, apitest.JSON(map[string]string{"token": e.inbox.lastInviteToken(t, "cat@example.com")})),
 			http.StatusNotFound, "accept a withdrawn invitation")
 
 		actions := []string{}
@@ -106,8 +107,8 @@ func TestSeatCapHoldsUnderConcurrentInvitations(t *testing.T) {
 		var wg sync.WaitGroup
 		for i := range n {
 			wg.Go(func() {
-				r := e.call("POST", "/console/orgs/"+o.OrgID+"/members", ada.token, fmt.Sprintf(`{"email":"p%d@example.com"}`, i))
-				statuses[i] = r.status
+				r := e.Call("POST", "/console/orgs/"+o.OrgID+"/members", ada.token, fmt.Sprintf(`{"email":"p%d@example.com"}`, i))
+				statuses[i] = r.Status
 			})
 		}
 		wg.Wait()
@@ -135,13 +136,13 @@ func TestInvitationCaps(t *testing.T) {
 		o := e.createOrg(ada, "Ada Fleet")
 		inv := e.invite(ada, o.OrgID, "bob@example.com", orgs.RoleMember)
 		for range 2 {
-			r := e.call("POST", "/console/orgs/"+o.OrgID+"/invitations/"+inv.InviteID+"/resend", ada.token, "")
-			e.expect(r, http.StatusOK, orgs.InvitePublicSchema, "resend")
-			inv = decode[orgs.Invitation](t, r)
+			r := e.Call("POST", "/console/orgs/"+o.OrgID+"/invitations/"+inv.InviteID+"/resend", ada.token, "")
+			e.Expect(r, http.StatusOK, orgs.InvitePublicSchema, "resend")
+			inv = apitest.Decode[orgs.Invitation](t, r)
 		}
-		r := e.call("POST", "/console/orgs/"+o.OrgID+"/invitations/"+inv.InviteID+"/resend", ada.token, "")
-		e.expectDetail(r, http.StatusTooManyRequests, "4th invitation e-mail to one address in a day")
-		if r.header.Get("Retry-After") == "" {
+		r := e.Call("POST", "/console/orgs/"+o.OrgID+"/invitations/"+inv.InviteID+"/resend", ada.token, "")
+		e.ExpectDetail(r, http.StatusTooManyRequests, "4th invitation e-mail to one address in a day")
+		if r.Header.Get("Retry-After") == "" {
 			t.Errorf("429 without Retry-After")
 		}
 		if n := len(e.inbox.To("bob@example.com")); n != 3 {
@@ -152,9 +153,9 @@ func TestInvitationCaps(t *testing.T) {
 		for i := range 17 {
 			e.invite(ada, o.OrgID, fmt.Sprintf("p%d@example.com", i), orgs.RoleMember)
 		}
-		r = e.call("POST", "/console/orgs/"+o.OrgID+"/members", ada.token, `{"email":"late@example.com"}`)
-		e.expectDetail(r, http.StatusTooManyRequests, "21st invitation by one actor in an hour")
-		if r.header.Get("Retry-After") == "" {
+		r = e.Call("POST", "/console/orgs/"+o.OrgID+"/members", ada.token, `{"email":"late@example.com"}`)
+		e.ExpectDetail(r, http.StatusTooManyRequests, "21st invitation by one actor in an hour")
+		if r.Header.Get("Retry-After") == "" {
 			t.Errorf("429 without Retry-After")
 		}
 		e.clock.Advance(time.Hour)
@@ -181,39 +182,42 @@ func TestAcceptInvitation(t *testing.T) {
 		if strings.Contains(msgs[0].Subject, token) {
 			t.Errorf("the subject holds the token: %q", msgs[0].Subject)
 		}
-		accept := func(u user, token string) response {
-			return e.call("POST", "/console/invitations/accept", u.token, jsonBody(map[string]string{"token": token}))
+		accept := func(u user, token string) apitest.Response {
+			return e.Call("POST", "/console/invitations/accept", u.token, apitest.JSON(map[string]string{"token": token}))
 		}
 		mallory := e.signIn("mallory@example.com")
-		e.expectDetail(accept(mallory, token), http.StatusForbidden, "accept by another address")
-		e.expectDetail(accept(mallory, "ivt_unknown"), http.StatusNotFound, "accept an unknown token")
-		if r := e.call("POST", "/console/invitations/accept", "", jsonBody(map[string]string{"token": token})); r.status != http.StatusUnauthorized {
-			t.Errorf("accept without a session = %s; want 401", r)
-		}
+		e.Run(t, []apitest.Scenario{
+			{Name: "accept by another address", Token: mallory.token, WantStatus: http.StatusForbidden,
+				Method: "POST", Path: "/console/invitations/accept", Body: apitest.JSON(map[string]string{"token": token})},
+			{Name: "accept an unknown token", Token: mallory.token, WantStatus: http.StatusNotFound,
+				Method: "POST", Path: "/console/invitations/accept", Body: `{"token":"ivt_unknown"}`},
+			{Name: "accept without a session", WantStatus: http.StatusUnauthorized,
+				Method: "POST", Path: "/console/invitations/accept", Body: apitest.JSON(map[string]string{"token": token})},
+		})
 
 		bob := e.signIn("bob@example.com")
 		r := accept(bob, token)
-		e.expect(r, http.StatusOK, orgs.OrganisationSchema, "accept by bob (address compared without case)")
-		if got := decode[orgs.Organisation](t, r); got.Role != orgs.RoleOwner || got.OrgID != o.OrgID {
+		e.Expect(r, http.StatusOK, orgs.OrganisationSchema, "accept by bob (address compared without case)")
+		if got := apitest.Decode[orgs.Organisation](t, r); got.Role != orgs.RoleOwner || got.OrgID != o.OrgID {
 			t.Errorf("accept = %+v; want role owner in %s", got, o.OrgID)
 		}
-		e.expectDetail(accept(bob, token), http.StatusNotFound, "accept a used token")
+		e.ExpectDetail(accept(bob, token), http.StatusNotFound, "accept a used token")
 
 		// Expiry: 7 days (contract 3), on the injected clock.
 		e.invite(ada, o.OrgID, "cat@example.com", orgs.RoleMember)
 		catToken := e.inbox.lastInviteToken(t, "cat@example.com")
 		e.clock.Advance(orgs.InvitationTTL + time.Second)
 		cat := e.signIn("cat@example.com")
-		e.expectDetail(accept(cat, catToken), http.StatusNotFound, "accept an expired token")
+		e.ExpectDetail(accept(cat, catToken), http.StatusNotFound, "accept an expired token")
 		if got := e.members(ada, o.OrgID); len(got.Invitations) != 0 || len(got.Members) != 2 {
 			t.Errorf("after expiry: %d members, invitations %+v; want 2 members and no pending invitation", len(got.Members), got.Invitations)
 		}
 
 		// An existing member cannot take a second seat through an invitation.
-		e.expectDetail(e.call("POST", "/console/orgs/"+o.OrgID+"/members", ada.token, `{"email":"bob@example.com"}`),
+		e.ExpectDetail(e.Call("POST", "/console/orgs/"+o.OrgID+"/members", ada.token, `{"email":"bob@example.com"}`),
 			http.StatusConflict, "invite a member")
 		e.invite(ada, o.OrgID, "dan@example.com", orgs.RoleMember)
-		e.expectDetail(e.call("POST", "/console/orgs/"+o.OrgID+"/members", ada.token, `{"email":"dan@example.com"}`),
+		e.ExpectDetail(e.Call("POST", "/console/orgs/"+o.OrgID+"/members", ada.token, `{"email":"dan@example.com"}`),
 			http.StatusConflict, "invite an address with a pending invitation")
 
 		e.auditLog(ada, o.OrgID) // the audit log's detail is among the bodies checked (contract 3)
@@ -239,16 +243,18 @@ func TestLastOwnerStays(t *testing.T) {
 		ada := e.signIn("ada@example.com")
 		o := e.createOrg(ada, "Ada Fleet")
 		p := "/console/orgs/" + o.OrgID
-		e.expectDetail(e.call("PATCH", p+"/members/"+ada.id, ada.token, `{"role":"member"}`), http.StatusConflict, "demote the last owner")
-		e.expectDetail(e.call("DELETE", p+"/members/"+ada.id, ada.token, ""), http.StatusConflict, "remove the last owner")
-		e.expectDetail(e.call("POST", p+"/leave", ada.token, ""), http.StatusConflict, "last owner leaves")
+		e.Run(t, apitest.As("the last owner:", ada.token, http.StatusConflict, []apitest.Scenario{
+			{Name: "demote themself", Method: "PATCH", Path: p + "/members/" + ada.id, Body: `{"role":"member"}`},
+			{Name: "remove themself", Method: "DELETE", Path: p + "/members/" + ada.id},
+			{Name: "leave", Method: "POST", Path: p + "/leave"},
+		}))
 
 		bob := e.join(ada, o.OrgID, "bob@example.com", orgs.RoleOwner)
 		var wg sync.WaitGroup
 		statuses := make([]int, 2)
 		for i, pair := range [][2]user{{ada, bob}, {bob, ada}} {
 			wg.Go(func() {
-				statuses[i] = e.call("PATCH", p+"/members/"+pair[1].id, pair[0].token, `{"role":"member"}`).status
+				statuses[i] = e.Call("PATCH", p+"/members/"+pair[1].id, pair[0].token, `{"role":"member"}`).Status
 			})
 		}
 		wg.Wait()
@@ -280,31 +286,31 @@ func TestRoleChangeRemovalAndLeave(t *testing.T) {
 		o := e.createOrg(ada, "Ada Fleet")
 		p := "/console/orgs/" + o.OrgID
 		bob := e.join(ada, o.OrgID, "bob@example.com", orgs.RoleMember)
-		r := e.call("PATCH", p+"/members/"+bob.id, ada.token, `{"role":"owner"}`)
-		e.expect(r, http.StatusOK, orgs.MemberPublicSchema, "promote bob")
-		if got := decode[orgs.Member](t, r); got.Role != orgs.RoleOwner || got.UserID != bob.id || got.Email != "bob@example.com" {
+		r := e.Call("PATCH", p+"/members/"+bob.id, ada.token, `{"role":"owner"}`)
+		e.Expect(r, http.StatusOK, orgs.MemberPublicSchema, "promote bob")
+		if got := apitest.Decode[orgs.Member](t, r); got.Role != orgs.RoleOwner || got.UserID != bob.id || got.Email != "bob@example.com" {
 			t.Errorf("promoted member = %+v; want bob as owner", got)
 		}
 		// Bob, now an owner, issues a key; then ada removes him.
 		r = e.issueKey(bob, o.OrgID, "sandbox", "bob's key")
-		e.expect(r, http.StatusCreated, orgs.IssuedKeySchema, "bob issues a key")
-		key := decode[orgs.IssuedKey](t, r)
+		e.Expect(r, http.StatusCreated, orgs.IssuedKeySchema, "bob issues a key")
+		key := apitest.Decode[orgs.IssuedKey](t, r)
 		if key.APIKey.CreatedByEmail == nil || *key.APIKey.CreatedByEmail != "bob@example.com" {
 			t.Errorf("created_by_email = %v; want bob@example.com", key.APIKey.CreatedByEmail)
 		}
-		e.expect(e.call("DELETE", p+"/members/"+bob.id, ada.token, ""), http.StatusOK, nil, "remove bob")
-		if r := e.call("GET", p, bob.token, ""); r.status != http.StatusNotFound {
+		e.Expect(e.Call("DELETE", p+"/members/"+bob.id, ada.token, ""), http.StatusOK, nil, "remove bob")
+		if r := e.Call("GET", p, bob.token, ""); r.Status != http.StatusNotFound {
 			t.Errorf("bob reads the organisation after removal = %s; want 404", r)
 		}
-		if r := e.call("DELETE", p+"/members/"+bob.id, ada.token, ""); r.status != http.StatusNotFound {
+		if r := e.Call("DELETE", p+"/members/"+bob.id, ada.token, ""); r.Status != http.StatusNotFound {
 			t.Errorf("remove bob twice = %s; want 404", r)
 		}
-		if r := e.call("GET", "/v1/events?lat=48.85&lon=2.35", key.Key, ""); r.status != http.StatusOK {
+		if r := e.Call("GET", "/v1/events?lat=48.85&lon=2.35", key.Key, ""); r.Status != http.StatusOK {
 			t.Errorf("bob's key after his removal: GET /v1/events = %s; want 200 (spec 4.3: keys stay)", r)
 		}
 		// Cat joins and leaves.
 		cat := e.join(ada, o.OrgID, "cat@example.com", orgs.RoleMember)
-		e.expect(e.call("POST", p+"/leave", cat.token, ""), http.StatusOK, nil, "cat leaves")
+		e.Expect(e.Call("POST", p+"/leave", cat.token, ""), http.StatusOK, nil, "cat leaves")
 		if got := e.members(ada, o.OrgID); len(got.Members) != 1 || got.Members[0].UserID != ada.id {
 			t.Errorf("members = %+v; want ada alone", got.Members)
 		}
@@ -328,8 +334,8 @@ func TestMembersShowDisplayNames(t *testing.T) {
 		ada := e.signIn("ada@example.com")
 		o := e.createOrg(ada, "Ada Fleet")
 		name := func(u user, n string) {
-			r := e.call("PATCH", "/console/auth/me", u.token, jsonBody(map[string]string{"display_name": n}))
-			e.expect(r, http.StatusOK, nil, "set the display name of "+u.email)
+			r := e.Call("PATCH", "/console/auth/me", u.token, apitest.JSON(map[string]string{"display_name": n}))
+			e.Expect(r, http.StatusOK, nil, "set the display name of "+u.email)
 		}
 		name(ada, "Ada L.")
 		want := map[string]string{"ada@example.com": "Ada L."}

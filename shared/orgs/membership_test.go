@@ -5,9 +5,9 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
-	"strings"
 	"testing"
 
+	"github.com/roadevents/roadevents/shared/apitest"
 	"github.com/roadevents/roadevents/shared/orgs"
 	"github.com/roadevents/roadevents/shared/schema"
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
@@ -94,33 +94,25 @@ func TestMembershipIsResolvedBeforeValidation(t *testing.T) {
 				if in.query != "" {
 					queryCases++
 				}
-				t.Run(rt.OperationID+"/"+in.name, func(t *testing.T) {
-					e := e.with(t)
-					target := func(orgID string) string {
-						if in.query == "" {
-							return pathIn(orgID)
-						}
-						return pathIn(orgID) + "?" + in.query
+				target := func(orgID string) string {
+					if in.query == "" {
+						return pathIn(orgID)
 					}
-					r := e.call(rt.Method, target(org.OrgID), "", in.body)
-					e.expectDetail(r, http.StatusUnauthorized, "without a session")
-					for _, c := range []struct{ who, token, org string }{
-						{"a member of another organisation", stranger.token, org.OrgID},
-						{"anyone, in an organisation that does not exist", member.token, "org_doesnotexist"},
-					} {
-						r := e.call(rt.Method, target(c.org), c.token, in.body)
-						if got := e.expectDetail(r, http.StatusNotFound, c.who); got != orgs.DetailOrgNotFound {
-							t.Errorf("%s: detail %q; want %q", c.who, got, orgs.DetailOrgNotFound)
-						}
-					}
-					if in.name == "valid input" {
-						return
-					}
-					r = e.call(rt.Method, target(org.OrgID), member.token, in.body)
-					if r.status != http.StatusUnprocessableEntity || !strings.Contains(string(r.body), `"loc"`) {
-						t.Errorf("a member = %s; want 422 with the validation errors", r)
-					}
-				})
+					return pathIn(orgID) + "?" + in.query
+				}
+				scenarios := []apitest.Scenario{
+					{Name: "without a session", WantStatus: http.StatusUnauthorized,
+						Method: rt.Method, Path: target(org.OrgID), Body: in.body},
+					{Name: "a member of another organisation", Token: stranger.token, WantStatus: http.StatusNotFound, WantDetail: orgs.DetailOrgNotFound,
+						Method: rt.Method, Path: target(org.OrgID), Body: in.body},
+					{Name: "anyone, in an organisation that does not exist", Token: member.token, WantStatus: http.StatusNotFound, WantDetail: orgs.DetailOrgNotFound,
+						Method: rt.Method, Path: target("org_doesnotexist"), Body: in.body},
+				}
+				if in.name != "valid input" {
+					scenarios = append(scenarios, apitest.Scenario{Name: "a member", Token: member.token, WantStatus: http.StatusUnprocessableEntity,
+						Method: rt.Method, Path: target(org.OrgID), Body: in.body})
+				}
+				t.Run(rt.OperationID+"/"+in.name, func(t *testing.T) { e.Run(t, scenarios) })
 			}
 		}
 		for _, op := range []string{"getOrg", "updateOrg", "listMembers", "inviteMember", "updateMember", "removeMember",
@@ -134,7 +126,7 @@ func TestMembershipIsResolvedBeforeValidation(t *testing.T) {
 			t.Fatalf("%d body and %d query cases; want some of each", bodyCases, queryCases)
 		}
 		// Nothing the refused requests sent reached Acme: its name and members are unchanged.
-		if r := e.call("GET", "/console/orgs/"+org.OrgID, owner.token, ""); decode[orgs.Organisation](t, r).Name != "Acme Fleet" {
+		if r := e.Call("GET", "/console/orgs/"+org.OrgID, owner.token, ""); apitest.Decode[orgs.Organisation](t, r).Name != "Acme Fleet" {
 			t.Errorf("organisation after the refused requests = %s; want it unchanged", r)
 		}
 		if got := len(e.members(owner, org.OrgID).Members); got != 2 {

@@ -75,27 +75,27 @@ func TestOddPathIDsAreNotFound(t *testing.T) {
 						return real[strings.Trim(w, "{}")]
 					})
 					cases++
-					r := e.call(rt.Method, path, f.owner.token, validBodies[rt.OperationID])
+					r := e.Call(rt.Method, path, f.owner.token, validBodies[rt.OperationID])
 					what := rt.OperationID + " with " + odd.name + " " + name
 					if odd.segment == "" {
 						// Not a route: the mux's 404, or its redirect to the cleaned path.
-						if r.status >= 500 {
+						if r.Status >= 500 {
 							t.Errorf("%s: %s %.80s = %.200s; want no 5xx", what, rt.Method, path, r)
 						}
 						continue
 					}
-					if r.status != http.StatusNotFound && r.status != http.StatusUnprocessableEntity {
+					if r.Status != http.StatusNotFound && r.Status != http.StatusUnprocessableEntity {
 						t.Errorf("%s: %s %.80s = %.200s; want 404 or 422", what, rt.Method, path, r)
 						continue
 					}
-					if _, ok := rt.Responses[r.status]; !ok && r.status == http.StatusNotFound {
-						t.Errorf("%s: %d is not among the route's documented responses", what, r.status)
+					if _, ok := rt.Responses[r.Status]; !ok && r.Status == http.StatusNotFound {
+						t.Errorf("%s: %d is not among the route's documented responses", what, r.Status)
 					}
 					var d struct {
 						Detail json.RawMessage `json:"detail"`
 					}
-					if err := json.Unmarshal(r.body, &d); err != nil || len(d.Detail) == 0 {
-						t.Errorf("%s: body %.200s is not {detail} (spec 7)", what, r.body)
+					if err := json.Unmarshal(r.Body, &d); err != nil || len(d.Detail) == 0 {
+						t.Errorf("%s: body %.200s is not {detail} (spec 7)", what, r.Body)
 					}
 				}
 			}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/roadevents/roadevents/shared/apikey"
+	"github.com/roadevents/roadevents/shared/apitest"
 	"github.com/roadevents/roadevents/shared/consoleauth"
 	"github.com/roadevents/roadevents/shared/orgs"
 	"github.com/roadevents/roadevents/shared/seal"
@@ -30,18 +31,18 @@ func TestCreateGetAndRenameOrganisation(t *testing.T) {
 		if o.Role != orgs.RoleOwner || o.Plan != orgs.FreePlan || o.Name != "Ada Fleet" || o.OrgID == "" {
 			t.Fatalf("created organisation = %+v; want role owner, plan free, name Ada Fleet", o)
 		}
-		r := e.call("GET", "/console/orgs/"+o.OrgID, ada.token, "")
-		e.expect(r, http.StatusOK, orgs.OrganisationSchema, "get organisation")
-		if got := decode[orgs.Organisation](t, r); got != o {
+		r := e.Call("GET", "/console/orgs/"+o.OrgID, ada.token, "")
+		e.Expect(r, http.StatusOK, orgs.OrganisationSchema, "get organisation")
+		if got := apitest.Decode[orgs.Organisation](t, r); got != o {
 			t.Errorf("GET organisation = %+v; want %+v", got, o)
 		}
-		r = e.call("PATCH", "/console/orgs/"+o.OrgID, ada.token, `{"name":"Ada Logistics"}`)
-		e.expect(r, http.StatusOK, orgs.OrganisationSchema, "rename organisation")
-		if got := decode[orgs.Organisation](t, r); got.Name != "Ada Logistics" || got.Role != orgs.RoleOwner {
+		r = e.Call("PATCH", "/console/orgs/"+o.OrgID, ada.token, `{"name":"Ada Logistics"}`)
+		e.Expect(r, http.StatusOK, orgs.OrganisationSchema, "rename organisation")
+		if got := apitest.Decode[orgs.Organisation](t, r); got.Name != "Ada Logistics" || got.Role != orgs.RoleOwner {
 			t.Errorf("PATCH organisation = %+v; want name Ada Logistics, role owner", got)
 		}
-		r = e.call("GET", "/console/orgs/"+o.OrgID, ada.token, "")
-		if got := decode[orgs.Organisation](t, r); got.Name != "Ada Logistics" {
+		r = e.Call("GET", "/console/orgs/"+o.OrgID, ada.token, "")
+		if got := apitest.Decode[orgs.Organisation](t, r); got.Name != "Ada Logistics" {
 			t.Errorf("GET after rename: name %q; want Ada Logistics", got.Name)
 		}
 		log := e.auditLog(ada, o.OrgID)
@@ -78,21 +79,21 @@ func TestOrganisationValidation(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			r := e.with(t).call(c.method, c.path, ada.token, c.body)
-			if r.status != c.want || !strings.Contains(string(r.body), `"`+c.loc+`"`) {
+			r := e.with(t).Call(c.method, c.path, ada.token, c.body)
+			if r.Status != c.want || !strings.Contains(string(r.Body), `"`+c.loc+`"`) {
 				t.Errorf("%s %s %s = %s; want %d naming %q", c.method, c.path, c.body, r, c.want, c.loc)
 			}
 		})
 	}
 	for _, q := range []string{"limit=0", "limit=501", "limit=x"} {
-		if r := e.call("GET", "/console/orgs/"+o.OrgID+"/audit?"+q, ada.token, ""); r.status != 422 {
+		if r := e.Call("GET", "/console/orgs/"+o.OrgID+"/audit?"+q, ada.token, ""); r.Status != 422 {
 			t.Errorf("GET audit?%s = %s; want 422", q, r)
 		}
 	}
-	if r := e.call("GET", "/console/orgs/"+o.OrgID+"/keys?environment=prod", ada.token, ""); r.status != 422 {
+	if r := e.Call("GET", "/console/orgs/"+o.OrgID+"/keys?environment=prod", ada.token, ""); r.Status != 422 {
 		t.Errorf("GET keys?environment=prod = %s; want 422", r)
 	}
-	if r := e.call("GET", "/console/orgs/"+o.OrgID, "", ""); r.status != 401 || r.header.Get("WWW-Authenticate") != "Bearer" {
+	if r := e.Call("GET", "/console/orgs/"+o.OrgID, "", ""); r.Status != 401 || r.Header.Get("WWW-Authenticate") != "Bearer" {
 		t.Errorf("GET organisation without a session = %s; want 401 with WWW-Authenticate: Bearer", r)
 	}
 }
@@ -108,9 +109,9 @@ func TestOrganisationCreationCap(t *testing.T) {
 		for i := range 10 {
 			e.createOrg(ada, "Org "+string(rune('A'+i)))
 		}
-		r := e.call("POST", "/console/orgs", ada.token, `{"name":"One too many"}`)
-		e.expectDetail(r, http.StatusTooManyRequests, "11th organisation in a day")
-		if r.header.Get("Retry-After") == "" {
+		r := e.Call("POST", "/console/orgs", ada.token, `{"name":"One too many"}`)
+		e.ExpectDetail(r, http.StatusTooManyRequests, "11th organisation in a day")
+		if r.Header.Get("Retry-After") == "" {
 			t.Errorf("429 without Retry-After (contract 3)")
 		}
 		// Another user has a budget of their own.
@@ -197,13 +198,13 @@ func TestLiveKeyCapFollowsPlan(t *testing.T) {
 		})
 		ada := e.signIn("ada@example.com")
 		o := e.createOrg(ada, "Ada Fleet")
-		e.expect(e.issueKey(ada, o.OrgID, "live", "one"), http.StatusCreated, orgs.IssuedKeySchema, "first live key")
-		e.expectDetail(e.issueKey(ada, o.OrgID, "live", "two"), http.StatusConflict, "second live key on free")
+		e.Expect(e.issueKey(ada, o.OrgID, "live", "one"), http.StatusCreated, orgs.IssuedKeySchema, "first live key")
+		e.ExpectDetail(e.issueKey(ada, o.OrgID, "live", "two"), http.StatusConflict, "second live key on free")
 		s, _ := newService(t, tab, nil)
 		if err := s.SetPlan(t.Context(), o.OrgID, "team"); err != nil {
 			t.Fatal(err)
 		}
-		e.expect(e.issueKey(ada, o.OrgID, "live", "two"), http.StatusCreated, orgs.IssuedKeySchema, "second live key on team")
-		e.expectDetail(e.issueKey(ada, o.OrgID, "live", "three"), http.StatusConflict, "third live key on team")
+		e.Expect(e.issueKey(ada, o.OrgID, "live", "two"), http.StatusCreated, orgs.IssuedKeySchema, "second live key on team")
+		e.ExpectDetail(e.issueKey(ada, o.OrgID, "live", "three"), http.StatusConflict, "third live key on team")
 	})
 }

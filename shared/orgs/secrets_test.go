@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/roadevents/roadevents/shared/apitest"
 	"github.com/roadevents/roadevents/shared/orgs"
 	"github.com/roadevents/roadevents/shared/store"
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
@@ -30,19 +31,19 @@ func TestSecretsAreNeverStoredLoggedOrAudited(t *testing.T) {
 
 	f := e.fixture("s")
 	secrets := map[string]string{"owner session": f.owner.token, "member session": f.member.token}
-	r := e.call("POST", "/console/orgs/"+f.org.OrgID+"/invitations/"+f.invite.InviteID+"/resend", f.owner.token, "")
-	e.expect(r, http.StatusOK, orgs.InvitePublicSchema, "resend")
+	r := e.Call("POST", "/console/orgs/"+f.org.OrgID+"/invitations/"+f.invite.InviteID+"/resend", f.owner.token, "")
+	e.Expect(r, http.StatusOK, orgs.InvitePublicSchema, "resend")
 	newcomer := e.join(f.owner, f.org.OrgID, "s-newcomer@example.com", orgs.RoleOwner)
 	secrets["newcomer session"] = newcomer.token
 	for i, env := range []string{"live", "sandbox"} {
 		r := e.issueKey(newcomer, f.org.OrgID, env, "k")
-		e.expect(r, http.StatusCreated, orgs.IssuedKeySchema, "issue a key")
-		secrets[fmt.Sprintf("key %d", i)] = decode[orgs.IssuedKey](t, r).Key
+		e.Expect(r, http.StatusCreated, orgs.IssuedKeySchema, "issue a key")
+		secrets[fmt.Sprintf("key %d", i)] = apitest.Decode[orgs.IssuedKey](t, r).Key
 	}
 	// An accept with a wrong token is logged as a refusal, never with the token.
 	wrong := "ivt_" + strings.Repeat("Z", 43)
 	secrets["refused token"] = wrong
-	e.expectDetail(e.call("POST", "/console/invitations/accept", f.member.token, jsonBody(map[string]string{"token": wrong})),
+	e.ExpectDetail(e.Call("POST", "/console/invitations/accept", f.member.token, apitest.JSON(map[string]string{"token": wrong})),
 		http.StatusNotFound, "accept an unknown token")
 	n := 0
 	for _, m := range e.inbox.All() {
@@ -88,15 +89,15 @@ func TestSecretsAreNeverStoredLoggedOrAudited(t *testing.T) {
 	for _, m := range e.inbox.All() {
 		subjects = append(subjects, m.Subject)
 	}
-	audit := e.call("GET", "/console/orgs/"+f.org.OrgID+"/audit?limit=200", f.owner.token, "")
-	e.expect(audit, http.StatusOK, nil, "audit log")
+	audit := e.Call("GET", "/console/orgs/"+f.org.OrgID+"/audit?limit=200", f.owner.token, "")
+	e.Expect(audit, http.StatusOK, nil, "audit log")
 	places := map[string]string{
 		"the log":            e.logs.String(),
 		"an e-mail subject":  strings.Join(subjects, "\n"),
-		"the audit log":      string(audit.body),
-		"the members list":   string(e.call("GET", "/console/orgs/"+f.org.OrgID+"/members", f.owner.token, "").body),
-		"the keys list":      string(e.call("GET", "/console/orgs/"+f.org.OrgID+"/keys", f.owner.token, "").body),
-		"the organisation's": string(e.call("GET", "/console/orgs/"+f.org.OrgID, f.owner.token, "").body),
+		"the audit log":      string(audit.Body),
+		"the members list":   string(e.Call("GET", "/console/orgs/"+f.org.OrgID+"/members", f.owner.token, "").Body),
+		"the keys list":      string(e.Call("GET", "/console/orgs/"+f.org.OrgID+"/keys", f.owner.token, "").Body),
+		"the organisation's": string(e.Call("GET", "/console/orgs/"+f.org.OrgID, f.owner.token, "").Body),
 	}
 	for _, it := range items {
 		places["item "+it.Key().PK+" "+it.Key().SK] = fmt.Sprint(map[string]any(it))

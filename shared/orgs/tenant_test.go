@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/roadevents/roadevents/shared/apitest"
 	"github.com/roadevents/roadevents/shared/billing"
 	"github.com/roadevents/roadevents/shared/consoleusage"
 	"github.com/roadevents/roadevents/shared/orgs"
@@ -25,23 +26,23 @@ func TestTenantDataStaysInItsOrganisation(t *testing.T) {
 
 		// A gets live traffic: a live key reads /v1/events.
 		r := e.issueKey(a.owner, a.org.OrgID, "live", "alpha live")
-		e.expect(r, http.StatusCreated, orgs.IssuedKeySchema, "issue alpha's live key")
-		live := decode[orgs.IssuedKey](t, r)
-		r = e.call("GET", "/v1/events?lat=52.52&lon=13.405", live.Key, "")
-		e.expect(r, http.StatusOK, nil, "alpha reads events")
+		e.Expect(r, http.StatusCreated, orgs.IssuedKeySchema, "issue alpha's live key")
+		live := apitest.Decode[orgs.IssuedKey](t, r)
+		r = e.Call("GET", "/v1/events?lat=52.52&lon=13.405", live.Key, "")
+		e.Expect(r, http.StatusOK, nil, "alpha reads events")
 		if err := e.keys.Wait(t.Context()); err != nil {
 			t.Fatal(err)
 		}
 
 		pa := "/console/orgs/" + a.org.OrgID
-		r = e.call("GET", pa+"/usage?window=7d&environment=live", a.owner.token, "")
-		e.expect(r, http.StatusOK, consoleusage.SeriesSchema, "alpha's usage")
-		if got := decode[consoleusage.Series](t, r).Totals.Reads; got != 1 {
+		r = e.Call("GET", pa+"/usage?window=7d&environment=live", a.owner.token, "")
+		e.Expect(r, http.StatusOK, consoleusage.SeriesSchema, "alpha's usage")
+		if got := apitest.Decode[consoleusage.Series](t, r).Totals.Reads; got != 1 {
 			t.Fatalf("alpha's live reads = %d; want 1 (else the checks on bravo prove nothing)", got)
 		}
-		r = e.call("GET", pa+"/vitality", a.owner.token, "")
-		e.expect(r, http.StatusOK, consoleusage.VitalitySchema, "alpha's vitality")
-		if v := decode[consoleusage.Vitality](t, r); !v.HasTraffic || v.LastUsedKeyID == nil || *v.LastUsedKeyID != live.APIKey.KeyID {
+		r = e.Call("GET", pa+"/vitality", a.owner.token, "")
+		e.Expect(r, http.StatusOK, consoleusage.VitalitySchema, "alpha's vitality")
+		if v := apitest.Decode[consoleusage.Vitality](t, r); !v.HasTraffic || v.LastUsedKeyID == nil || *v.LastUsedKeyID != live.APIKey.KeyID {
 			t.Fatalf("alpha's vitality = %+v; want traffic by %s", v, live.APIKey.KeyID)
 		}
 
@@ -51,34 +52,34 @@ func TestTenantDataStaysInItsOrganisation(t *testing.T) {
 		pb := "/console/orgs/" + b.org.OrgID
 		for _, c := range []struct {
 			path  string
-			check func(t *testing.T, r response)
+			check func(t *testing.T, r apitest.Response)
 		}{
 			{pb, nil},
 			{pb + "/members", nil},
 			{pb + "/keys", nil},
 			{pb + "/audit?limit=200", nil},
-			{pb + "/usage?window=90d&environment=live", func(t *testing.T, r response) {
-				e.with(t).expect(r, http.StatusOK, consoleusage.SeriesSchema, "bravo's live usage")
-				if s := decode[consoleusage.Series](t, r); s.Totals != (consoleusage.Totals{}) || s.OrgID != b.org.OrgID {
+			{pb + "/usage?window=90d&environment=live", func(t *testing.T, r apitest.Response) {
+				e.with(t).Expect(r, http.StatusOK, consoleusage.SeriesSchema, "bravo's live usage")
+				if s := apitest.Decode[consoleusage.Series](t, r); s.Totals != (consoleusage.Totals{}) || s.OrgID != b.org.OrgID {
 					t.Errorf("bravo's live usage = org %s, totals %+v; want %s, zeros", s.OrgID, s.Totals, b.org.OrgID)
 				}
 			}},
-			{pb + "/usage?window=90d&environment=sandbox", func(t *testing.T, r response) {
-				if s := decode[consoleusage.Series](t, r); s.Totals != (consoleusage.Totals{}) {
+			{pb + "/usage?window=90d&environment=sandbox", func(t *testing.T, r apitest.Response) {
+				if s := apitest.Decode[consoleusage.Series](t, r); s.Totals != (consoleusage.Totals{}) {
 					t.Errorf("bravo's sandbox usage totals = %+v; want zeros", s.Totals)
 				}
 			}},
-			{pb + "/vitality?environment=live", func(t *testing.T, r response) {
-				e.with(t).expect(r, http.StatusOK, consoleusage.VitalitySchema, "bravo's vitality")
-				v := decode[consoleusage.Vitality](t, r)
+			{pb + "/vitality?environment=live", func(t *testing.T, r apitest.Response) {
+				e.with(t).Expect(r, http.StatusOK, consoleusage.VitalitySchema, "bravo's vitality")
+				v := apitest.Decode[consoleusage.Vitality](t, r)
 				if v.HasTraffic || v.LastUsedAt != nil || v.LastUsedKeyID != nil || v.Today != (consoleusage.Totals{}) || len(v.Keys) != 0 {
 					t.Errorf("bravo's live vitality = %+v; want no traffic, nulls, zeros, no live keys", v)
 				}
 			}},
 			{pb + "/vitality?environment=sandbox", nil},
-			{pb + "/billing", func(t *testing.T, r response) {
-				e.with(t).expect(r, http.StatusOK, billing.BillingSummarySchema, "bravo's billing summary")
-				if s := decode[billing.Summary](t, r); s.Totals != (consoleusage.Totals{}) || s.OrgID != b.org.OrgID {
+			{pb + "/billing", func(t *testing.T, r apitest.Response) {
+				e.with(t).Expect(r, http.StatusOK, billing.BillingSummarySchema, "bravo's billing summary")
+				if s := apitest.Decode[billing.Summary](t, r); s.Totals != (consoleusage.Totals{}) || s.OrgID != b.org.OrgID {
 					t.Errorf("bravo's billing = org %s, totals %+v; want %s, zeros", s.OrgID, s.Totals, b.org.OrgID)
 				}
 			}},
@@ -86,13 +87,13 @@ func TestTenantDataStaysInItsOrganisation(t *testing.T) {
 			t.Run(strings.TrimPrefix(c.path, pb), func(t *testing.T) {
 				e := e.with(t)
 				for _, u := range []user{b.owner, b.member} {
-					r := e.call("GET", c.path, u.token, "")
-					if r.status != http.StatusOK {
+					r := e.Call("GET", c.path, u.token, "")
+					if r.Status != http.StatusOK {
 						t.Fatalf("GET %s as %s = %s; want 200", c.path, u.email, r)
 					}
 					for _, m := range marks {
-						if strings.Contains(string(r.body), m) {
-							t.Errorf("GET %s as %s holds %q of alpha: %s", c.path, u.email, m, r.body)
+						if strings.Contains(string(r.Body), m) {
+							t.Errorf("GET %s as %s holds %q of alpha: %s", c.path, u.email, m, r.Body)
 						}
 					}
 					if c.check != nil {

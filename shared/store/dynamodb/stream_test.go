@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
+	"github.com/roadevents/roadevents/shared/apitest"
 	"github.com/roadevents/roadevents/shared/store"
 	"github.com/roadevents/roadevents/shared/store/dynamodb"
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
@@ -420,7 +421,7 @@ func TestStreamFeedResumesAfterTrim(t *testing.T) {
 			f := newFakeStreams()
 			f.open("s", "")
 			f.write("s", "INSERT", "a", 0, false) // before Follow: never delivered
-			var log lockedBuffer
+			var log apitest.LogBuffer
 			cur := followFakeWith(t, f, dynamodb.StreamOptions{Logger: slog.New(slog.NewTextHandler(&log, nil))})
 			f.write("s", "MODIFY", "a", 1, false)
 			if got, want := summary(next(t, cur)), "MODIFY a 1"; got != want {
@@ -483,24 +484,6 @@ func TestStreamFeedFatalErrorEndsNext(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a log destination the feed's goroutines and the test share.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 func TestStreamCursorClose(t *testing.T) {
 	t.Parallel()
 	f := newFakeStreams()
@@ -533,7 +516,7 @@ func TestStreamFeedOnNewTable(t *testing.T) {
 			t.Parallel()
 			l := tables.NewLocal(t)
 			table := dynamodb.New(l.DB, l.Name, dynamodb.Options{})
-			var log lockedBuffer
+			var log apitest.LogBuffer
 			feed := dynamodb.NewStreamFeed(l.Streams, l.StreamARN, dynamodb.StreamOptions{
 				PollInterval: 5 * time.Millisecond,
 				Logger:       slog.New(slog.NewTextHandler(&log, nil)),

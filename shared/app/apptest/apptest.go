@@ -1,0 +1,39 @@
+// Package apptest builds the service for the tests of its route groups: the one place where a
+// test calls app.New, so that how New reports a failure is handled once. It is imported by
+// tests only.
+package apptest
+
+import (
+	"io"
+	"log/slog"
+	"testing"
+
+	"github.com/roadevents/roadevents/shared/apikey"
+	"github.com/roadevents/roadevents/shared/app"
+	"github.com/roadevents/roadevents/shared/metering"
+	"github.com/roadevents/roadevents/shared/routetable"
+)
+
+// New builds the service serving groups (every group when none are named) on d, as a test
+// runs it: build "test", a logger that discards, and keys and a meter on d.Table without
+// background writes, unless d has its own. A failure to build ends the test.
+func New(t testing.TB, d app.Deps, groups ...routetable.Group) *app.API {
+	t.Helper()
+	if d.Build == "" {
+		d.Build = "test"
+	}
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
+	}
+	if d.Keys == nil {
+		d.Keys = apikey.New(d.Table, apikey.Options{Clock: d.Clock, Logger: d.Logger})
+	}
+	if d.Meter == nil {
+		d.Meter = metering.New(d.Table, metering.Options{Clock: d.Clock, Logger: d.Logger, FlushInterval: -1})
+	}
+	api, err := app.New(d, groups...)
+	if err != nil {
+		t.Fatalf("app.New: %v", err)
+	}
+	return api
+}
