@@ -133,21 +133,33 @@ var (
 func (a *API) Handle(routes ...Route) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	kept := len(a.routes)
 	for _, r := range routes {
 		rt, err := a.complete(r)
 		if err != nil {
 			panic(fmt.Sprintf("httpapi: route %s %s: %v", r.Method, r.Path, err))
 		}
 		a.routes = append(a.routes, rt)
-		if _, err := a.components(); err != nil {
-			a.routes = a.routes[:len(a.routes)-1]
-			panic(fmt.Sprintf("httpapi: route %s %s: %v", r.Method, r.Path, err))
-		}
 		a.keys[rt.Method+" "+rt.Path] = true
 		a.ops[rt.OperationID] = true
-		a.mux.Handle(rt.Method+" "+rt.Path, a.serve(rt))
-		a.doc = nil
 	}
+	// The document's named schemas are checked once for the whole batch: checking them after
+	// each route made building an API quadratic in its routes. Only a clash is searched for
+	// route by route, to name the route that brought it.
+	if _, err := a.components(); err != nil {
+		added := a.routes[kept:]
+		for i := range added {
+			a.routes = a.routes[:kept+i+1]
+			if _, err := a.components(); err != nil {
+				a.routes = a.routes[:kept+i]
+				panic(fmt.Sprintf("httpapi: route %s %s: %v", added[i].Method, added[i].Path, err))
+			}
+		}
+	}
+	for _, rt := range a.routes[kept:] {
+		a.mux.Handle(rt.Method+" "+rt.Path, a.serve(rt))
+	}
+	a.doc = nil
 }
 
 // complete checks a declaration and fills in what Handle derives.

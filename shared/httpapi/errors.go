@@ -70,11 +70,12 @@ func Unauthorized(detail string) *Error {
 // TooManyRequests is a capped request (spec 8, contract 2 and 3): 429 with Retry-After in
 // whole seconds, at least 1.
 func TooManyRequests(detail string, retryAfter time.Duration) *Error {
-	secs := int64((retryAfter + time.Second - 1) / time.Second)
-	if secs < 1 {
-		secs = 1
-	}
-	return NewError(http.StatusTooManyRequests, detail, nil).WithHeader("Retry-After", strconv.FormatInt(secs, 10))
+	return NewError(http.StatusTooManyRequests, detail, nil).WithHeader("Retry-After", retryAfterSeconds(retryAfter))
+}
+
+// retryAfterSeconds is d as Retry-After's whole seconds, rounded up, at least 1.
+func retryAfterSeconds(d time.Duration) string {
+	return strconv.FormatInt(max(int64((d+time.Second-1)/time.Second), 1), 10)
 }
 
 // NotFound is 404 with the given sentence.
@@ -254,25 +255,20 @@ func (t ErrorTable) With(rules ...ErrorRule) ErrorTable {
 func (t ErrorTable) Public(err error) error {
 	var he *Error
 	var verrs schema.Errors
-	if err == nil || errors.As(err, &he) || errors.As(err, &verrs) {
+	if len(t) == 0 || err == nil || errors.As(err, &he) || errors.As(err, &verrs) {
 		return err
 	}
 	for _, rule := range t {
 		if !errors.Is(err, rule.Err) {
 			continue
 		}
-		var e *Error
-		var retry Retrier
-		switch {
-		case rule.Status == http.StatusUnauthorized:
-			e = Unauthorized(rule.Detail)
-		case errors.As(err, &retry):
-			e = TooManyRequests(rule.Detail, retry.RetryIn())
-			e.Status = rule.Status
-		default:
-			e = NewError(rule.Status, rule.Detail, nil)
+		e := NewError(rule.Status, rule.Detail, err)
+		if rule.Status == http.StatusUnauthorized {
+			e.WithHeader("WWW-Authenticate", "Bearer")
 		}
-		e.Cause = err
+		if retry, ok := errors.AsType[Retrier](err); ok {
+			e.WithHeader("Retry-After", retryAfterSeconds(retry.RetryIn()))
+		}
 		return e
 	}
 	return err

@@ -43,12 +43,13 @@ func (r *Request[In]) SetStatus(status int) { r.status = status }
 // response documented for status (schema.CheckType, schema.CheckOutput): a payload struct that
 // drifts from /openapi.json stops the program at start, not a request in production.
 func JSON[In, Out any](status int, f func(r *Request[In]) (Out, error)) http.Handler {
-	return &typed[In, Out]{status: status, f: f}
+	return &typed[In, Out]{status: status, f: f, readsBody: reflect.TypeFor[In]() != noBodyType}
 }
 
 type typed[In, Out any] struct {
-	status int
-	f      func(r *Request[In]) (Out, error)
+	status    int
+	f         func(r *Request[In]) (Out, error)
+	readsBody bool
 }
 
 // contract is what Handle checks of a typed handler against its route.
@@ -62,7 +63,7 @@ func (t *typed[In, Out]) types() (reflect.Type, reflect.Type, int) {
 
 func (t *typed[In, Out]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	req := &Request[In]{HTTP: r, Params: Params(r), header: w.Header(), status: t.status}
-	if reflect.TypeFor[In]() != noBodyType {
+	if t.readsBody {
 		in, err := body[In](r)
 		if err != nil {
 			WriteError(w, r, err)

@@ -32,7 +32,7 @@ var All = []Group{GroupMeta, GroupEvents, GroupConsoleAuth, GroupConsoleOrgs, Gr
 // Lambdas are the groups served by one Lambda function each, in All's order. GroupStream is
 // not among them: a proxied Lambda response cannot be flushed, so GET /v1/stream lives in
 // streamer/.
-var Lambdas = []Group{GroupMeta, GroupEvents, GroupConsoleAuth, GroupConsoleOrgs, GroupBilling}
+var Lambdas = slices.DeleteFunc(slices.Clone(All), func(g Group) bool { return g == GroupStream })
 
 // IsLambda reports whether g is served by a Lambda function of its own.
 func (g Group) IsLambda() bool { return slices.Contains(Lambdas, g) }
