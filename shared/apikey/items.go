@@ -1,6 +1,8 @@
 package apikey
 
 import (
+	"strings"
+
 	"github.com/roadevents/roadevents/shared/store"
 )
 
@@ -33,6 +35,22 @@ const (
 )
 
 func lookupKey(hash string) store.Key { return store.Key{PK: pkLookupPrefix + hash, SK: skLookup} }
+
+// IsLookupItem reports whether k is the key of a key's lookup item, the one Authenticate reads
+// and Revoke marks revoked: what the stream hub watches in the change feed.
+func IsLookupItem(k store.Key) bool {
+	return k.SK == skLookup && strings.HasPrefix(k.PK, pkLookupPrefix)
+}
+
+// Revoked tells, from a change of the table's feed, the id of the key it revoked: a lookup item
+// written revoked that was not revoked before.
+func Revoked(ch store.Change) (keyID string, ok bool) {
+	if !IsLookupItem(ch.Key) || ch.New == nil || !ch.New.Bool(attrRevoked) || ch.Old != nil && ch.Old.Bool(attrRevoked) {
+		return "", false
+	}
+	id := ch.New.String(attrKeyID)
+	return id, id != ""
+}
 
 func orgPartition(org string) string { return pkOrgPrefix + org }
 

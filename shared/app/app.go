@@ -169,7 +169,7 @@ func New(d Deps, groups ...routetable.Group) (*API, error) {
 		auth:    auth,
 		orgs:    og,
 		billing: bill,
-		tickets: stream.NewTickets(d.Table, stream.TicketOptions{Clock: d.Clock}),
+		tickets: stream.NewTickets(d.Table, stream.TicketOptions{Clock: d.Clock, Keys: d.Keys}),
 	}
 	a := &API{billing: bill}
 	a.doc = newHTTPAPI(d, b)

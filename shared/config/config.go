@@ -32,6 +32,10 @@ type Config struct {
 	// CORSOrigins are the origins allowed to call the API from a browser; ["*"] allows any (spec 5).
 	CORSOrigins []string
 	LogLevel    slog.Level
+	// MaxConnections caps the connections a long-running server holds at once
+	// (ROADEVENTS_MAX_CONNECTIONS); 0 derives it from the descriptor limit
+	// (daemon.DefaultConnectionBudget, docs/operations.md §1).
+	MaxConnections int
 
 	Limits Limits
 
@@ -131,6 +135,13 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			return c, fmt.Errorf("config: ROADEVENTS_MAX_QUERY_RADIUS_M=%q: want a positive number of metres", v)
 		}
 		c.Limits.MaxQueryRadiusM = f
+	}
+	if v := getenv("ROADEVENTS_MAX_CONNECTIONS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return c, fmt.Errorf("config: ROADEVENTS_MAX_CONNECTIONS=%q: want a positive number of connections", v)
+		}
+		c.MaxConnections = n
 	}
 	if err := c.readConsole(getenv); err != nil {
 		return c, err

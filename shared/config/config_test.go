@@ -32,13 +32,17 @@ func TestFromEnv(t *testing.T) {
 	c, err = config.FromEnv(env(map[string]string{
 		"ROADEVENTS_ADDR": "127.0.0.1:9999", "ROADEVENTS_DATA": "/tmp/x",
 		"ROADEVENTS_STORE": "dynamodb", "ROADEVENTS_TABLE": "events",
-		"ROADEVENTS_CORS_ORIGINS": "https://a.example, https://b.example",
+		"ROADEVENTS_CORS_ORIGINS":    "https://a.example, https://b.example",
+		"ROADEVENTS_MAX_CONNECTIONS": "5000",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.Addr != "127.0.0.1:9999" || c.DataDir != "/tmp/x" || c.Store != config.StoreDynamoDB || c.Table != "events" {
 		t.Errorf("overrides not applied: %+v", c)
+	}
+	if c.MaxConnections != 5000 {
+		t.Errorf("MaxConnections = %d; want 5000", c.MaxConnections)
 	}
 	if !slices.Equal(c.CORSOrigins, []string{"https://a.example", "https://b.example"}) {
 		t.Errorf("CORSOrigins = %v", c.CORSOrigins)
@@ -47,13 +51,15 @@ func TestFromEnv(t *testing.T) {
 
 func TestFromEnvRejects(t *testing.T) {
 	for name, m := range map[string]map[string]string{
-		"unknown store":        {"ROADEVENTS_STORE": "postgres"},
-		"dynamodb no table":    {"ROADEVENTS_STORE": "dynamodb"},
-		"bad log level":        {"ROADEVENTS_LOG_LEVEL": "loud"},
-		"negative radius":      {"ROADEVENTS_MAX_QUERY_RADIUS_M": "-1"},
-		"empty CORS list":      {"ROADEVENTS_CORS_ORIGINS": " , "},
-		"event id key not hex": {"ROADEVENTS_EVENT_ID_KEY": "not-hex-at-all-not-hex-at-all-00"},
-		"event id key short":   {"ROADEVENTS_EVENT_ID_KEY": "00112233445566778899aabbccddee"},
+		"unknown store":            {"ROADEVENTS_STORE": "postgres"},
+		"dynamodb no table":        {"ROADEVENTS_STORE": "dynamodb"},
+		"bad log level":            {"ROADEVENTS_LOG_LEVEL": "loud"},
+		"negative radius":          {"ROADEVENTS_MAX_QUERY_RADIUS_M": "-1"},
+		"empty CORS list":          {"ROADEVENTS_CORS_ORIGINS": " , "},
+		"no connections":           {"ROADEVENTS_MAX_CONNECTIONS": "0"},
+		"connections not a number": {"ROADEVENTS_MAX_CONNECTIONS": "many"},
+		"event id key not hex":     {"ROADEVENTS_EVENT_ID_KEY": "not-hex-at-all-not-hex-at-all-00"},
+		"event id key short":       {"ROADEVENTS_EVENT_ID_KEY": "00112233445566778899aabbccddee"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := config.FromEnv(env(m)); err == nil {

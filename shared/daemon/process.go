@@ -33,6 +33,7 @@ type Process struct {
 
 	cfg    config.Config
 	logger *slog.Logger
+	budget *Budget
 	table  store.Table
 	keys   *apikey.Keys
 	meter  *metering.Meter
@@ -56,9 +57,11 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger, ln net.Lis
 		ln.Close()
 		return err
 	}
+	budget := connectionBudget(cfg, logger)
 	jobsCtx, stopJobs := context.WithCancel(ctx)
 	p := &Process{
-		Hub:     stream.NewHub(stream.HubOptions{Logger: logger}),
+		Hub:     stream.NewHub(stream.HubOptions{Logger: logger, Capacity: budget}),
+		budget:  budget,
 		cfg:     cfg,
 		logger:  logger,
 		table:   st.Table,
@@ -83,6 +86,21 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger, ln net.Lis
 	return p.serve(ctx, ln, h)
 }
 
+// connectionBudget raises the descriptor limit and cuts the connection budget from it, unless
+// the configuration sets one (docs/operations.md §1).
+func connectionBudget(cfg config.Config, logger *slog.Logger) *Budget {
+	nofile, err := RaiseFileLimit()
+	if err != nil {
+		logger.Warn("cannot raise the open file limit", "limit", nofile, "error", err.Error())
+	}
+	n := cfg.MaxConnections
+	if n == 0 {
+		n = DefaultConnectionBudget(nofile)
+	}
+	logger.Info("connection budget", "connections", n, "open_file_limit", nofile)
+	return NewBudget(n)
+}
+
 // Deps returns the dependencies of app.New the process owns, with its configuration and
 // build (GET /health); the caller adds what else its groups need (a mailer, a sealer).
 func (p *Process) Deps(build string) app.Deps {
@@ -103,7 +121,7 @@ func (p *Process) Go(job func(ctx context.Context)) {
 // serve serves h on ln until ctx ends, then waits for the streams to end: they hold their
 // connections themselves, so the server's drain does not wait for them.
 func (p *Process) serve(ctx context.Context, ln net.Listener, h http.Handler) error {
-	err := Serve(ctx, ln, h, Options{Logger: p.logger, OnShutdown: []func(){p.Hub.Drain}})
+	err := Serve(ctx, ln, h, Options{Logger: p.logger, Budget: p.budget, OnShutdown: []func(){p.Hub.Drain}})
 	p.Hub.Drain()
 	wait, cancel := context.WithTimeout(context.Background(), shutdownWrites)
 	defer cancel()

@@ -17,8 +17,27 @@ import (
 	"time"
 )
 
+// Time limits of a connection (docs/operations.md §1). A request must arrive whole, body
+// included, within ReadTimeout of its first byte; an answer must be taken by the client within
+// WriteTimeout; a keep-alive connection may wait IdleTimeout for its next request. A stream
+// takes its connection over from net/http, which lifts the first two for it, and bounds each
+// of its writes itself.
+const (
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultReadTimeout       = 30 * time.Second
+	DefaultWriteTimeout      = 60 * time.Second
+	// DefaultIdleTimeout outlasts the 60 s idle timeout of an AWS load balancer in front of
+	// the streamer, which must be the side that closes an idle connection: a server closing
+	// first can race a request the balancer is sending (a 502).
+	DefaultIdleTimeout = 75 * time.Second
+)
+
 // Options tune Serve.
 type Options struct {
+	// Budget, when set, caps the connections served at once (see Budget).
+	Budget *Budget
+	// ReadTimeout, WriteTimeout and IdleTimeout override the defaults above when positive.
+	ReadTimeout, WriteTimeout, IdleTimeout time.Duration
 	// DrainTimeout bounds how long in-flight requests may run after shutdown begins.
 	DrainTimeout time.Duration
 	Logger       *slog.Logger
@@ -38,8 +57,10 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, opts Options) e
 	}
 	srv := &http.Server{
 		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       120 * time.Second,
+		ReadHeaderTimeout: DefaultReadHeaderTimeout,
+		ReadTimeout:       positiveOr(opts.ReadTimeout, DefaultReadTimeout),
+		WriteTimeout:      positiveOr(opts.WriteTimeout, DefaultWriteTimeout),
+		IdleTimeout:       positiveOr(opts.IdleTimeout, DefaultIdleTimeout),
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
@@ -47,6 +68,9 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, opts Options) e
 		srv.RegisterOnShutdown(f)
 	}
 
+	if opts.Budget != nil {
+		ln = opts.Budget.Listener(ln)
+	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 
@@ -67,4 +91,11 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, opts Options) e
 		return fmt.Errorf("server: drain: %w", err)
 	}
 	return nil
+}
+
+func positiveOr(d, fallback time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return fallback
 }

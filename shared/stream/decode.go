@@ -53,6 +53,39 @@ func (d keyedDecoder) Wants(k store.Key) bool { return d.wants(k) }
 
 var _ KeyFilter = keyedDecoder{}
 
+// WithRevocations returns dec also reading the revocations of API keys from the feed
+// (RevocationDecoder): isKey recognises the key of the item a revocation writes, revoked
+// tells which key a change revokes (apikey.IsLookupItem and apikey.Revoked).
+func WithRevocations(dec Decoder, isKey func(store.Key) bool, revoked func(store.Change) (string, bool)) Decoder {
+	return revocationDecoder{Decoder: dec, isKey: isKey, revoked: revoked}
+}
+
+type revocationDecoder struct {
+	Decoder
+	isKey   func(store.Key) bool
+	revoked func(store.Change) (string, bool)
+}
+
+func (d revocationDecoder) Wants(k store.Key) bool {
+	if d.isKey(k) {
+		return true
+	}
+	kf, ok := d.Decoder.(KeyFilter)
+	return !ok || kf.Wants(k)
+}
+
+func (d revocationDecoder) Revoked(ch store.Change) (string, bool) {
+	if !d.isKey(ch.Key) {
+		return "", false
+	}
+	return d.revoked(ch)
+}
+
+var (
+	_ KeyFilter         = revocationDecoder{}
+	_ RevocationDecoder = revocationDecoder{}
+)
+
 // Classify says which delta a write of an event emits (contract 2, Stream), from the event
 // as stored before the write (nil when there was none) and after it; ok is false when the
 // write emits none.

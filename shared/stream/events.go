@@ -3,6 +3,7 @@ package stream
 import (
 	"context"
 
+	"github.com/roadevents/roadevents/shared/apikey"
 	"github.com/roadevents/roadevents/shared/eventstore"
 )
 
@@ -32,7 +33,8 @@ func EventsSnapshots(st *eventstore.Store) Snapshotter {
 	})
 }
 
-// EventsDecoder decodes the event items of the events store from the table's change feed.
+// EventsDecoder decodes the event items of the events store from the table's change feed,
+// and the revocations of API keys, which end the streams they opened.
 func EventsDecoder() Decoder {
-	return NewDecoder(eventstore.IsEventItem, eventstore.DecodeEvent)
+	return WithRevocations(NewDecoder(eventstore.IsEventItem, eventstore.DecodeEvent), apikey.IsLookupItem, apikey.Revoked)
 }

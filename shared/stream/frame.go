@@ -17,7 +17,8 @@ const (
 	FrameBye       = "bye"
 )
 
-// Reasons of a bye frame (spec 6, contract 2). Every bye says reconnect: true.
+// Reasons of a bye frame (spec 6, contract 2). Every bye says reconnect: true but
+// ReasonCredentialRevoked's.
 const (
 	// ReasonMaxConnectionAge: the connection's life is over: MaxConnectionAge has passed, or
 	// the server ends it early (draining before it stops, or resynchronising after it lost
@@ -26,6 +27,10 @@ const (
 	// ReasonSnapshotUnavailable: the initial state could not be read; the client reconnects
 	// and must not take the missing snapshot for an empty road.
 	ReasonSnapshotUnavailable = "snapshot_unavailable"
+	// ReasonCredentialRevoked: the API key that opened the stream, or minted its ticket, was
+	// revoked; reconnect is false, since the credential opens nothing any more (an additive
+	// reason: docs/api.md §4).
+	ReasonCredentialRevoked = "credential_revoked"
 )
 
 // The data of each frame, as JSON (contract 2, Stream). The server writes them without
@@ -114,6 +119,9 @@ func appendKeepalive(b []byte, dropped int64, at string) []byte {
 func appendBye(b []byte, reason string) []byte {
 	b = append(b, `{"reason":"`...)
 	b = append(b, reason...)
+	if reason == ReasonCredentialRevoked {
+		return append(b, `","reconnect":false}`...)
+	}
 	return append(b, `","reconnect":true}`...)
 }
 

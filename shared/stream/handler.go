@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -30,7 +31,12 @@ const (
 	DefaultMaxRadius = 9780.0
 	// DefaultRadius is the radius of a stream that names none (spec 6 rule 1).
 	DefaultRadius = 1000.0
+	// CrowdedRetryAfter is the Retry-After of a stream refused to share a nearly spent
+	// connection budget (ErrCrowded).
+	CrowdedRetryAfter = 5 * time.Second
 )
+
+const detailCrowded = "The service is near its stream capacity and this organisation holds its share of it; retry later"
 
 // Meter counts consumption (spec 1: every stream connect; contract 3: tickets);
 // *metering.Meter is one.
@@ -173,7 +179,9 @@ const streamDescription = "Server-sent events. Every frame has an id that increa
 	"drop an event at its expires_at.\n" +
 	"- `keepalive`, every 20 s while idle: `{\"dropped\": <deltas dropped for this connection>, \"at\": <time>}`; " +
 	"each connection queues 256 deltas and drops the oldest when full.\n" +
-	"- `bye`, before closing: `{\"reason\": \"max_connection_age\"|\"snapshot_unavailable\", \"reconnect\": true}`. " +
+	"- `bye`, before closing: `{\"reason\": \"max_connection_age\"|\"snapshot_unavailable\", \"reconnect\": true}`, " +
+	"or `{\"reason\": \"credential_revoked\", \"reconnect\": false}` when the API key that opened the stream " +
+	"(or minted its ticket) is revoked: do not reconnect with it. " +
 	"The connection closes after 3300 s, or earlier when the server stops.\n\n" +
 	"Authenticate with an API key in the Authorization header or, from a browser, with a ticket from " +
 	"POST /v1/stream/tickets; when an Authorization header is present it decides. Credentials and filters are " +
@@ -198,7 +206,8 @@ func Routes(d Deps) []httpapi.Route {
 		Responses: map[int]httpapi.Response{
 			http.StatusOK: {Description: "The stream begins.", ContentType: "text/event-stream",
 				Schema: schema.String().Describe("snapshot, event, keepalive and bye frames.")},
-			http.StatusServiceUnavailable: httpapi.ErrorResponse("This process does not serve streams."),
+			http.StatusServiceUnavailable: httpapi.ErrorResponse("This process does not serve streams, or it is near its " +
+				"connection capacity and the organisation holds its share of it: retry after Retry-After."),
 		},
 		Handler: httpapi.HandlerFunc((&handler{d: d}).serve),
 	}}
@@ -215,7 +224,7 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) error {
 		return httpapi.NewError(http.StatusServiceUnavailable, "This process does not serve streams", nil)
 	}
 	q := httpapi.Params(r)
-	v := Viewer{Org: p.OrgID, Environment: p.Environment}
+	v := Viewer{Org: p.OrgID, Environment: p.Environment, Key: p.KeyID}
 	f := Filter{
 		Center:        geo.Point{Lat: q.Float("lat"), Lon: q.Float("lon")},
 		Radius:        q.Float("radius"),
@@ -225,7 +234,15 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) error {
 	// Register first, then read the snapshot: a change committed meanwhile is queued, not lost
 	// (ARCHITECTURE.md, Streaming).
 	sub, err := h.d.Hub.Subscribe(v, f)
-	if err != nil {
+	switch {
+	case errors.Is(err, ErrCrowded):
+		// Spec 8 rule 1 allows no ceiling on streams, so this is the server's condition, not
+		// the client's: 503, which clients retry with backoff (docs/operations.md §1).
+		return httpapi.NewError(http.StatusServiceUnavailable, detailCrowded, err).
+			WithHeader("Retry-After", strconv.Itoa(int(CrowdedRetryAfter/time.Second)))
+	case errors.Is(err, ErrRevoked):
+		return httpapi.Unauthorized(apikey.DetailInvalid)
+	case err != nil:
 		return err
 	}
 	h.d.Meter.Count(r.Context(), p.OrgID, p.Environment, metering.StreamConnects)
@@ -247,6 +264,8 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) error {
 		// nothing follows a GET whose answer never ends.
 		if nc, _, err := rc.Hijack(); err == nil {
 			c.net = nc
+			c.gone = make(chan struct{})
+			go c.watchClose()
 		}
 	}
 	if c.net == nil {
@@ -283,8 +302,9 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) error {
 // Over HTTP/1 it holds the TCP connection itself (hijacked from net/http once the header is
 // sent), so an idle stream costs one small goroutine, its subscription and two timers: not
 // net/http's goroutines (one serving, one watching for the client's close) and their buffers
-// (docs/performance.md §8). A client that went away is noticed by the
-// next write failing: a keepalive within KeepaliveInterval, or the write deadline. Over HTTP/2
+// (docs/performance.md §8). A client that went away is noticed at once by watchClose, which
+// reads the connection: a closed connection reads an end of file (a vanished one, with no
+// close, is noticed by the next write failing: a keepalive, or the write deadline). Over HTTP/2
 // (and under test recorders) it writes through the ResponseWriter and its flushes instead.
 type conn struct {
 	d   *Deps
@@ -293,7 +313,10 @@ type conn struct {
 	id  uint64 // id of the last frame written
 
 	net net.Conn // the hijacked connection, or nil
-	w   http.ResponseWriter
+	// gone is closed when the client closes the hijacked connection (watchClose); nil
+	// otherwise, where the request's context tells.
+	gone chan struct{}
+	w    http.ResponseWriter
 	rc  *http.ResponseController
 
 	keepalive, endOfLife Ticker
@@ -373,12 +396,37 @@ func (c *conn) loop(ctx context.Context) {
 		case <-c.sub.Lost():
 			c.bye(ReasonMaxConnectionAge)
 			return
+		case <-c.sub.Revoked():
+			c.bye(ReasonCredentialRevoked)
+			return
+		case <-c.gone:
+			return
 		case <-c.d.Hub.Draining():
 			c.bye(ReasonMaxConnectionAge)
 			return
 		case <-ctx.Done():
 			return
 		}
+	}
+}
+
+// maxClientBytes is what a client may send on a stream's connection after its request; it has
+// nothing to send, and more is taken for abuse and ends the stream.
+const maxClientBytes = 4 << 10
+
+// watchClose reads the hijacked connection until the client closes it (or sends more than a
+// stream's client has reason to), and then closes gone, so that the stream ends within moments
+// instead of at its next write (docs/operations.md §1). It returns when the connection is
+// closed by either side.
+func (c *conn) watchClose() {
+	defer close(c.gone)
+	var buf [64]byte
+	for n := 0; n <= maxClientBytes; {
+		m, err := c.net.Read(buf[:])
+		if err != nil {
+			return
+		}
+		n += m
 	}
 }
 

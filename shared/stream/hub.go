@@ -59,7 +59,27 @@ type HubOptions struct {
 	// RetryInterval is the pause before following the feed again after a failure;
 	// DefaultRetryInterval when 0.
 	RetryInterval time.Duration
+	// Capacity is the process's connection budget (daemon.Budget); when it is nearly spent,
+	// Subscribe refuses the organisations holding more than their share of it. Nil: no
+	// budget.
+	Capacity Capacity
 }
+
+// Capacity is a budget of connections, of which streams are a part.
+type Capacity interface {
+	Limit() int
+	InUse() int
+}
+
+// Sharing a nearly spent connection budget (docs/operations.md §1): from crowdedPercent of
+// the budget in use, a new stream is refused to an organisation already holding its share,
+// the budget divided among the organisations holding streams, counting at least two, so that
+// one tenant can never hold more than about the whole budget less what the others need.
+const crowdedPercent = 80
+
+// revokedMemory is how long the hub remembers a revoked key, to refuse the streams its
+// credential was checked for just before the revocation but that subscribe just after.
+const revokedMemory = 10 * time.Minute
 
 // Hub routes the changes of events to the subscriptions they concern (ARCHITECTURE.md,
 // Streaming; STYLE.md guideline 6): subscriptions are indexed by H3 cell, a change finds its
@@ -97,6 +117,14 @@ type Hub struct {
 	// streams counts the streams running on connections taken over from net/http, which its
 	// graceful shutdown does not wait for (Wait does).
 	streams tracker
+
+	capacity Capacity
+	// perOrg counts the subscriptions of each organisation, byKey indexes them by the API key
+	// of their credential, and revoked holds the keys revoked lately, with when (all guarded
+	// by mu).
+	perOrg  map[string]int
+	byKey   map[string]map[*Subscription]struct{}
+	revoked map[string]time.Time
 }
 
 // NewHub returns a hub with no subscription, not following any feed yet (Ready is false until
@@ -119,6 +147,10 @@ func NewHub(opts HubOptions) *Hub {
 		logger:    opts.Logger,
 		queueSize: opts.QueueSize,
 		retry:     opts.RetryInterval,
+		capacity:  opts.Capacity,
+		perOrg:    map[string]int{},
+		byKey:     map[string]map[*Subscription]struct{}{},
+		revoked:   map[string]time.Time{},
 		lost:      make(chan struct{}),
 		followed:  make(chan struct{}),
 		draining:  make(chan struct{}),
@@ -231,6 +263,7 @@ func (h *Hub) pump(ctx context.Context, cur store.Cursor, dec Decoder) error {
 	if f, ok := cur.(store.ImageFilter); ok && kf != nil {
 		f.FilterImages(kf.Wants)
 	}
+	rd, _ := dec.(RevocationDecoder)
 	for {
 		ch, err := cur.Next(ctx)
 		if err != nil {
@@ -238,6 +271,14 @@ func (h *Hub) pump(ctx context.Context, cur store.Cursor, dec Decoder) error {
 		}
 		if kf != nil && !kf.Wants(ch.Key) {
 			continue
+		}
+		// Revocations are read even with no subscription: the hub remembers them for the
+		// streams about to subscribe (Revoke).
+		if rd != nil {
+			if keyID, ok := rd.Revoked(ch); ok {
+				h.Revoke(keyID)
+				continue
+			}
 		}
 		if h.subs.Load() == 0 {
 			h.skipped.Add(1)
@@ -331,9 +372,56 @@ func (h *Hub) Dispatch(c EventChange) {
 	}
 }
 
-// ErrSubscribe is returned by Subscribe for a filter the hub cannot index (an invalid centre
-// or radius, which validation should have refused).
-var ErrSubscribe = errors.New("stream: cannot subscribe")
+// Errors of Subscribe.
+var (
+	// ErrSubscribe: a filter the hub cannot index (an invalid centre or radius, which
+	// validation should have refused).
+	ErrSubscribe = errors.New("stream: cannot subscribe")
+	// ErrCrowded: the connection budget is nearly spent and the viewer's organisation holds
+	// its share of it (HubOptions.Capacity): 503 with Retry-After.
+	ErrCrowded = errors.New("stream: connection budget nearly spent; the organisation holds its share")
+	// ErrRevoked: the viewer's key was revoked lately (Revoke): 401.
+	ErrRevoked = errors.New("stream: the credential was revoked")
+)
+
+// Revoke ends the subscriptions opened with API key keyID, or with tickets it minted: each
+// is told through Subscription.Revoked. The key is remembered for revokedMemory, and
+// Subscribe refuses it meanwhile: a stream whose credential was checked before the revocation
+// committed may subscribe after the hub saw it.
+func (h *Hub) Revoke(keyID string) {
+	if keyID == "" {
+		return
+	}
+	now := h.clock.Now()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for k, at := range h.revoked {
+		if now.Sub(at) > revokedMemory {
+			delete(h.revoked, k)
+		}
+	}
+	h.revoked[keyID] = now
+	for s := range h.byKey[keyID] {
+		s.revoke()
+	}
+}
+
+// crowdedLocked reports whether a new stream of org must be refused to share a nearly spent
+// connection budget (crowdedPercent).
+func (h *Hub) crowdedLocked(org string) bool {
+	if h.capacity == nil {
+		return false
+	}
+	limit := h.capacity.Limit()
+	if h.capacity.InUse()*100 < limit*crowdedPercent {
+		return false
+	}
+	holders := len(h.perOrg)
+	if h.perOrg[org] == 0 {
+		holders++
+	}
+	return h.perOrg[org] >= limit/max(holders, 2)
+}
 
 // Subscribe registers a subscription: from the moment it returns, every change dispatched
 // that the filter matches is queued for it. A stream subscribes before it reads its snapshot,
@@ -348,16 +436,32 @@ func (h *Hub) Subscribe(v Viewer, f Filter) (*Subscription, error) {
 		return nil, fmt.Errorf("%w: %w", ErrSubscribe, err)
 	}
 	s := &Subscription{
-		hub:    h,
-		viewer: v,
-		filter: f,
-		level:  lvl,
-		cells:  cells,
-		size:   h.queueSize,
-		notify: make(chan struct{}, 1),
+		hub:     h,
+		viewer:  v,
+		filter:  f,
+		level:   lvl,
+		cells:   cells,
+		size:    h.queueSize,
+		notify:  make(chan struct{}, 1),
+		revoked: make(chan struct{}),
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if _, ok := h.revoked[v.Key]; ok && v.Key != "" {
+		return nil, ErrRevoked
+	}
+	if h.crowdedLocked(v.Org) {
+		return nil, ErrCrowded
+	}
+	h.perOrg[v.Org]++
+	if v.Key != "" {
+		m := h.byKey[v.Key]
+		if m == nil {
+			m = map[*Subscription]struct{}{}
+			h.byKey[v.Key] = m
+		}
+		m[s] = struct{}{}
+	}
 	for _, c := range cells {
 		m := h.index[lvl][c]
 		if m == nil {
@@ -400,12 +504,27 @@ type Subscription struct {
 	lost   chan struct{}
 	notify chan struct{}
 	mark   uint64 // the last dispatch that considered it (guarded by hub.dmu)
+	// revoked is closed when the viewer's key is revoked (guarded by hub.mu).
+	revoked     chan struct{}
+	revokedOnce bool
 
 	mu      sync.Mutex
 	queue   []*Queued
 	dropped int64
 	closed  bool
 }
+
+// revoke closes Revoked once; the caller holds hub.mu.
+func (s *Subscription) revoke() {
+	if !s.revokedOnce {
+		s.revokedOnce = true
+		close(s.revoked)
+	}
+}
+
+// Revoked is closed when the API key of the subscription's credential is revoked: the stream
+// ends with bye credential_revoked, reconnect false.
+func (s *Subscription) Revoked() <-chan struct{} { return s.revoked }
 
 func (s *Subscription) wants(sides []side) bool {
 	for _, sd := range sides {
@@ -483,6 +602,15 @@ func (s *Subscription) Close() {
 		delete(m, s)
 		if len(m) == 0 {
 			delete(h.index[s.level], c)
+		}
+	}
+	if h.perOrg[s.viewer.Org]--; h.perOrg[s.viewer.Org] <= 0 {
+		delete(h.perOrg, s.viewer.Org)
+	}
+	if m := h.byKey[s.viewer.Key]; m != nil {
+		delete(m, s)
+		if len(m) == 0 {
+			delete(h.byKey, s.viewer.Key)
 		}
 	}
 	h.count--

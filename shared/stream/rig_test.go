@@ -85,6 +85,8 @@ type rigOptions struct {
 	writeTimeout time.Duration
 	// http2 serves over TLS with HTTP/2, where a stream writes through the ResponseWriter.
 	http2 bool
+	// capacity is the hub's connection budget (HubOptions.Capacity).
+	capacity stream.Capacity
 }
 
 func newRig(t testing.TB, tab tables.Table, opts ...rigOptions) *rig {
@@ -102,8 +104,8 @@ func newRig(t testing.TB, tab tables.Table, opts ...rigOptions) *rig {
 		t.Fatal(err)
 	}
 	r.events = evs
-	r.hub = stream.NewHub(stream.HubOptions{Clock: tab.Clock, Logger: logger})
-	tickets := stream.NewTickets(r.table, stream.TicketOptions{Clock: tab.Clock})
+	r.hub = stream.NewHub(stream.HubOptions{Clock: tab.Clock, Logger: logger, Capacity: o.capacity})
+	tickets := stream.NewTickets(r.table, stream.TicketOptions{Clock: tab.Clock, Keys: r.keys})
 	api := httpapi.New(httpapi.Config{
 		Logger: logger, Clock: tab.Clock,
 		Middleware: []httpapi.RouteMiddleware{apikey.Middleware(r.keys, apikey.MiddlewareOptions{Tickets: tickets})},

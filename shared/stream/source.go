@@ -14,6 +14,9 @@ import (
 type Viewer struct {
 	Org         string
 	Environment string // event.EnvironmentLive or event.EnvironmentSandbox
+	// Key is the id of the API key of the credential (the key itself, or the one that minted
+	// the ticket): its revocation ends the stream (Hub.Revoke). Empty when unknown.
+	Key string
 }
 
 // Sees reports whether the viewer is served events of environment env: a live credential
@@ -113,6 +116,13 @@ type Decoder interface {
 // item cost the hub one key comparison each.
 type KeyFilter interface {
 	Wants(k store.Key) bool
+}
+
+// RevocationDecoder is implemented by a Decoder that also recognises, in the change feed,
+// the revocation of an API key (EventsDecoder's does): Hub.Run then ends the streams the key
+// opened (Hub.Revoke). Its KeyFilter, if any, must want the records it reads.
+type RevocationDecoder interface {
+	Revoked(ch store.Change) (keyID string, ok bool)
 }
 
 // DecoderFunc adapts a function to Decoder.

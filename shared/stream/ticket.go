@@ -57,7 +57,17 @@ type Ticket struct {
 type TicketOptions struct {
 	// Clock decides expiry; clock.System when nil. Give the table's clock.
 	Clock clock.Clock
+	// Keys tells whether the key that minted a ticket is still valid: a ticket of a revoked
+	// key opens nothing (docs/api.md §4). Without it, only expiry is checked.
+	Keys KeyReader
 }
+
+// KeyReader reads an API key's record; *apikey.Keys is one.
+type KeyReader interface {
+	Get(ctx context.Context, org, keyID string) (apikey.Key, error)
+}
+
+var _ KeyReader = (*apikey.Keys)(nil)
 
 // Tickets mints and verifies the stream tickets of spec 5: minted with an API key, bound to
 // its organisation and environment but not to an area, reusable for TicketLifetime, checked
@@ -65,6 +75,7 @@ type TicketOptions struct {
 type Tickets struct {
 	table store.Table
 	clock clock.Clock
+	keys  KeyReader
 }
 
 var _ apikey.TicketVerifier = (*Tickets)(nil)
@@ -74,7 +85,7 @@ func NewTickets(table store.Table, opts TicketOptions) *Tickets {
 	if opts.Clock == nil {
 		opts.Clock = clock.System
 	}
-	return &Tickets{table: table, clock: opts.Clock}
+	return &Tickets{table: table, clock: opts.Clock, keys: opts.Keys}
 }
 
 // ErrNoPrincipal is returned by Mint for a principal without organisation or environment: a
@@ -112,7 +123,7 @@ func (t *Tickets) Mint(ctx context.Context, p apikey.Principal) (Ticket, error) 
 
 // VerifyTicket implements apikey.TicketVerifier: it returns the principal a ticket was minted
 // for, or an error wrapping apikey.ErrInvalidTicket when the ticket is malformed, unknown or
-// expired (spec 5 ticket rule 6: 401). Expiry is checked here, at connect, and only here: an
+// expired (spec 5 ticket rule 6: 401), or its key was revoked (docs/api.md §4). Expiry is checked here, at connect, and only here: an
 // open stream is not cut when its ticket ages out (rule 3). A ticket is not used up (rule 5).
 func (t *Tickets) VerifyTicket(ctx context.Context, raw string) (apikey.Principal, error) {
 	if !wellFormedTicket(raw) {
@@ -128,7 +139,18 @@ func (t *Tickets) VerifyTicket(ctx context.Context, raw string) (apikey.Principa
 	if !t.clock.Now().Before(time.Unix(0, it.Int(attrExpires))) {
 		return apikey.Principal{}, fmt.Errorf("%w: expired", apikey.ErrInvalidTicket)
 	}
-	return apikey.Principal{OrgID: it.String(attrOrg), Environment: it.String(attrEnv), KeyID: it.String(attrKeyID)}, nil
+	p := apikey.Principal{OrgID: it.String(attrOrg), Environment: it.String(attrEnv), KeyID: it.String(attrKeyID)}
+	if t.keys != nil && p.KeyID != "" {
+		// The ticket lives on its own; its key may have been revoked since it was minted.
+		k, err := t.keys.Get(ctx, p.OrgID, p.KeyID)
+		switch {
+		case errors.Is(err, apikey.ErrNotFound) || err == nil && k.Revoked:
+			return apikey.Principal{}, fmt.Errorf("%w: its key %s is revoked", apikey.ErrInvalidTicket, p.KeyID)
+		case err != nil:
+			return apikey.Principal{}, fmt.Errorf("read the key of a stream ticket: %w", err)
+		}
+	}
+	return p, nil
 }
 
 func ticketKey(raw string) store.Key {
