@@ -317,7 +317,7 @@ type conn struct {
 	// otherwise, where the request's context tells.
 	gone chan struct{}
 	w    http.ResponseWriter
-	rc  *http.ResponseController
+	rc   *http.ResponseController
 
 	keepalive, endOfLife Ticker
 	seen                 map[string]seenEvent
