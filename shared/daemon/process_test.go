@@ -110,3 +110,30 @@ func TestRunReturnsTheHandlerError(t *testing.T) {
 	}
 	reopen(t, cfg)
 }
+
+// docs/operations.md §1: the processes of `go run .` and of the streamer serve within the
+// connection budget of their configuration (ROADEVENTS_MAX_CONNECTIONS).
+func TestRunServesWithinTheConfiguredBudget(t *testing.T) {
+	t.Parallel()
+	cfg := embeddedConfig(t)
+	cfg.MaxConnections = 1
+	ln := listen(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- daemon.Run(ctx, cfg, slog.New(slog.DiscardHandler), ln, func(p *daemon.Process) (http.Handler, error) {
+			return ok, nil
+		})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	addr := ln.Addr().String()
+	if resp := get(t, dial(t, addr), "/"); resp.StatusCode != http.StatusOK { // holds the only place
+		t.Fatalf("first connection: %d; want 200", resp.StatusCode)
+	}
+	if resp := get(t, dial(t, addr), "/"); resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("second connection: %d; want 503", resp.StatusCode)
+	}
+}
