@@ -41,7 +41,8 @@ func TestConfigureNeedsDynamoDB(t *testing.T) {
 
 // The AWS shape end to end on DynamoDB Local: an event published through the events routes
 // (as the events Lambda serves them) reaches a stream of the streamer through the table's
-// DynamoDB Stream; a ticket minted there opens the streamer's stream; SIGTERM (the end of ctx)
+// DynamoDB Stream; a ticket minted there opens the streamer's stream; revoking a key ends its
+// streams and refuses its ticket; SIGTERM (the end of ctx)
 // says bye with reconnect to every stream, turns the health check to 503 and ends run.
 func TestStreamerOnDynamoDBLocal(t *testing.T) {
 	l := tables.NewLocal(t) // skips without DynamoDB Local: scripts/test.sh provides it
@@ -117,6 +118,31 @@ func TestStreamerOnDynamoDBLocal(t *testing.T) {
 	byTicket := open(t, base+"/v1/stream?"+center+"&ticket="+ticket, "")
 	if snap := byTicket.Snapshot(t); len(snap.Events) != 1 {
 		t.Fatalf("snapshot with the ticket holds %d events; want 1", len(snap.Events))
+	}
+
+	// docs/api.md §4: the console revokes another key of the organisation; the streams it
+	// opened here, itself or by ticket, end at once, and its ticket opens nothing more.
+	other, otherKey, err := keys.Issue(context.Background(), apikey.IssueRequest{OrgID: "org_s", Environment: apikey.Live, Label: "other"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherTicket := post(t, lambda.URL+"/v1/stream/tickets", other, "")["ticket"].(string)
+	revoked := []*streamtest.Stream{open(t, base+"/v1/stream?"+center, other), open(t, base+"/v1/stream?"+center+"&ticket="+otherTicket, "")}
+	for _, s := range revoked {
+		s.Snapshot(t)
+	}
+	if _, err := keys.Revoke(context.Background(), "org_s", otherKey.KeyID, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range revoked {
+		var bye stream.ByeData
+		s.Expect(t, stream.FrameBye, &bye)
+		if bye.Reason != stream.ReasonCredentialRevoked || bye.Reconnect {
+			t.Errorf("bye %+v after revocation; want credential_revoked without reconnect", bye)
+		}
+	}
+	if status, body := get(t, base+"/v1/stream?"+center+"&ticket="+otherTicket); status != http.StatusUnauthorized {
+		t.Errorf("the revoked key's ticket on the streamer: %d %s; want 401", status, body)
 	}
 
 	cancel() // what SIGTERM does
