@@ -2,11 +2,13 @@ package daemon
 
 import (
 	"bufio"
+	"errors"
 	"io"
 	"net"
 	"net/http"
 	"strconv"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -113,6 +115,15 @@ type budgetConn struct {
 	net.Conn
 	b      *Budget
 	closed atomic.Bool
+}
+
+// SyscallConn gives the socket beneath, for the streams' check of closed connections.
+func (c *budgetConn) SyscallConn() (syscall.RawConn, error) {
+	sc, ok := c.Conn.(syscall.Conn)
+	if !ok {
+		return nil, errors.ErrUnsupported
+	}
+	return sc.SyscallConn()
 }
 
 func (c *budgetConn) Close() error {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/roadevents/roadevents/shared/apikey"
@@ -264,8 +265,7 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) error {
 		// nothing follows a GET whose answer never ends.
 		if nc, _, err := rc.Hijack(); err == nil {
 			c.net = nc
-			c.gone = make(chan struct{})
-			go c.watchClose()
+			c.watched, c.gone, _ = h.d.Hub.closes.watch(nc)
 		}
 	}
 	if c.net == nil {
@@ -302,9 +302,9 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) error {
 // Over HTTP/1 it holds the TCP connection itself (hijacked from net/http once the header is
 // sent), so an idle stream costs one small goroutine, its subscription and two timers: not
 // net/http's goroutines (one serving, one watching for the client's close) and their buffers
-// (docs/performance.md §8). A client that went away is noticed at once by watchClose, which
-// reads the connection: a closed connection reads an end of file (a vanished one, with no
-// close, is noticed by the next write failing: a keepalive, or the write deadline). Over HTTP/2
+// (docs/performance.md §8). A client that closed its end is noticed within
+// CloseCheckInterval by the hub's closeWatcher; one that vanished without a word (no FIN, no
+// reset) by the next write failing: a keepalive, or the write deadline. Over HTTP/2
 // (and under test recorders) it writes through the ResponseWriter and its flushes instead.
 type conn struct {
 	d   *Deps
@@ -313,11 +313,12 @@ type conn struct {
 	id  uint64 // id of the last frame written
 
 	net net.Conn // the hijacked connection, or nil
-	// gone is closed when the client closes the hijacked connection (watchClose); nil
-	// otherwise, where the request's context tells.
-	gone chan struct{}
-	w    http.ResponseWriter
-	rc   *http.ResponseController
+	// gone is closed when the client closes the hijacked connection (closeWatcher); nil
+	// otherwise, where the request's context tells. watched is its handle in the watcher.
+	gone    chan struct{}
+	watched syscall.RawConn
+	w       http.ResponseWriter
+	rc      *http.ResponseController
 
 	keepalive, endOfLife Ticker
 	seen                 map[string]seenEvent
@@ -410,26 +411,6 @@ func (c *conn) loop(ctx context.Context) {
 	}
 }
 
-// maxClientBytes is what a client may send on a stream's connection after its request; it has
-// nothing to send, and more is taken for abuse and ends the stream.
-const maxClientBytes = 4 << 10
-
-// watchClose reads the hijacked connection until the client closes it (or sends more than a
-// stream's client has reason to), and then closes gone, so that the stream ends within moments
-// instead of at its next write (docs/operations.md §1). It returns when the connection is
-// closed by either side.
-func (c *conn) watchClose() {
-	defer close(c.gone)
-	var buf [64]byte
-	for n := 0; n <= maxClientBytes; {
-		m, err := c.net.Read(buf[:])
-		if err != nil {
-			return
-		}
-		n += m
-	}
-}
-
 // end releases the stream: timers, subscription, and the connection when it holds it.
 func (c *conn) end() {
 	if c.keepalive != nil {
@@ -437,6 +418,9 @@ func (c *conn) end() {
 		c.endOfLife.Stop()
 	}
 	c.sub.Close()
+	if c.watched != nil {
+		c.d.Hub.closes.unwatch(c.watched)
+	}
 	if c.net != nil {
 		c.net.Close()
 	}

@@ -115,8 +115,9 @@ type Hub struct {
 	dispatched, enqueued, dropped, skipped atomic.Uint64
 
 	// streams counts the streams running on connections taken over from net/http, which its
-	// graceful shutdown does not wait for (Wait does).
+	// graceful shutdown does not wait for (Wait does); closes notices their clients leaving.
 	streams tracker
+	closes  closeWatcher
 
 	capacity Capacity
 	// perOrg counts the subscriptions of each organisation, byKey indexes them by the API key
