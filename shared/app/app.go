@@ -214,6 +214,10 @@ type built struct {
 // Handler serves the API's routes.
 func (a *API) Handler() http.Handler { return a.served.Handler() }
 
+// Observe serves h, a handler mounted beside the API (the console's files), behind the
+// API's request id, access log and panic recovery (httpapi.API.Observe).
+func (a *API) Observe(h http.Handler) http.Handler { return a.served.Observe(h) }
+
 // Routes returns the routes served.
 func (a *API) Routes() []httpapi.Route { return a.served.Routes() }
 
