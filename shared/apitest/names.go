@@ -29,6 +29,6 @@ var PrintableNames = []string{
 	"Société Générale d'Entreprises",
 	"東京交通株式会社",
 	"شركة النقل",
-	"Fleet 👩‍👩‍👧 🚚",
+	"Fleet 👩\u200d👩\u200d👧 🚚",
 	"Ada  Lovelace",
 }
