@@ -117,8 +117,10 @@ func run(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 		logger.Info("listening", "addr", base, "store", string(cfg.Store), "data", cfg.DataDir)
 		mux := http.NewServeMux()
 		mux.Handle("/", api.Handler())
-		mux.Handle(web.Prefix, web.Handler())
-		mux.Handle(strings.TrimSuffix(web.Prefix, "/"), web.Handler())
+		// The console's requests are logged as the API's are.
+		console := api.Observe(web.Handler())
+		mux.Handle(web.Prefix, console)
+		mux.Handle(strings.TrimSuffix(web.Prefix, "/"), console)
 		return mux, nil
 	})
 }

@@ -21,6 +21,13 @@ var dist embed.FS
 // Prefix is where the console is served (the lead's decision: GET / is the API's JSON).
 const Prefix = "/app/"
 
+// ContentSecurityPolicy is sent with every answer of Handler: the console runs only its own
+// scripts and styles, talks only to its own origin, and cannot be framed (docs/api.md §3).
+// The built index.html holds no inline script or style, so nothing needs 'unsafe-inline';
+// the QR code is inline SVG, which img-src does not govern, and images may be data: URLs.
+const ContentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+	"connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+
 // Files returns the built console, rooted at its index.html.
 func Files() fs.FS {
 	sub, err := fs.Sub(dist, "dist")
@@ -36,7 +43,8 @@ func Files() fs.FS {
 // SPA routes itself).
 //
 // Hashed assets are immutable and cached for a year; index.html and config.json are
-// revalidated on every load, so a new build is picked up at once.
+// revalidated on every load, so a new build is picked up at once. Every answer carries
+// ContentSecurityPolicy, X-Content-Type-Options: nosniff and Referrer-Policy: no-referrer.
 func Handler() http.Handler {
 	return NewHandler(Files())
 }
@@ -46,6 +54,10 @@ func NewHandler(files fs.FS) http.Handler {
 	server := http.FileServerFS(files)
 	index, indexErr := fs.ReadFile(files, "index.html")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Security-Policy", ContentSecurityPolicy)
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "no-referrer")
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
 			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
@@ -61,9 +73,13 @@ func NewHandler(files fs.FS) http.Handler {
 			return
 		}
 		name = strings.TrimPrefix(path.Clean("/"+name), "/")
-		h := w.Header()
-		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("Referrer-Policy", "no-referrer")
+		// A name no file can have (invalid UTF-8, as in /app/%ff) is a missing page, not a
+		// failure of the file system.
+		if name != "" && !fs.ValidPath(name) {
+			h.Set("Cache-Control", "no-cache")
+			http.NotFound(w, r)
+			return
+		}
 		if name != "" && name != "index.html" {
 			if st, err := fs.Stat(files, name); err == nil && !st.IsDir() {
 				if strings.HasPrefix(name, "assets/") {

@@ -36,6 +36,8 @@ func TestHandler(t *testing.T) {
 		{name: "stylesheet type", method: "GET", path: "/app/assets/index-abc.css", wantStatus: 200, wantType: "text/css"},
 		{name: "missing asset is 404, not HTML", method: "GET", path: "/app/assets/index-old.js", wantStatus: 404},
 		{name: "missing file with an extension is 404", method: "GET", path: "/app/favicon.ico", wantStatus: 404},
+		{name: "invalid UTF-8 is a missing page", method: "GET", path: "/app/%ff", wantStatus: 404},
+		{name: "invalid UTF-8 in a file name is a missing file", method: "GET", path: "/app/assets/%ff%fe.js", wantStatus: 404},
 		{name: "assets folder is a page", method: "GET", path: "/app/assets/", wantStatus: 200, wantBody: "<title>console</title>"},
 		{name: "config revalidated", method: "GET", path: "/app/config.json", wantStatus: 200, wantBody: `"api_base"`, wantCache: "no-cache", wantType: "application/json"},
 		{name: "no trailing slash redirects", method: "GET", path: "/app", wantStatus: 301, wantLocation: "/app/"},
@@ -67,6 +69,44 @@ func TestHandler(t *testing.T) {
 	}
 }
 
+// Every answer of the console carries its Content-Security-Policy and the two headers that
+// keep a browser from sniffing types and from leaking the page's address (docs/api.md §3):
+// pages, assets, missing files and refusals alike.
+func TestHandlerSecurityHeaders(t *testing.T) {
+	t.Parallel()
+	h := web.NewHandler(fstest.MapFS{
+		"index.html":          {Data: []byte("<!doctype html><title>console</title>")},
+		"assets/index-abc.js": {Data: []byte("console.log(1)")},
+	})
+	want := map[string]string{
+		"Content-Security-Policy": web.ContentSecurityPolicy,
+		"X-Content-Type-Options":  "nosniff",
+		"Referrer-Policy":         "no-referrer",
+	}
+	for _, req := range []struct{ method, path string }{
+		{"GET", "/app/"}, {"GET", "/app/orgs/org_1/keys"}, {"GET", "/app/assets/index-abc.js"},
+		{"GET", "/app/assets/gone.js"}, {"GET", "/app/%ff"}, {"GET", "/app"}, {"POST", "/app/"},
+	} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(req.method, req.path, nil))
+		for k, v := range want {
+			if got := rec.Header().Get(k); got != v {
+				t.Errorf("%s %s (%d): %s = %q; want %q", req.method, req.path, rec.Code, k, got, v)
+			}
+		}
+	}
+	// The policy is strict: nothing inline, nothing from elsewhere, no framing.
+	for _, directive := range []string{"default-src 'self'", "script-src 'self'", "style-src 'self'",
+		"connect-src 'self'", "object-src 'none'", "base-uri 'none'", "frame-ancestors 'none'"} {
+		if !strings.Contains(web.ContentSecurityPolicy, directive) {
+			t.Errorf("Content-Security-Policy %q lacks %q", web.ContentSecurityPolicy, directive)
+		}
+	}
+	if strings.Contains(web.ContentSecurityPolicy, "unsafe-") {
+		t.Errorf("Content-Security-Policy %q allows something unsafe", web.ContentSecurityPolicy)
+	}
+}
+
 // The committed build is what go build embeds: it must hold index.html and the scripts it names.
 func TestEmbeddedBuild(t *testing.T) {
 	t.Parallel()
@@ -75,6 +115,15 @@ func TestEmbeddedBuild(t *testing.T) {
 		t.Fatalf("embedded index.html: %v; want the built console (npm ci && npm run build in web/)", err)
 	}
 	h := web.Handler()
+	// The embedded files refuse a name that is not valid UTF-8: that is a missing page (404),
+	// never a failure (500).
+	for _, bad := range []string{"/app/%ff", "/app/assets/%ff.js"} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, bad, nil))
+		if rec.Code != http.StatusNotFound {
+			t.Errorf("GET %s = %d; want 404", bad, rec.Code)
+		}
+	}
 	for _, ref := range strings.Split(string(index), `"`) {
 		if !strings.HasPrefix(ref, "/app/assets/") {
 			continue

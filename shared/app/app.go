@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/roadevents/roadevents/shared/apikey"
 	"github.com/roadevents/roadevents/shared/billing"
@@ -214,6 +215,10 @@ type built struct {
 // Handler serves the API's routes.
 func (a *API) Handler() http.Handler { return a.served.Handler() }
 
+// Observe serves h, a handler mounted beside the API (the console's files), behind the
+// API's request id, access log and panic recovery (httpapi.API.Observe).
+func (a *API) Observe(h http.Handler) http.Handler { return a.served.Observe(h) }
+
 // Routes returns the routes served.
 func (a *API) Routes() []httpapi.Route { return a.served.Routes() }
 
@@ -228,6 +233,7 @@ func newHTTPAPI(d Deps, b built) *httpapi.API {
 		// API keys on every /v1 route that declares them (spec 5); other routes pass.
 		// Session and temp tokens on every /console route that declares them (spec 4.2, 5).
 		Middleware: []httpapi.RouteMiddleware{
+			noStore,
 			apikey.Middleware(d.Keys, apikey.MiddlewareOptions{Tickets: b.tickets}),
 			consoleauth.Middleware(b.auth),
 			// Membership of /console/orgs/{org_id}/... routes of every group, after the
@@ -236,6 +242,20 @@ func newHTTPAPI(d Deps, b built) *httpapi.API {
 		},
 		Description: "Real-time, short-lived road hazard events shared between organisations, " +
 			"and the console where organisations manage themselves.",
+	})
+}
+
+// noStore keeps the answers of the console's routes and of stream tickets out of every
+// cache, the browser's included (docs/api.md §3): they belong to one user, and many hold a
+// credential (a session token, a TOTP secret, recovery codes, a new API key, a ticket). It is
+// outermost, so refusals (401, 404, 422) carry it too.
+func noStore(rt httpapi.Route, next http.Handler) http.Handler {
+	if !strings.HasPrefix(rt.Path, "/console/") && rt.Method+" "+rt.Path != "POST /v1/stream/tickets" {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		next.ServeHTTP(w, r)
 	})
 }
 

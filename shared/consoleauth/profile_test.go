@@ -129,3 +129,29 @@ func TestValidationErrors(t *testing.T) {
 		}
 	})
 }
+
+// docs/api.md §2: a display name refuses control characters, bidirectional marks and text
+// with nothing visible (it reaches invitation e-mails and other members' lists), with a 422
+// value_error at ["body","display_name"], and writes nothing; other scripts, accents and emoji
+// are kept as sent.
+func TestProfileDisplayNameIsPrintable(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, tables.Embedded(t))
+	s := e.signIn("ada@example.com")
+	for what, bad := range apitest.UnprintableNames {
+		items := e.ExpectProblems(e.Call("PATCH", "/console/auth/me", s.Token, apitest.JSON(map[string]string{"display_name": bad})), what)
+		if len(items) != 1 || items[0].Type != "value_error" || apitest.JSON(items[0].Loc) != `["body","display_name"]` {
+			t.Errorf("display name %s (%q): 422 items %+v; want one value_error at [\"body\",\"display_name\"]", what, bad, items)
+		}
+	}
+	if me := apitest.Decode[consoleauth.SessionOut](t, e.Call("GET", "/console/auth/me", s.Token, "")).User; me.DisplayName != nil {
+		t.Errorf("display name after refused updates = %q; want none", *me.DisplayName)
+	}
+	for _, good := range apitest.PrintableNames {
+		r := e.Call("PATCH", "/console/auth/me", s.Token, apitest.JSON(map[string]string{"display_name": good}))
+		e.Expect(r, http.StatusOK, consoleauth.MePublicSchema, "display name "+good)
+		if me := apitest.Decode[consoleauth.MePublic](t, r); me.DisplayName == nil || *me.DisplayName != good {
+			t.Errorf("display name = %v; want %q as sent", deref(me.DisplayName), good)
+		}
+	}
+}

@@ -29,7 +29,7 @@ var (
 		schema.Req("code", schema.String().Len(1, 64).Describe("One recovery code, with or without its dash, any case.")),
 	).Named("RecoveryCodePayload")
 	ProfileUpdateSchema = schema.Object(
-		schema.Prop("display_name", schema.String().Len(1, 80).OrNull().Describe("null clears the name.")),
+		schema.Prop("display_name", schema.String().Len(1, 80).Printable().OrNull().Describe("null clears the name.")),
 		schema.Prop("locale", schema.String().Len(2, 35).Describe("A language tag such as en or fr-CA.")),
 	).Named("ProfileUpdate").Describe("Only the fields sent are written.")
 

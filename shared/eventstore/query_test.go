@@ -9,15 +9,18 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
+	"github.com/roadevents/roadevents/shared/apitest"
 	"github.com/roadevents/roadevents/shared/app"
 	"github.com/roadevents/roadevents/shared/app/apptest"
 	"github.com/roadevents/roadevents/shared/config"
 	"github.com/roadevents/roadevents/shared/event"
 	"github.com/roadevents/roadevents/shared/eventstore"
 	"github.com/roadevents/roadevents/shared/geo"
+	"github.com/roadevents/roadevents/shared/schema"
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
 )
 
@@ -55,6 +58,40 @@ func TestListValidation(t *testing.T) {
 			t.Errorf("empty area body = %s; want []", r.Body)
 		}
 	})
+}
+
+// docs/api.md §1: a query with 9 990 unknown types (109 KB) got a 5.4 MB answer. The answer
+// is bounded, still the validation shape, and opens with the first errors found.
+func TestListValidationAnswerIsBounded(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, tables.Embedded(t))
+	key := h.key("org_a", live)
+	var query strings.Builder
+	query.WriteString(q(48, 11))
+	const types = 9990
+	for i := range types {
+		fmt.Fprintf(&query, "&type=t%05d", i)
+	}
+	const what = "GET /v1/events with 9 990 unknown types"
+	r := h.client(t).Call("GET", "/v1/events?"+query.String(), key, "")
+	if len(r.Body) > 16<<10 {
+		t.Fatalf("%s: %d answers %d bytes; want at most 16 KiB", what, r.Status, len(r.Body))
+	}
+	items := h.client(t).ExpectProblems(r, what)
+	apitest.CheckBody(t, r.Body, schema.HTTPValidationErrorSchema, what)
+	if len(items) != schema.MaxListed+1 {
+		t.Fatalf("422 lists %d items; want the first %d errors and one saying how many more", len(items), schema.MaxListed)
+	}
+	for i, it := range items[:schema.MaxListed] {
+		wantLoc := fmt.Sprintf(`["query","type",%d]`, i)
+		if it.Type != "enum" || apitest.JSON(it.Loc) != wantLoc || it.Input != fmt.Sprintf("t%05d", i) {
+			t.Errorf("item %d = %s %s %v; want enum at %s for t%05d", i, it.Type, apitest.JSON(it.Loc), it.Input, wantLoc, i)
+		}
+	}
+	last := items[schema.MaxListed]
+	if last.Type != "value_error" || apitest.JSON(last.Loc) != `["query"]` || fmt.Sprint(last.Ctx["omitted"]) != fmt.Sprint(types-schema.MaxListed) {
+		t.Errorf("last item = %+v; want a value_error at [\"query\"] with ctx.omitted %d", last, types-schema.MaxListed)
+	}
 }
 
 // spec 4.1 rule 3: only active events, nearest first, distance to the full extent, default

@@ -110,6 +110,12 @@ func New(cfg Config) *API {
 // request-id, access-log, panic-recovery and CORS middleware.
 func (a *API) Handler() http.Handler { return a.handler }
 
+// Observe serves h behind the API's request id, access log and panic recovery, as the
+// API's own routes are served (but without its CORS and JSON 404): for a handler mounted
+// beside the API, such as the console's files, so that every request a process answers is
+// logged the same way.
+func (a *API) Observe(h http.Handler) http.Handler { return a.observe(a.recoverer(h)) }
+
 // Routes returns the routes added so far, as Handle completed them (derived operation ids,
 // declared path parameters, implicit 401/422 responses).
 func (a *API) Routes() []Route {

@@ -246,6 +246,51 @@ func TestAccessLog(t *testing.T) {
 	}
 }
 
+// A handler mounted beside the API (the console's files) is logged as a route is: one access
+// line with the request id it echoes, method, path, status and duration; a panic in it is a
+// logged 500, not a dropped connection.
+func TestObserveLogsAHandlerBesideTheAPI(t *testing.T) {
+	t.Parallel()
+	api, logs := newTestAPI(t, httpapi.Config{})
+	h := api.Observe(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/app/panic" {
+			panic("console handler bug")
+		}
+		http.NotFound(w, r)
+	}))
+	rec := call(t, h, "GET", "/app/%ff", nil, map[string]string{"X-Request-Id": "console-1"})
+	if rec.Code != http.StatusNotFound || rec.Header().Get("X-Request-Id") != "console-1" {
+		t.Errorf("GET /app/%%ff = %d, X-Request-Id %q; want the handler's 404 with the id echoed", rec.Code, rec.Header().Get("X-Request-Id"))
+	}
+	if rec := call(t, h, "GET", "/app/panic", nil, map[string]string{"X-Request-Id": "console-2"}); rec.Code != http.StatusInternalServerError {
+		t.Errorf("GET /app/panic = %d; want 500", rec.Code)
+	}
+	want := map[string]map[string]any{
+		// slog writes the invalid byte as U+FFFD.
+		"console-1": {"method": "GET", "path": "/app/\ufffd", "status": float64(404)},
+		"console-2": {"method": "GET", "path": "/app/panic", "status": float64(500)},
+	}
+	for _, l := range logLines(t, logs) {
+		id, _ := l["request_id"].(string)
+		w, ok := want[id]
+		if l["msg"] != "request" || !ok {
+			continue
+		}
+		delete(want, id)
+		for k, v := range w {
+			if l[k] != v {
+				t.Errorf("%s: %s = %v; want %v", id, k, l[k], v)
+			}
+		}
+		if _, ok := l["duration_ms"].(float64); !ok {
+			t.Errorf("%s: duration_ms = %v; want a number", id, l["duration_ms"])
+		}
+	}
+	for id := range want {
+		t.Errorf("no access-log line with request_id %s:\n%s", id, logs)
+	}
+}
+
 func TestRequestID(t *testing.T) {
 	t.Parallel()
 	api, _ := newTestAPI(t, httpapi.Config{})

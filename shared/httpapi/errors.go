@@ -169,7 +169,9 @@ func WriteDetail(w http.ResponseWriter, status int, detail string) {
 	_ = WriteJSON(w, status, errorBody{Detail: detail})
 }
 
+// writeValidation answers errs with 422, listed within the bounds of docs/api.md §1.
 func writeValidation(w http.ResponseWriter, errs schema.Errors) {
+	errs = errs.Listed()
 	if err := WriteJSON(w, http.StatusUnprocessableEntity, validationBody{Detail: errs}); err != nil {
 		// An input that cannot be re-encoded cannot come from JSON; keep the answer a 422.
 		for i := range errs {

@@ -98,6 +98,65 @@ func TestOrganisationValidation(t *testing.T) {
 	}
 }
 
+// docs/api.md §2: an organisation's name, on creation and on rename, and a key's label refuse
+// control characters, bidirectional marks and text with nothing visible (they reach the
+// console and invitation e-mails), with a 422 value_error at the field; other scripts, accents
+// and emoji are kept as sent. A label stored before the rule still lists.
+func TestNamesAndLabelsArePrintable(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, tables.Embedded(t))
+	ada := e.signIn("ada@example.com")
+	o := e.createOrg(ada, "Ada Fleet")
+	fields := []struct {
+		name, method, path, member string
+	}{
+		{"create", "POST", "/console/orgs", "name"},
+		{"rename", "PATCH", "/console/orgs/" + o.OrgID, "name"},
+		{"key label", "POST", "/console/orgs/" + o.OrgID + "/keys", "label"},
+	}
+	for _, f := range fields {
+		for what, bad := range apitest.UnprintableNames {
+			t.Run(f.name+" "+what, func(t *testing.T) {
+				c := e.with(t)
+				items := c.ExpectProblems(c.Call(f.method, f.path, ada.token, apitest.JSON(map[string]string{f.member: bad})), f.name+" "+what)
+				if len(items) != 1 || items[0].Type != "value_error" || apitest.JSON(items[0].Loc) != `["body","`+f.member+`"]` {
+					t.Errorf("%s with %q: 422 items %+v; want one value_error at [\"body\",%q]", f.name, bad, items, f.member)
+				}
+			})
+		}
+	}
+	for _, good := range apitest.PrintableNames {
+		if got := e.createOrg(ada, good); got.Name != good {
+			t.Errorf("created organisation name %q; want %q as sent", got.Name, good)
+		}
+		r := e.Call("PATCH", "/console/orgs/"+o.OrgID, ada.token, apitest.JSON(map[string]string{"name": good}))
+		e.Expect(r, http.StatusOK, orgs.OrganisationSchema, "rename to "+good)
+		if got := apitest.Decode[orgs.Organisation](t, r).Name; got != good {
+			t.Errorf("renamed organisation name %q; want %q as sent", got, good)
+		}
+		r = e.issueKey(ada, o.OrgID, "sandbox", good)
+		e.Expect(r, http.StatusCreated, orgs.IssuedKeySchema, "key labelled "+good)
+		if got := apitest.Decode[orgs.IssuedKey](t, r).APIKey.Label; got != good {
+			t.Errorf("key label %q; want %q as sent", got, good)
+		}
+	}
+
+	// A label written before the rule (here through the key store itself) is still listed.
+	const old = "old\nlabel"
+	if _, _, err := e.keys.Issue(t.Context(), apikey.IssueRequest{OrgID: o.OrgID, Environment: apikey.Sandbox, Label: old}); err != nil {
+		t.Fatal(err)
+	}
+	r := e.Call("GET", "/console/orgs/"+o.OrgID+"/keys", ada.token, "")
+	e.Expect(r, http.StatusOK, nil, "list keys with an old label")
+	found := false
+	for _, k := range apitest.Decode[[]orgs.ApiKeyPublic](t, r) {
+		found = found || k.Label == old
+	}
+	if !found {
+		t.Errorf("keys listed %s; want the key labelled %q among them", r.Body, old)
+	}
+}
+
 // contract 3: organisation creation is capped at 10 per user per day; past it 429 with
 // Retry-After, and the next day allows more.
 func TestOrganisationCreationCap(t *testing.T) {

@@ -16,10 +16,10 @@ var (
 	role = schema.Enum(RoleOwner, RoleMember)
 
 	CreateOrgPayloadSchema = schema.Object(
-		schema.Req("name", schema.String().Len(1, MaxNameLen)),
+		schema.Req("name", schema.String().Len(1, MaxNameLen).Printable()),
 	).Named("CreateOrgPayload")
 	OrganisationUpdateSchema = schema.Object(
-		schema.Prop("name", schema.String().Len(1, MaxNameLen)),
+		schema.Prop("name", schema.String().Len(1, MaxNameLen).Printable()),
 	).Named("OrganisationUpdate").Describe("Only the fields sent are written.")
 	OrganisationSchema = schema.Object(
 		schema.Req("org_id", schema.String()),
@@ -58,7 +58,7 @@ var (
 		schema.Req("token", schema.String().Len(1, 200).Describe("The token of the invitation link's fragment.")),
 	).Named("AcceptInvitePayload")
 	CreateKeyPayloadSchema = schema.Object(
-		schema.Req("label", schema.String().Len(1, apikey.MaxLabelLen)),
+		schema.Req("label", schema.String().Len(1, apikey.MaxLabelLen).Printable()),
 		schema.Prop("environment", schema.Enum(apikey.Live, apikey.Sandbox).WithDefault(apikey.Sandbox)),
 		schema.Prop("totp_code", schema.String().MaxLen(16).OrNull().Describe("Required when the caller's account has TOTP enabled.")),
 	).Named("CreateKeyPayload")

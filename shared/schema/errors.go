@@ -1,8 +1,10 @@
 package schema
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // Error types of contract section 1 (Pydantic v2 names). Clients match on these and on loc;
@@ -73,6 +75,66 @@ func (e Errors) Error() string {
 		fmt.Fprintf(&b, "%s at %v", v.Type, v.Loc)
 	}
 	return b.String()
+}
+
+// Bounds of a validation answer (docs/api.md §1): without them a request with thousands of
+// bad values got an answer of megabytes, each error echoing its input.
+const (
+	// MaxListed is the most errors an answer lists, the first ones found.
+	MaxListed = 20
+	// MaxEchoedInput is the longest input an error echoes, in bytes of JSON text. A longer
+	// string is cut to its first EchoedChars characters followed by "…"; any other longer
+	// value (an object, a list, a number of many digits) is echoed as null.
+	MaxEchoedInput = 512
+	// EchoedChars is how much of a long string input is echoed.
+	EchoedChars = 100
+)
+
+// Listed returns the errors as an answer lists them (docs/api.md §1): the first MaxListed,
+// each with its input cut to MaxEchoedInput, and, when more were found, one more value_error
+// at the root of the first one left out ("body", "query" or "path") whose ctx.omitted says
+// how many were left out. e is not modified.
+func (e Errors) Listed() Errors {
+	n := min(len(e), MaxListed)
+	out := make(Errors, n, n+1)
+	for i := range n {
+		out[i] = e[i]
+		out[i].Input = echoed(e[i].Input)
+	}
+	if omitted := len(e) - n; omitted > 0 {
+		root := any("body")
+		if loc := e[n].Loc; len(loc) > 0 {
+			root = loc[0]
+		}
+		msg := fmt.Sprintf("%d more errors were found and not listed", omitted)
+		if omitted == 1 {
+			msg = "1 more error was found and not listed"
+		}
+		rest := ValueError([]any{root}, msg, nil)
+		rest.Ctx["omitted"] = omitted
+		out = append(out, rest)
+	}
+	return out
+}
+
+// echoed is v as an error echoes it, at most MaxEchoedInput bytes of JSON.
+func echoed(v any) any {
+	b, err := json.Marshal(v)
+	if err != nil || len(b) <= MaxEchoedInput {
+		// A value that cannot be encoded is left to the writer, which drops it.
+		return v
+	}
+	s, ok := v.(string)
+	if !ok {
+		return nil
+	}
+	cut, chars := 0, 0
+	for cut < len(s) && chars < EchoedChars {
+		_, size := utf8.DecodeRuneInString(s[cut:])
+		cut += size
+		chars++
+	}
+	return s[:cut] + "…"
 }
 
 // ValueError reports a failed cross-field rule (contract section 1, value_error): geometry

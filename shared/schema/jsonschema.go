@@ -76,8 +76,8 @@ func (s *Schema) inline(nullable bool) ordered {
 	if s.Name != "" {
 		o = append(o, member{"title", s.Name})
 	}
-	if s.Description != "" {
-		o = append(o, member{"description", s.Description})
+	if desc := s.describe(); desc != "" {
+		o = append(o, member{"description", desc})
 	}
 	switch {
 	case len(s.AnyOf) > 0:
@@ -168,6 +168,18 @@ func (s *Schema) inline(nullable bool) ordered {
 		o = append(o, member{"default", s.Default})
 	}
 	return o
+}
+
+// describe is the description the document shows: Description, after the rule of a
+// FormatPrintable string, so that a client reads the rule where the field is.
+func (s *Schema) describe() string {
+	if s.Format != FormatPrintable {
+		return s.Description
+	}
+	if s.Description == "" {
+		return PrintableRule
+	}
+	return PrintableRule + " " + s.Description
 }
 
 // ordered is a JSON object that keeps its members in the order they were added, so the

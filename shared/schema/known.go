@@ -1,5 +1,7 @@
 package schema
 
+import "fmt"
+
 // ValidationErrorSchema documents ValidationError under the name contract section 1 gives it.
 var ValidationErrorSchema = Object(
 	Req("type", String().Describe("Error type (Pydantic v2 name); match on this and on loc.")),
@@ -11,5 +13,9 @@ var ValidationErrorSchema = Object(
 
 // HTTPValidationErrorSchema documents the 422 validation body (spec 7, shape 2).
 var HTTPValidationErrorSchema = Object(
-	Req("detail", Array(ValidationErrorSchema)),
+	Req("detail", Array(ValidationErrorSchema).MaxCount(MaxListed+1).Describe(fmt.Sprintf(
+		"The errors found, in order: at most %d. When more were found, one last value_error item, "+
+			"located at the root of the first error left out, says how many in ctx.omitted. "+
+			"An input longer than %d bytes of JSON is echoed shortened: a string to its first %d characters and \"…\", "+
+			"any other value as null.", MaxListed, MaxEchoedInput, EchoedChars))),
 ).Named("HTTPValidationError")

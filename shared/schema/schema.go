@@ -47,7 +47,16 @@ const (
 	FormatDate = "date"
 	// FormatEmail is an e-mail address (addr-spec only, no display name).
 	FormatEmail = "email"
+	// FormatPrintable is text people read back, in the console, in e-mails and in logs: an
+	// organisation's name, a key's label, a display name (docs/api.md §2). See Printable.
+	FormatPrintable = "printable"
 )
+
+// PrintableRule says in words what FormatPrintable accepts; the OpenAPI document adds it to
+// the description of every such string.
+const PrintableRule = "Printable text: no control characters (C0, C1, U+2028, U+2029) and no bidirectional " +
+	"formatting marks (U+061C, U+200E, U+200F, U+202A to U+202E, U+2066 to U+2069); at least one character " +
+	"that is neither white space nor an invisible formatting character."
 
 // Schema describes one JSON value. The zero value accepts anything.
 type Schema struct {
@@ -222,6 +231,11 @@ func (s *Schema) MinCount(n int) *Schema { s.MinItems = &n; return s }
 
 // MaxCount sets the maximum number of array elements.
 func (s *Schema) MaxCount(n int) *Schema { s.MaxItems = &n; return s }
+
+// Printable makes the string FormatPrintable: Validate refuses control characters, line and
+// paragraph separators and bidirectional formatting marks, which would break or disguise the
+// text where it is shown, and a value with nothing visible in it (docs/api.md §2).
+func (s *Schema) Printable() *Schema { s.Format = FormatPrintable; return s }
 
 // WithFormat sets the string format.
 func (s *Schema) WithFormat(f string) *Schema { s.Format = f; return s }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -243,8 +244,33 @@ func (s *Schema) validateString(v any, loc []any, errs *Errors) {
 			*errs = append(*errs, ValidationError{Type: ErrStringPattern, Loc: loc,
 				Msg:   fmt.Sprintf("String should match pattern '%s'", s.Pattern),
 				Input: v, Ctx: map[string]any{"pattern": s.Pattern}})
+			return
 		}
 	}
+	// Checked after the length, as Pydantic runs a field's own validators after its
+	// constraints: an empty name stays string_too_short.
+	if s.Format == FormatPrintable {
+		if problem := printableProblem(str); problem != "" {
+			*errs = append(*errs, ValueError(loc, problem, v))
+		}
+	}
+}
+
+// printableProblem says why s is not FormatPrintable, or "" when it is (docs/api.md §2).
+func printableProblem(s string) string {
+	visible := false
+	for _, r := range s {
+		switch {
+		case unicode.IsControl(r) || unicode.In(r, unicode.Zl, unicode.Zp, unicode.Bidi_Control):
+			return "the text must not contain control characters, line breaks or bidirectional formatting marks"
+		case !unicode.IsSpace(r) && !unicode.Is(unicode.Cf, r):
+			visible = true
+		}
+	}
+	if !visible {
+		return "the text must contain a visible character"
+	}
+	return ""
 }
 
 // validEmail accepts a bare addr-spec with a dotted domain, at most 254 characters.

@@ -215,3 +215,66 @@ func TestFormats(t *testing.T) {
 		})
 	}
 }
+
+// docs/api.md §2: a Printable string refuses control characters, line and paragraph
+// separators, bidirectional formatting marks, and text with nothing visible in it; every
+// script, accents and emoji pass. Length rules still come first.
+func TestPrintable(t *testing.T) {
+	t.Parallel()
+	name := func() *schema.Schema { return schema.String().Len(1, 80).Printable() }
+	cases := []struct {
+		name  string
+		value string
+		want  string // error type, "" for valid
+	}{
+		{"ASCII", "Northwind Fleet", ""},
+		{"accents", "Société Générale d'Entreprises", ""},
+		{"CJK", "東京交通株式会社", ""},
+		{"Arabic", "شركة النقل", ""},
+		{"emoji with joiners", "Fleet 👩\u200d👩\u200d👧 🚚", ""},
+		{"inner and outer spaces", "  Ada  Lovelace ", ""},
+		{"Persian with a non-joiner", "می\u200cخواهم", ""},
+		{"empty", "", "string_too_short"},
+		{"too long and a newline", strings.Repeat("a", 80) + "\n", "string_too_long"},
+		{"NUL", "a\x00b", "value_error"},
+		{"BEL", "a\ab", "value_error"},
+		{"tab", "a\tb", "value_error"},
+		{"CR LF", "Fleet\r\nBcc: x@example.com", "value_error"},
+		{"LF", "Fleet\nB", "value_error"},
+		{"ESC", "\x1b[31mred", "value_error"},
+		{"DEL", "a\x7fb", "value_error"},
+		{"C1 NEL", "a\u0085b", "value_error"},
+		{"C1 CSI", "a\u009bb", "value_error"},
+		{"line separator", "a\u2028b", "value_error"},
+		{"paragraph separator", "a\u2029b", "value_error"},
+		{"LRM", "a\u200eb", "value_error"},
+		{"RLM", "a\u200fb", "value_error"},
+		{"LRE", "a\u202ab", "value_error"},
+		{"RLO", "evil\u202egnp.exe", "value_error"},
+		{"PDF", "a\u202cb", "value_error"},
+		{"LRI", "a\u2066b", "value_error"},
+		{"PDI", "a\u2069b", "value_error"},
+		{"Arabic letter mark", "a\u061cb", "value_error"},
+		{"spaces only", "   ", "value_error"},
+		{"ideographic and no-break spaces only", "\u3000\u00a0", "value_error"},
+		{"zero-width space only", "\u200b", "value_error"},
+	}
+	for _, tc := range cases {
+		errs := name().Validate(tc.value, []any{"body", "name"})
+		got := ""
+		if len(errs) > 0 {
+			got = errs[0].Type
+			if fmt.Sprint(errs[0].Loc) != "[body name]" || len(errs) != 1 {
+				t.Errorf("%s: errors %v; want one at [body name]", tc.name, errs)
+			}
+		}
+		if got != tc.want {
+			t.Errorf("%s: Validate(%q) = %v; want type %q", tc.name, tc.value, errs, tc.want)
+		}
+	}
+	// The document says the rule where the field is, before the field's own description.
+	doc := string(schema.String().Printable().Describe("null clears the name.").JSONSchema())
+	if !strings.Contains(doc, `"format":"printable"`) || !strings.Contains(doc, "bidirectional") || !strings.Contains(doc, "null clears the name.") {
+		t.Errorf("JSONSchema = %s; want format printable and a description with the rule and the field's own words", doc)
+	}
+}

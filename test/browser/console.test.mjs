@@ -74,6 +74,22 @@ async function switcherOptions(page) {
   return (await page.getByRole('combobox', { name: 'Organisation' }).locator('option').allTextContents()).map((s) => s.trim());
 }
 
+/**
+ * watchCSP records, in violations, every Content-Security-Policy violation of the context's
+ * pages: the browser's securitypolicyviolation events, and its console reports of them.
+ */
+async function watchCSP(ctx, who, violations) {
+  await ctx.exposeBinding('reportCSPViolation', (_, v) => violations.push(`${who}: ${v}`));
+  await ctx.addInitScript(() => {
+    document.addEventListener('securitypolicyviolation', (e) =>
+      window.reportCSPViolation(`${e.effectiveDirective} blocked ${e.blockedURI || 'inline'} at ${e.sourceFile}:${e.lineNumber}`),
+    );
+  });
+  ctx.on('console', (msg) => {
+    if (/Content Security Policy/i.test(msg.text())) violations.push(`${who}: ${msg.text()}`);
+  });
+}
+
 /** v1 calls the public interface with an API key. */
 async function v1(method, path, key, body) {
   const res = await fetch(server.base + path, {
@@ -96,6 +112,10 @@ test('the console, from sign-up to a revoked key', async (t) => {
   const page = await ctx.newPage();
   const pageErrors = [];
   page.on('pageerror', (e) => pageErrors.push(e.message));
+  // The console runs under a strict Content-Security-Policy (docs/api.md §3): nothing it does
+  // on any page of this walk may be refused by it.
+  const cspViolations = [];
+  await watchCSP(ctx, 'owner', cspViolations);
   let device;
   let recovery;
   let rawKey;
@@ -116,7 +136,12 @@ test('the console, from sign-up to a revoked key', async (t) => {
     });
 
   await step('a new user signs up with the code from the outbox', async () => {
-    await page.goto(server.base + '/app/');
+    const res = await page.goto(server.base + '/app/');
+    const csp = res.headers()['content-security-policy'] ?? '';
+    for (const directive of ["default-src 'self'", "script-src 'self'", "style-src 'self'", "connect-src 'self'", "frame-ancestors 'none'"]) {
+      assert.ok(csp.includes(directive), `Content-Security-Policy ${JSON.stringify(csp)} lacks ${directive}`);
+    }
+    assert.ok(!csp.includes('unsafe-'), `Content-Security-Policy ${JSON.stringify(csp)} allows something unsafe`);
     await page.getByRole('heading', { name: 'Sign in to the road events console' }).waitFor();
     await shot(page, '01-sign-in');
     await page.getByLabel('E-mail address').fill(OWNER);
@@ -295,6 +320,7 @@ test('the console, from sign-up to a revoked key', async (t) => {
     // The colleague reads mail on a phone.
     const ctxB = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
     ctxB.setDefaultTimeout(10000);
+    await watchCSP(ctxB, 'colleague', cspViolations);
     const pageB = await ctxB.newPage();
     pageB.on('pageerror', (e) => pageErrors.push('colleague: ' + e.message));
     await pageB.goto(m[1]);
@@ -328,6 +354,7 @@ test('the console, from sign-up to a revoked key', async (t) => {
     // Nothing of the phone's session or storage is here: the list can only come from the server.
     const ctxC = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     ctxC.setDefaultTimeout(10000);
+    await watchCSP(ctxC, 'colleague, desktop', cspViolations);
     pageC = await ctxC.newPage();
     pageC.on('pageerror', (e) => pageErrors.push('colleague, desktop: ' + e.message));
     await pageC.goto(server.base + '/app/account');
@@ -503,5 +530,6 @@ test('the console, from sign-up to a revoked key', async (t) => {
   });
 
   assert.deepEqual(pageErrors, [], 'no script errors in the pages');
+  assert.deepEqual(cspViolations, [], 'no Content-Security-Policy violations in the pages');
   await ctx.close();
 });

@@ -237,6 +237,41 @@ func TestBinaryLogsCarryNoCredentials(t *testing.T) {
 	}
 }
 
+// The console at /app/ is logged as the API is (request id, method, path, status,
+// duration), and a path that is not valid UTF-8 is a missing page, not a 500.
+func TestBinaryServesAndLogsTheConsole(t *testing.T) {
+	s := start(t, filepath.Join(t.TempDir(), "data"))
+	for path, want := range map[string]int{"/app/": 200, "/app/%ff": 404} {
+		if resp := getJSON(t, s.URL+path, nil); resp.StatusCode != want || resp.Header.Get("X-Request-Id") == "" {
+			t.Errorf("GET %s = %d, X-Request-Id %q; want %d with a request id", path, resp.StatusCode, resp.Header.Get("X-Request-Id"), want)
+		}
+	}
+	if err := s.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	logged := map[string]bool{}
+	for _, line := range strings.Split(s.logs.String(), "\n") {
+		var rec struct {
+			Msg       string   `json:"msg"`
+			RequestID string   `json:"request_id"`
+			Method    string   `json:"method"`
+			Path      string   `json:"path"`
+			Status    int      `json:"status"`
+			Duration  *float64 `json:"duration_ms"`
+		}
+		if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "request" && strings.HasPrefix(rec.Path, "/app/") &&
+			rec.RequestID != "" && rec.Method == "GET" && rec.Duration != nil {
+			logged[fmt.Sprint(rec.Path, " ", rec.Status)] = true
+		}
+	}
+	// slog writes the invalid byte as U+FFFD.
+	for _, want := range []string{"/app/ 200", "/app/\ufffd 404"} {
+		if !logged[want] {
+			t.Errorf("no access-log line for GET %s with a request id and a duration:\n%s", want, s.logs)
+		}
+	}
+}
+
 // issue 3 and the developers' guide ("nothing lost on a crash"): a server killed with SIGKILL
 // while 16 clients publish keeps every publish it answered 201, readable by id after a
 // restart on the same data folder. The embedded store acknowledges a write once its commit
