@@ -16,6 +16,7 @@
 # Environment (defaults in brackets):
 #   STORES ["embedded dynamodb"]   SUBSCRIBERS ["1000 10000"]   RUNS [3]
 #   RATE [200]  DURATION [20s]  RADIUS [1000]  SEED [1]  KEEP_LOG (set: keep the server logs)
+#   SERVER_BIN: a server binary to measure instead of building this checkout (A/B runs)
 #   POLL_INTERVAL [250ms]: ROADEVENTS_STREAM_POLL_INTERVAL of the DynamoDB runs. One server reads
 #   the stream here, so it may use the whole per-shard read budget: 250 ms is the README's
 #   setting for a deployment with one streamer task; the default, 400 ms, is for two.
@@ -107,7 +108,11 @@ if [[ " $stores " == *" dynamodb "* ]]; then
 fi
 
 log "building"
-go build -o "$tmp/roadevents" .
+if [[ -n ${SERVER_BIN:-} ]]; then
+	cp "$SERVER_BIN" "$tmp/roadevents"
+else
+	go build -o "$tmp/roadevents" .
+fi
 go build -o "$tmp/streamload" ./scripts/streamload
 
 # start_server STORE RUN: a fresh server for one run, its key in STREAMLOAD_API_KEY.
