@@ -57,6 +57,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/roadevents/roadevents/shared/clock"
+	"github.com/roadevents/roadevents/shared/schema"
 	"github.com/roadevents/roadevents/shared/store"
 )
 
@@ -212,6 +213,9 @@ func (k *Keys) Issue(ctx context.Context, req IssueRequest) (string, Key, error)
 	}
 	if n := utf8.RuneCountInString(req.Label); n < 1 || n > MaxLabelLen {
 		return "", Key{}, fmt.Errorf("%w: label of %d characters, want 1..%d", ErrInvalidRequest, n, MaxLabelLen)
+	}
+	if problem := schema.PrintableProblem(req.Label); problem != "" {
+		return "", Key{}, fmt.Errorf("%w: label: %s", ErrInvalidRequest, problem)
 	}
 	raw := newRaw()
 	key := Key{

@@ -138,6 +138,9 @@ func TestIssueRefusesInvalidRequests(t *testing.T) {
 		{"UnknownEnvironment", apikey.IssueRequest{OrgID: "o", Environment: "production", Label: "x"}},
 		{"EmptyLabel", apikey.IssueRequest{OrgID: "o", Environment: apikey.Live}},
 		{"LabelOver120", apikey.IssueRequest{OrgID: "o", Environment: apikey.Live, Label: strings.Repeat("é", 121)}},
+		// docs/api.md §2, for the apikey command, which issues without a request body.
+		{"LabelWithALineFeed", apikey.IssueRequest{OrgID: "o", Environment: apikey.Live, Label: "ops\nBcc: x"}},
+		{"LabelOfSpaces", apikey.IssueRequest{OrgID: "o", Environment: apikey.Live, Label: "   "}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -250,14 +250,15 @@ func (s *Schema) validateString(v any, loc []any, errs *Errors) {
 	// Checked after the length, as Pydantic runs a field's own validators after its
 	// constraints: an empty name stays string_too_short.
 	if s.Format == FormatPrintable {
-		if problem := printableProblem(str); problem != "" {
+		if problem := PrintableProblem(str); problem != "" {
 			*errs = append(*errs, ValueError(loc, problem, v))
 		}
 	}
 }
 
-// printableProblem says why s is not FormatPrintable, or "" when it is (docs/api.md §2).
-func printableProblem(s string) string {
+// PrintableProblem says why s is not FormatPrintable, or "" when it is (docs/api.md §2); the
+// stores apply it to names that reach them without a request body (the apikey command).
+func PrintableProblem(s string) string {
 	visible := false
 	for _, r := range s {
 		switch {
