@@ -50,6 +50,7 @@ import (
 
 	"github.com/roadevents/roadevents/shared/config"
 	"github.com/roadevents/roadevents/shared/routetable"
+	"github.com/roadevents/roadevents/web"
 )
 
 // Stages are the deployment stages (context "stage").
@@ -621,10 +622,23 @@ func (s *Stack) addSite(st awscdk.Stack, p Props, removal awscdk.RemovalPolicy) 
   return r;
 }`)),
 	})
+	// The console's files carry the headers `go run .` sends with them (docs/api.md §3): the
+	// bucket cannot set them, so CloudFront adds them.
+	consoleHeaders := awscloudfront.NewResponseHeadersPolicy(st, jsii.String("ConsoleHeaders"), &awscloudfront.ResponseHeadersPolicyProps{
+		Comment: jsii.String("roadevents " + p.Stage + ": the console's Content-Security-Policy"),
+		SecurityHeadersBehavior: &awscloudfront.ResponseSecurityHeadersBehavior{
+			ContentSecurityPolicy: &awscloudfront.ResponseHeadersContentSecurityPolicy{
+				ContentSecurityPolicy: jsii.String(web.ContentSecurityPolicy), Override: jsii.Bool(true)},
+			ContentTypeOptions: &awscloudfront.ResponseHeadersContentTypeOptions{Override: jsii.Bool(true)},
+			ReferrerPolicy: &awscloudfront.ResponseHeadersReferrerPolicy{
+				ReferrerPolicy: awscloudfront.HeadersReferrerPolicy_NO_REFERRER, Override: jsii.Bool(true)},
+		},
+	})
 	site := &awscloudfront.BehaviorOptions{
-		Origin:               awscloudfrontorigins.S3BucketOrigin_WithOriginAccessControl(s.SiteBucket, nil),
-		ViewerProtocolPolicy: awscloudfront.ViewerProtocolPolicy_REDIRECT_TO_HTTPS,
-		CachePolicy:          awscloudfront.CachePolicy_CACHING_OPTIMIZED(),
+		Origin:                awscloudfrontorigins.S3BucketOrigin_WithOriginAccessControl(s.SiteBucket, nil),
+		ViewerProtocolPolicy:  awscloudfront.ViewerProtocolPolicy_REDIRECT_TO_HTTPS,
+		CachePolicy:           awscloudfront.CachePolicy_CACHING_OPTIMIZED(),
+		ResponseHeadersPolicy: consoleHeaders,
 		FunctionAssociations: &[]*awscloudfront.FunctionAssociation{
 			{EventType: awscloudfront.FunctionEventType_VIEWER_REQUEST, Function: spaIndex},
 		},
@@ -688,12 +702,13 @@ func (s *Stack) addSite(st awscdk.Stack, p Props, removal awscdk.RemovalPolicy) 
 		{"/app/*", site},
 	} {
 		s.Distribution.AddBehavior(jsii.String(b.pattern), b.opts.Origin, &awscloudfront.AddBehaviorOptions{
-			ViewerProtocolPolicy: b.opts.ViewerProtocolPolicy,
-			AllowedMethods:       b.opts.AllowedMethods,
-			CachePolicy:          b.opts.CachePolicy,
-			OriginRequestPolicy:  b.opts.OriginRequestPolicy,
-			FunctionAssociations: b.opts.FunctionAssociations,
-			Compress:             b.opts.Compress,
+			ViewerProtocolPolicy:  b.opts.ViewerProtocolPolicy,
+			AllowedMethods:        b.opts.AllowedMethods,
+			CachePolicy:           b.opts.CachePolicy,
+			OriginRequestPolicy:   b.opts.OriginRequestPolicy,
+			FunctionAssociations:  b.opts.FunctionAssociations,
+			ResponseHeadersPolicy: b.opts.ResponseHeadersPolicy,
+			Compress:              b.opts.Compress,
 		})
 	}
 

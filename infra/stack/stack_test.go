@@ -21,6 +21,7 @@ import (
 	"github.com/roadevents/roadevents/infra/stack"
 	"github.com/roadevents/roadevents/shared/config"
 	"github.com/roadevents/roadevents/shared/routetable"
+	"github.com/roadevents/roadevents/web"
 )
 
 // synthesized is one stack's template, synthesized once for every test (jsii starts a Node.js
@@ -249,6 +250,17 @@ func TestDistribution(t *testing.T) {
 		}
 	}
 	const cachingDisabled = "4135ea2d-6df8-44a3-9df3-4b5a84be39ad" // the managed CachingDisabled policy
+	consoleHeaders := ""
+	for id, pol := range s.resources("AWS::CloudFront::ResponseHeadersPolicy") {
+		sec, _ := props(pol)["ResponseHeadersPolicyConfig"].(map[string]any)["SecurityHeadersConfig"].(map[string]any)
+		csp, _ := sec["ContentSecurityPolicy"].(map[string]any)
+		if csp["ContentSecurityPolicy"] == web.ContentSecurityPolicy {
+			consoleHeaders = id
+		}
+	}
+	if consoleHeaders == "" {
+		t.Fatalf("no response headers policy sends the console's Content-Security-Policy")
+	}
 	behaviours := cfg["CacheBehaviors"].([]any)
 	order := map[string]int{}
 	for i, b := range behaviours {
@@ -268,6 +280,10 @@ func TestDistribution(t *testing.T) {
 			}
 		case strings.HasPrefix(pattern, "/app"):
 			want = "bucket"
+			// docs/api.md §3: the console's pages carry its Content-Security-Policy.
+			if ref(bm["ResponseHeadersPolicyId"]) != consoleHeaders {
+				t.Errorf("%s: response headers policy %v; want the console's (%s)", pattern, bm["ResponseHeadersPolicyId"], consoleHeaders)
+			}
 		}
 		if kind != want {
 			t.Errorf("behaviour %s goes to %q; want %q", pattern, kind, want)
