@@ -60,7 +60,7 @@ type HubOptions struct {
 	// DefaultRetryInterval when 0.
 	RetryInterval time.Duration
 	// Capacity is the process's connection budget (daemon.Budget); when it is nearly spent,
-	// Subscribe refuses the organisations holding more than their share of it. Nil: no
+	// Subscribe refuses new streams to the organisations already holding their share. Nil: no
 	// budget.
 	Capacity Capacity
 }
