@@ -1,6 +1,7 @@
 package daemon_test
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"io"
@@ -10,10 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/roadevents/roadevents/shared/apikey"
 	"github.com/roadevents/roadevents/shared/app"
 	"github.com/roadevents/roadevents/shared/clock"
 	"github.com/roadevents/roadevents/shared/config"
 	"github.com/roadevents/roadevents/shared/daemon"
+	"github.com/roadevents/roadevents/shared/routetable"
 	"github.com/roadevents/roadevents/shared/store"
 )
 
@@ -135,5 +138,75 @@ func TestRunServesWithinTheConfiguredBudget(t *testing.T) {
 	}
 	if resp := get(t, dial(t, addr), "/"); resp.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("second connection: %d; want 503", resp.StatusCode)
+	}
+}
+
+// docs/operations.md §1, the probe's finding scaled down: one key opening streams without end
+// cannot take the process down. Its streams are refused with 503 once the budget is nearly
+// spent, while GET /health and another organisation's stream are still served.
+func TestOneKeysStreamsLeaveRoomForTheOthers(t *testing.T) {
+	t.Parallel()
+	cfg := embeddedConfig(t)
+	cfg.MaxConnections = 20
+	ln := listen(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	built := make(chan *daemon.Process, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- daemon.Run(ctx, cfg, slog.New(slog.DiscardHandler), ln, func(p *daemon.Process) (http.Handler, error) {
+			api, err := app.New(p.Deps("test"), routetable.GroupMeta, routetable.GroupEvents, routetable.GroupStream)
+			if err != nil {
+				return nil, err
+			}
+			built <- p
+			return api.Handler(), nil
+		})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	p := <-built
+	if err := p.Hub.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	issue := func(org string) string {
+		raw, _, err := p.Deps("test").Keys.Issue(ctx, apikey.IssueRequest{OrgID: org, Environment: apikey.Live, Label: "test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return raw
+	}
+	greedy, modest := issue("org_greedy"), issue("org_modest")
+	addr := ln.Addr().String()
+	openStream := func(key string) int {
+		c := dial(t, addr)
+		c.SetDeadline(time.Now().Add(within))
+		io.WriteString(c, "GET /v1/stream?lat=48.137&lon=11.575 HTTP/1.1\r\nHost: test\r\nAuthorization: Bearer "+key+"\r\n\r\n")
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatalf("open a stream: %v", err)
+		}
+		if resp.StatusCode != http.StatusOK {
+			c.Close()
+		}
+		return resp.StatusCode
+	}
+	opened := 0
+	for ; opened < cfg.MaxConnections; opened++ {
+		if status := openStream(greedy); status == http.StatusServiceUnavailable {
+			break
+		} else if status != http.StatusOK {
+			t.Fatalf("stream %d of one key: %d; want 200, then 503", opened+1, status)
+		}
+	}
+	if opened == cfg.MaxConnections {
+		t.Fatalf("one key opened the whole budget of %d connections", opened)
+	}
+	if resp := get(t, dial(t, addr), "/health"); resp.StatusCode != http.StatusOK {
+		t.Errorf("GET /health after %d streams of one key: %d; want 200", opened, resp.StatusCode)
+	}
+	if status := openStream(modest); status != http.StatusOK {
+		t.Errorf("another organisation's stream after %d streams of one key: %d; want 200", opened, status)
 	}
 }
