@@ -15,6 +15,7 @@ import (
 	"github.com/roadevents/roadevents/shared/consoleauth"
 	"github.com/roadevents/roadevents/shared/orgs"
 	"github.com/roadevents/roadevents/shared/seal"
+	"github.com/roadevents/roadevents/shared/store"
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
 )
 
@@ -141,9 +142,15 @@ func TestNamesAndLabelsArePrintable(t *testing.T) {
 		}
 	}
 
-	// A label written before the rule (here through the key store itself) is still listed.
+	// A label written before the rule (here into the stored key's listing item, whose layout
+	// the apikey package documents) is still listed.
 	const old = "old\nlabel"
-	if _, _, err := e.keys.Issue(t.Context(), apikey.IssueRequest{OrgID: o.OrgID, Environment: apikey.Sandbox, Label: old}); err != nil {
+	_, k, err := e.keys.Issue(t.Context(), apikey.IssueRequest{OrgID: o.OrgID, Environment: apikey.Sandbox, Label: "old"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	listing := store.Key{PK: "org#" + o.OrgID, SK: "apikey#" + k.KeyID}
+	if _, err := e.tab.Table.Update(t.Context(), listing, store.Update{Set: map[string]any{"label": old}}, store.IfExists()); err != nil {
 		t.Fatal(err)
 	}
 	r := e.Call("GET", "/console/orgs/"+o.OrgID+"/keys", ada.token, "")
