@@ -46,6 +46,12 @@ var (
 	// ErrConflict is returned when a transaction collided with another write to the same
 	// items and was refused as a whole; the caller may retry it.
 	ErrConflict = errors.New("store: transaction conflict")
+	// ErrUnavailable is returned when the table cannot answer now but may shortly: DynamoDB
+	// throttled, timed out, reset the connection or failed on its side even after the
+	// adapter's retries, or the embedded store's disk refused a write. Nothing is known to
+	// have been written; a write may still have been applied when the answer was lost
+	// (docs/operations.md §1). The HTTP layer answers 503 with Retry-After.
+	ErrUnavailable = errors.New("store: temporarily unavailable")
 )
 
 // ConditionError says which operation of a TransactWrite had its condition fail

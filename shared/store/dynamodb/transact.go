@@ -35,13 +35,13 @@ func (t *Table) TransactWrite(ctx context.Context, ops []store.Op) error {
 		if len(items) == 0 {
 			return nil // only checks that always hold
 		}
-		_, err = t.client.TransactWriteItems(ctx, &ddb.TransactWriteItemsInput{TransactItems: items})
+		_, err = call(ctx, t, transactCall, t.client.TransactWriteItems, &ddb.TransactWriteItemsInput{TransactItems: items})
 		if err == nil {
 			return nil
 		}
 		var canceled *types.TransactionCanceledException
 		if !errors.As(err, &canceled) {
-			return fmt.Errorf("transact write of %d operations: %w", len(ops), mapError(err))
+			return fmt.Errorf("transact write of %d operations: %w", len(ops), err)
 		}
 		codes := cancellationCodes(canceled)
 		failed := -1
@@ -200,7 +200,8 @@ func cancellationCodes(e *types.TransactionCanceledException) []string {
 	return codes
 }
 
-// canceledError maps a refusal that is no condition failure.
+// canceledError maps a refusal that is no condition failure. A transaction refused because an
+// item's partition was throttled is store.ErrUnavailable (docs/operations.md §1).
 func canceledError(codes []string, err error) error {
 	for _, code := range codes {
 		if code == "TransactionConflict" {
@@ -210,6 +211,11 @@ func canceledError(codes []string, err error) error {
 	for _, code := range codes {
 		if code == "ValidationError" {
 			return fmt.Errorf("%w: %w", store.ErrInvalid, err)
+		}
+	}
+	for _, code := range codes {
+		if code == "ThrottlingError" || code == "ProvisionedThroughputExceeded" {
+			return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
 		}
 	}
 	return err

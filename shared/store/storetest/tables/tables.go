@@ -101,7 +101,17 @@ type Local struct {
 	Streams   *dynamodbstreams.Client
 	Name      string
 	StreamARN string
+	// Config and Endpoint build more clients of DynamoDB Local (ddb.NewFromConfig with
+	// Options.BaseEndpoint), such as one whose calls go through a fault injector.
+	Config   aws.Config
+	Endpoint string
 }
+
+// localAttempts is how often the adapters of Local.Table try a call. DynamoDB Local answers
+// contention on one item with a 500 "timed out waiting for a lock ... will succeed in actual
+// DynamoDB"; retrying longer than the adapter's default keeps that emulator artefact out of
+// the results.
+const localAttempts = 10
 
 // NewLocal creates a table on DynamoDB Local, deleted at the end of the test, or skips tb when
 // EndpointEnv is not set.
@@ -114,15 +124,15 @@ func NewLocal(tb testing.TB) *Local {
 	cfg := aws.Config{
 		Region:      "us-east-1",
 		Credentials: credentials.NewStaticCredentialsProvider("local", "local", ""),
-		// DynamoDB Local answers contention on one item with a 500 "timed out waiting for a
-		// lock ... will succeed in actual DynamoDB"; retrying longer than the SDK's default of 3
-		// attempts keeps that emulator artefact out of the results.
+		// For the raw clients' calls (the adapters have their own, localAttempts).
 		Retryer: func() aws.Retryer {
-			return retry.AddWithMaxAttempts(retry.NewStandard(), 10)
+			return retry.AddWithMaxAttempts(retry.NewStandard(), localAttempts)
 		},
 	}
 	l := &Local{
-		DB: ddb.NewFromConfig(cfg, func(o *ddb.Options) { o.BaseEndpoint = aws.String(endpoint) }),
+		Config:   cfg,
+		Endpoint: endpoint,
+		DB:       ddb.NewFromConfig(cfg, func(o *ddb.Options) { o.BaseEndpoint = aws.String(endpoint) }),
 		Streams: dynamodbstreams.NewFromConfig(cfg, func(o *dynamodbstreams.Options) {
 			o.BaseEndpoint = aws.String(endpoint)
 		}),
@@ -150,7 +160,7 @@ func NewLocal(tb testing.TB) *Local {
 func (l *Local) Table() Table {
 	clk := clock.NewFake(Start)
 	return Table{
-		Table:   dynamodb.New(l.DB, l.Name, dynamodb.Options{Clock: clk}),
+		Table:   dynamodb.New(l.DB, l.Name, dynamodb.Options{Clock: clk, MaxAttempts: localAttempts}),
 		Feed:    dynamodb.NewStreamFeed(l.Streams, l.StreamARN, dynamodb.StreamOptions{PollInterval: 50 * time.Millisecond}),
 		Clock:   clk,
 		Adapter: AdapterDynamoDB,
