@@ -36,25 +36,27 @@ const (
 	DefaultAttemptTimeout = 1500 * time.Millisecond
 )
 
-// Backoff between attempts, with full jitter: a throttled call waits longer, as the table's
-// capacity needs time to come back; other failures retry almost at once.
+// DefaultBaseDelay scales the backoff between attempts (Options.BaseDelay), with full jitter:
+// the n-th retry waits a random time up to BaseDelay·2^n, ten times that after a throttle, as
+// the table's capacity needs time to come back, and at most retryMaxDelay.
+const DefaultBaseDelay = 25 * time.Millisecond
+
 const (
-	retryBaseDelay      = 25 * time.Millisecond
-	throttleBaseDelay   = 250 * time.Millisecond
+	throttleFactor      = 10
 	retryMaxDelay       = time.Second
 	attemptMiddlewareID = "RoadEventsAttempt"
 )
 
 // newRetryer is the SDK's standard retryer (its retryable errors and its retry quota, which
 // stops retrying when most calls fail) with maxAttempts and the backoff above.
-func newRetryer(maxAttempts int) aws.Retryer {
+func newRetryer(maxAttempts int, baseDelay time.Duration) aws.Retryer {
 	return retry.NewStandard(func(o *retry.StandardOptions) {
 		o.MaxAttempts = maxAttempts
 		throttles := retry.IsErrorThrottles(o.Throttles)
 		o.Backoff = retry.BackoffDelayerFunc(func(attempt int, err error) (time.Duration, error) {
-			base := retryBaseDelay
+			base := baseDelay
 			if throttles.IsErrorThrottle(err).Bool() {
-				base = throttleBaseDelay
+				base *= throttleFactor
 			}
 			limit := min(base<<min(attempt, 10), retryMaxDelay)
 			return rand.N(limit) + 1, nil

@@ -29,6 +29,8 @@ type Options struct {
 	MaxAttempts int
 	// AttemptTimeout bounds each attempt: DefaultAttemptTimeout when 0.
 	AttemptTimeout time.Duration
+	// BaseDelay scales the waits between attempts: DefaultBaseDelay when 0.
+	BaseDelay time.Duration
 }
 
 // Table is a store.Table on one DynamoDB table whose key schema is pk (S, HASH) and sk (S,
@@ -61,8 +63,11 @@ func New(client *ddb.Client, table string, opts Options) *Table {
 	if opts.AttemptTimeout <= 0 {
 		opts.AttemptTimeout = DefaultAttemptTimeout
 	}
+	if opts.BaseDelay <= 0 {
+		opts.BaseDelay = DefaultBaseDelay
+	}
 	return &Table{client: client, name: table, clock: opts.Clock,
-		retryer: newRetryer(opts.MaxAttempts), attemptTimeout: opts.AttemptTimeout}
+		retryer: newRetryer(opts.MaxAttempts, opts.BaseDelay), attemptTimeout: opts.AttemptTimeout}
 }
 
 func (t *Table) now() int64 { return t.clock.Now().Unix() }

@@ -21,7 +21,9 @@ var transient = []faulttest.Kind{
 	faulttest.Hang, faulttest.ResetBefore, faulttest.ResetAfter,
 }
 
-func item(sk string) store.Item { return store.Item{store.AttrPK: "faults", store.AttrSK: sk, "v": "x"} }
+func item(sk string) store.Item {
+	return store.Item{store.AttrPK: "faults", store.AttrSK: sk, "v": "x"}
+}
 
 // TestLastingFaultIsUnavailable: a call that fails every attempt is tried DefaultMaxAttempts
 // times, then fails with store.ErrUnavailable, whatever the fault, reads and writes alike
@@ -90,7 +92,9 @@ func TestWriteAppliedButAnswerLost(t *testing.T) {
 	t.Parallel()
 	tab := faulttest.NewTable(t, shortAttempts)
 	ctx := t.Context()
-	lose := func(op string) { tab.Faults.Set(faulttest.Fault{Kind: faulttest.ResetAfter, Ops: []string{op}, Times: 1}) }
+	lose := func(op string) {
+		tab.Faults.Set(faulttest.Fault{Kind: faulttest.ResetAfter, Ops: []string{op}, Times: 1})
+	}
 
 	lose("PutItem")
 	if err := tab.Put(ctx, item("put"), store.IfNotExists()); !errors.Is(err, store.ErrUnavailable) {

@@ -23,6 +23,7 @@ import (
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/roadevents/roadevents/shared/clock"
+	"github.com/roadevents/roadevents/shared/store"
 	"github.com/roadevents/roadevents/shared/store/dynamodb"
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
 )
@@ -216,16 +217,18 @@ func answer(req *http.Request, status int, body string) *http.Response {
 }
 
 // Table is a fresh table of its own on DynamoDB Local, deleted at the end of the test, whose
-// adapter sends every call through Faults, with the adapter's own retries and timeouts as
-// the service runs them unless opts says otherwise. It skips tb when DynamoDB Local is not
-// configured (tables.NewLocal).
+// adapter sends every call through Faults. It skips tb when DynamoDB Local is not configured
+// (tables.NewLocal).
 type Table struct {
 	tables.Table
 	Faults *Transport
+	// Direct is an adapter of the same table whose calls never fail on purpose (and retry
+	// as tables.Local's do): for setting a test up and checking what the table holds.
+	Direct store.Table
 }
 
-// NewTable creates the table. Its adapter's clock (opts.Clock) is a fake one starting at
-// tables.Start, as the tables of package tables have.
+// NewTable creates the table. Both adapters share a fake clock starting at tables.Start, as
+// the tables of package tables have; opts sets the faulty adapter's retries and timeouts.
 func NewTable(tb testing.TB, opts dynamodb.Options) Table {
 	tb.Helper()
 	l := tables.NewLocal(tb)
@@ -243,5 +246,6 @@ func NewTable(tb testing.TB, opts dynamodb.Options) Table {
 			Adapter: tables.AdapterDynamoDB,
 		},
 		Faults: faults,
+		Direct: dynamodb.New(l.DB, l.Name, dynamodb.Options{Clock: clk, MaxAttempts: tables.LocalAttempts}),
 	}
 }

@@ -107,11 +107,11 @@ type Local struct {
 	Endpoint string
 }
 
-// localAttempts is how often the adapters of Local.Table try a call. DynamoDB Local answers
+// LocalAttempts is how often the adapters of Local.Table try a call. DynamoDB Local answers
 // contention on one item with a 500 "timed out waiting for a lock ... will succeed in actual
 // DynamoDB"; retrying longer than the adapter's default keeps that emulator artefact out of
 // the results.
-const localAttempts = 10
+const LocalAttempts = 10
 
 // NewLocal creates a table on DynamoDB Local, deleted at the end of the test, or skips tb when
 // EndpointEnv is not set.
@@ -124,9 +124,9 @@ func NewLocal(tb testing.TB) *Local {
 	cfg := aws.Config{
 		Region:      "us-east-1",
 		Credentials: credentials.NewStaticCredentialsProvider("local", "local", ""),
-		// For the raw clients' calls (the adapters have their own, localAttempts).
+		// For the raw clients' calls (the adapters have their own, LocalAttempts).
 		Retryer: func() aws.Retryer {
-			return retry.AddWithMaxAttempts(retry.NewStandard(), localAttempts)
+			return retry.AddWithMaxAttempts(retry.NewStandard(), LocalAttempts)
 		},
 	}
 	l := &Local{
@@ -160,7 +160,7 @@ func NewLocal(tb testing.TB) *Local {
 func (l *Local) Table() Table {
 	clk := clock.NewFake(Start)
 	return Table{
-		Table:   dynamodb.New(l.DB, l.Name, dynamodb.Options{Clock: clk, MaxAttempts: localAttempts}),
+		Table:   dynamodb.New(l.DB, l.Name, dynamodb.Options{Clock: clk, MaxAttempts: LocalAttempts}),
 		Feed:    dynamodb.NewStreamFeed(l.Streams, l.StreamARN, dynamodb.StreamOptions{PollInterval: 50 * time.Millisecond}),
 		Clock:   clk,
 		Adapter: AdapterDynamoDB,
