@@ -284,11 +284,18 @@ func routes(d Deps, a *API, b built, groups ...routetable.Group) []httpapi.Route
 	return out
 }
 
+// tableFree names the operations of the groups given to readsTable that never read the
+// table.
+var tableFree = map[string]bool{"listPlans": true}
+
 // readsTable declares on routes that read or write the table the 503 with Retry-After that
 // answers a table briefly out of reach (httpapi.Unavailable, docs/operations.md §1); a route
 // that declares a 503 of its own gets both in one description.
 func readsTable(routes []httpapi.Route) []httpapi.Route {
 	for i := range routes {
+		if tableFree[routes[i].OperationID] {
+			continue
+		}
 		rs := maps.Clone(routes[i].Responses)
 		if rs == nil {
 			rs = map[int]httpapi.Response{}

@@ -68,9 +68,15 @@ type faultEnv struct {
 
 type acceptance struct{ token, session string }
 
-func newFaultEnv(t *testing.T) *faultEnv {
+// newFaultEnv builds the env for faults of kind: with short attempts for a hang, else with
+// attempts that wait for a slow DynamoDB Local, and quick retries.
+func newFaultEnv(t *testing.T, kind faulttest.Kind) *faultEnv {
 	t.Helper()
-	tab := faulttest.NewTable(t, dynamodb.Options{AttemptTimeout: faultAttempt, BaseDelay: time.Millisecond})
+	opts := dynamodb.Options{BaseDelay: time.Millisecond}
+	if kind == faulttest.Hang {
+		opts.AttemptTimeout = faultAttempt
+	}
+	tab := faulttest.NewTable(t, opts)
 	cfg := config.Default()
 	cfg.Store = config.StoreDynamoDB // no area cache: every read goes to the table
 	cfg.EventIDKey = bytes.Repeat([]byte{0x3c}, 32)
@@ -402,7 +408,7 @@ func TestDynamoDBThrottled(t *testing.T) {
 	for _, kind := range []faulttest.Kind{faulttest.Throttle, faulttest.RequestThrottle} {
 		t.Run(kind.String(), func(t *testing.T) {
 			t.Parallel()
-			runFault(t, newFaultEnv(t), faulttest.Fault{Kind: kind})
+			runFault(t, newFaultEnv(t, kind), faulttest.Fault{Kind: kind})
 		})
 	}
 }
@@ -412,23 +418,23 @@ func TestDynamoDBServerErrors(t *testing.T) {
 	for _, kind := range []faulttest.Kind{faulttest.InternalError, faulttest.ServiceUnavailable} {
 		t.Run(kind.String(), func(t *testing.T) {
 			t.Parallel()
-			runFault(t, newFaultEnv(t), faulttest.Fault{Kind: kind})
+			runFault(t, newFaultEnv(t, kind), faulttest.Fault{Kind: kind})
 		})
 	}
 }
 
 func TestDynamoDBHangs(t *testing.T) {
 	t.Parallel()
-	runFault(t, newFaultEnv(t), faulttest.Fault{Kind: faulttest.Hang})
+	runFault(t, newFaultEnv(t, faulttest.Hang), faulttest.Fault{Kind: faulttest.Hang})
 }
 
 func TestDynamoDBResetsBeforeTheRequest(t *testing.T) {
 	t.Parallel()
-	runFault(t, newFaultEnv(t), faulttest.Fault{Kind: faulttest.ResetBefore})
+	runFault(t, newFaultEnv(t, faulttest.ResetBefore), faulttest.Fault{Kind: faulttest.ResetBefore})
 }
 
 // The dangerous case: DynamoDB carried the write out and the answer was lost.
 func TestDynamoDBResetsAfterTheWrite(t *testing.T) {
 	t.Parallel()
-	runFault(t, newFaultEnv(t), faulttest.Fault{Kind: faulttest.ResetAfter})
+	runFault(t, newFaultEnv(t, faulttest.ResetAfter), faulttest.Fault{Kind: faulttest.ResetAfter})
 }

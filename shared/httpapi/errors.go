@@ -128,13 +128,13 @@ const unavailableRetryAfter = 2 * time.Second
 // Unavailable documents the 503 of store.ErrUnavailable, which every route that reads or
 // writes the table can answer (docs/operations.md §1).
 var Unavailable = ErrorResponse("The service's storage is briefly unavailable (its table throttled, timed out or "+
-	"failed, or its disk is full); nothing may be assumed written. Retry after Retry-After seconds, with the "+
-	"same client_event_id when publishing.", RetryAfter)
+	"failed, or its disk is full). A change was made whole or not at all, and which is unknown: retry after "+
+	"Retry-After seconds, with the same client_event_id when publishing.", RetryAfter)
 
 // WriteError maps err to a response, logging what must not be sent:
 //   - store.ErrUnavailable anywhere in the chain is 503 {"detail": DetailUnavailable} with
-//     Retry-After, whatever else the chain holds: a store that could not answer decided
-//     nothing (docs/operations.md §1);
+//     Retry-After, whatever else the chain holds: a failure of the table says nothing about
+//     the request, which the client should send again (docs/operations.md §1);
 //   - an error the route's ErrorTable (Route.Errors) matches becomes that row's response;
 //   - an *Error (anywhere in the chain) gives its status, headers and detail; its cause is
 //     logged (at error level for 5xx, debug otherwise);

@@ -48,9 +48,10 @@ var (
 	ErrConflict = errors.New("store: transaction conflict")
 	// ErrUnavailable is returned when the table cannot answer now but may shortly: DynamoDB
 	// throttled, timed out, reset the connection or failed on its side even after the
-	// adapter's retries, or the embedded store's disk refused a write. Nothing is known to
-	// have been written; a write may still have been applied when the answer was lost
-	// (docs/operations.md §1). The HTTP layer answers 503 with Retry-After.
+	// adapter's retries (docs/operations.md §1), or the embedded store's disk refused a write
+	// (§2). A write that gets it was carried out whole or not at all, and which is unknown:
+	// DynamoDB may have carried it out and lost the answer. The HTTP layer answers 503 with
+	// Retry-After.
 	ErrUnavailable = errors.New("store: temporarily unavailable")
 )
 

@@ -64,17 +64,13 @@ func newRetryer(maxAttempts int, baseDelay time.Duration) aws.Retryer {
 	})
 }
 
-// attempts is what the attempts of one call saw.
-type attempts struct {
-	// unsure is set when an attempt failed after its request may have reached DynamoDB and
-	// been applied: a reset or timed-out connection, a 5xx answer.
-	unsure bool
-}
-
-// attemptMiddleware runs around each attempt, after the SDK's retry loop has started it.
+// attemptMiddleware runs each attempt under its own deadline. It is the last step before the
+// request is sent, so the deadline covers sending and reading the answer, not signing. It sets
+// unsure when an attempt failed after its request may have reached DynamoDB and been carried
+// out (mayHaveApplied).
 type attemptMiddleware struct {
 	timeout time.Duration
-	seen    *attempts
+	unsure  *bool
 }
 
 func (attemptMiddleware) ID() string { return attemptMiddlewareID }
@@ -93,7 +89,7 @@ func (m attemptMiddleware) HandleFinalize(ctx context.Context, in middleware.Fin
 		err = &attemptTimeoutError{timeout: m.timeout, err: err}
 	}
 	if mayHaveApplied(err) {
-		m.seen.unsure = true
+		*m.unsure = true
 	}
 	return out, md, err
 }
@@ -144,17 +140,17 @@ const (
 func call[In, Out any](ctx context.Context, t *Table, kind callKind,
 	op func(context.Context, *In, ...func(*ddb.Options)) (*Out, error), in *In,
 ) (*Out, error) {
-	var seen attempts
+	unsure := false
 	out, err := op(ctx, in, func(o *ddb.Options) {
 		o.Retryer = t.retryer
 		o.APIOptions = append(o.APIOptions, func(s *middleware.Stack) error {
-			return s.Finalize.Add(attemptMiddleware{timeout: t.attemptTimeout, seen: &seen}, middleware.After)
+			return s.Finalize.Add(attemptMiddleware{timeout: t.attemptTimeout, unsure: &unsure}, middleware.After)
 		})
 	})
 	if err != nil {
-		if kind == writeCall && seen.unsure {
-			// Its condition may have failed on its own earlier attempt: the outcome is
-			// unknown, and neither success nor a refusal may be reported.
+		if kind == writeCall && unsure {
+			// A refusal may be the write's own earlier attempt, carried out: the outcome is
+			// unknown, and a refusal would tell the caller it did not happen.
 			return nil, fmt.Errorf("%w: outcome unknown after an attempt failed in flight: %w", store.ErrUnavailable, err)
 		}
 		return nil, t.mapError(err)

@@ -4,6 +4,9 @@
 //
 // DynamoDB deletes items past their TTL lazily, up to days later, so this adapter hides them
 // itself: reads drop them, and every condition expression treats them as absent.
+//
+// Every call has the adapter's own retries and a deadline per attempt (calls.go), and a call
+// DynamoDB does not carry out in time is store.ErrUnavailable (docs/operations.md §1).
 package dynamodb
 
 import (
@@ -327,8 +330,8 @@ func (t *Table) Query(ctx context.Context, q store.Query) ([]store.Item, error) 
 }
 
 // BatchGet implements store.Table: chunks of store.MaxBatchGet keys, unprocessed keys retried
-// with backoff (DynamoDB returns them under throttling or past 16 MB), answers in the order
-// of keys.
+// with backoff (DynamoDB returns them under throttling or past 16 MB) while rounds bring items,
+// answers in the order of keys.
 func (t *Table) BatchGet(ctx context.Context, keys []store.Key) ([]store.Item, error) {
 	var unique []store.Key
 	seen := make(map[store.Key]bool, len(keys))

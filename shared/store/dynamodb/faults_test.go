@@ -14,6 +14,15 @@ import (
 // shortAttempts keeps the tests of hung calls short; the service runs the defaults.
 var shortAttempts = dynamodb.Options{AttemptTimeout: 100 * time.Millisecond}
 
+// faultTable is a table behind a fault injector for faults of kind: with short attempts for a
+// hang, else with attempts that wait for a slow DynamoDB Local.
+func faultTable(t *testing.T, kind faulttest.Kind) faulttest.Table {
+	if kind == faulttest.Hang {
+		return faulttest.NewTable(t, shortAttempts)
+	}
+	return faulttest.NewTable(t, dynamodb.Options{})
+}
+
 // transient are the faults the adapter retries and, when they last, reports as
 // store.ErrUnavailable (docs/operations.md §1).
 var transient = []faulttest.Kind{
@@ -33,7 +42,7 @@ func TestLastingFaultIsUnavailable(t *testing.T) {
 	for _, kind := range transient {
 		t.Run(kind.String(), func(t *testing.T) {
 			t.Parallel()
-			tab := faulttest.NewTable(t, shortAttempts)
+			tab := faultTable(t, kind)
 			ctx := t.Context()
 			tab.Faults.Set(faulttest.Fault{Kind: kind})
 			calls := map[string]func() error{
@@ -69,7 +78,7 @@ func TestPassingFaultIsRetried(t *testing.T) {
 		}
 		t.Run(kind.String(), func(t *testing.T) {
 			t.Parallel()
-			tab := faulttest.NewTable(t, shortAttempts)
+			tab := faultTable(t, kind)
 			ctx := t.Context()
 			tab.Faults.Set(faulttest.Fault{Kind: kind, Times: 1})
 			if err := tab.Put(ctx, item("a"), store.IfNotExists()); err != nil {
@@ -90,7 +99,7 @@ func TestPassingFaultIsRetried(t *testing.T) {
 // success (docs/operations.md §1).
 func TestWriteAppliedButAnswerLost(t *testing.T) {
 	t.Parallel()
-	tab := faulttest.NewTable(t, shortAttempts)
+	tab := faultTable(t, faulttest.ResetAfter)
 	ctx := t.Context()
 	lose := func(op string) {
 		tab.Faults.Set(faulttest.Fault{Kind: faulttest.ResetAfter, Ops: []string{op}, Times: 1})
@@ -154,7 +163,7 @@ func TestHungCallGivesUp(t *testing.T) {
 // throttled) fails with store.ErrUnavailable instead of waiting for capacity without end.
 func TestBatchGetThrottledGivesUp(t *testing.T) {
 	t.Parallel()
-	tab := faulttest.NewTable(t, shortAttempts)
+	tab := faultTable(t, faulttest.Unprocessed)
 	ctx := t.Context()
 	if err := tab.Put(ctx, item("a"), store.Condition{}); err != nil {
 		t.Fatal(err)

@@ -22,6 +22,10 @@ import (
 //
 // An update of an item past its TTL is handled as Update does: the guarded update is refused,
 // the operation becomes a put that replaces the expired item, and the transaction is retried.
+//
+// The SDK sends every attempt of one call with the same idempotency token
+// (ClientRequestToken), so an attempt retried after DynamoDB carried out an earlier one whose
+// answer was lost gets that success, never a refusal by its own writes (docs/operations.md §1).
 func (t *Table) TransactWrite(ctx context.Context, ops []store.Op) error {
 	if err := validateOps(ops); err != nil {
 		return fmt.Errorf("transact write of %d operations: %w", len(ops), err)

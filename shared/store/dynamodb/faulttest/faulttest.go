@@ -222,15 +222,20 @@ func answer(req *http.Request, status int, body string) *http.Response {
 type Table struct {
 	tables.Table
 	Faults *Transport
-	// Direct is an adapter of the same table whose calls never fail on purpose (and retry
-	// as tables.Local's do): for setting a test up and checking what the table holds.
+	// Direct is an adapter of the same table whose calls never fail on purpose, with
+	// tables.Local's options: for setting a test up and checking what the table holds.
 	Direct store.Table
 }
 
 // NewTable creates the table. Both adapters share a fake clock starting at tables.Start, as
-// the tables of package tables have; opts sets the faulty adapter's retries and timeouts.
+// the tables of package tables have. opts sets the faulty adapter's retries and timeouts: the
+// adapter's defaults, but for the deadline of an attempt, which is tables.LocalAttemptTimeout
+// when 0, as DynamoDB Local can be slow (a test of hung calls sets a short one).
 func NewTable(tb testing.TB, opts dynamodb.Options) Table {
 	tb.Helper()
+	if opts.AttemptTimeout == 0 {
+		opts.AttemptTimeout = tables.LocalAttemptTimeout
+	}
 	l := tables.NewLocal(tb)
 	faults := New(http.DefaultTransport, 1)
 	client := ddb.NewFromConfig(l.Config, func(o *ddb.Options) {
@@ -246,6 +251,6 @@ func NewTable(tb testing.TB, opts dynamodb.Options) Table {
 			Adapter: tables.AdapterDynamoDB,
 		},
 		Faults: faults,
-		Direct: dynamodb.New(l.DB, l.Name, dynamodb.Options{Clock: clk, MaxAttempts: tables.LocalAttempts}),
+		Direct: dynamodb.New(l.DB, l.Name, l.Options(clk)),
 	}
 }

@@ -107,11 +107,15 @@ type Local struct {
 	Endpoint string
 }
 
-// LocalAttempts is how often the adapters of Local.Table try a call. DynamoDB Local answers
-// contention on one item with a 500 "timed out waiting for a lock ... will succeed in actual
-// DynamoDB"; retrying longer than the adapter's default keeps that emulator artefact out of
-// the results.
-const LocalAttempts = 10
+// How the adapters of Local.Table try a call. DynamoDB Local answers contention on one item
+// with a 500 "timed out waiting for a lock ... will succeed in actual DynamoDB", and under the
+// load of the whole test suite on a small machine it takes seconds to answer: retrying longer
+// than the adapter's defaults, and waiting longer for each attempt, keeps these emulator
+// artefacts out of the results.
+const (
+	LocalAttempts       = 10
+	LocalAttemptTimeout = 30 * time.Second
+)
 
 // NewLocal creates a table on DynamoDB Local, deleted at the end of the test, or skips tb when
 // EndpointEnv is not set.
@@ -155,12 +159,17 @@ func NewLocal(tb testing.TB) *Local {
 	return l
 }
 
+// Options are the adapter options of Local.Table, with clock clk.
+func (l *Local) Options(clk clock.Clock) dynamodb.Options {
+	return dynamodb.Options{Clock: clk, MaxAttempts: LocalAttempts, AttemptTimeout: LocalAttemptTimeout}
+}
+
 // Table returns an adapter over the table, with a fake clock of its own starting at Start.
 // Several adapters over one table can serve tests that write under distinct partitions.
 func (l *Local) Table() Table {
 	clk := clock.NewFake(Start)
 	return Table{
-		Table:   dynamodb.New(l.DB, l.Name, dynamodb.Options{Clock: clk, MaxAttempts: LocalAttempts}),
+		Table:   dynamodb.New(l.DB, l.Name, l.Options(clk)),
 		Feed:    dynamodb.NewStreamFeed(l.Streams, l.StreamARN, dynamodb.StreamOptions{PollInterval: 50 * time.Millisecond}),
 		Clock:   clk,
 		Adapter: AdapterDynamoDB,
