@@ -26,12 +26,13 @@ import (
 	"github.com/roadevents/roadevents/shared/store/dynamodb/faulttest"
 )
 
-// The tests of this file drive the whole service, every group, on a DynamoDB table behind a
-// fault injector (faulttest), one test per way DynamoDB fails. Whatever the fault, every
-// answer is the route's own answer or 503 with Retry-After, never a 500 (docs/operations.md
-// §1), and once DynamoDB answers again every acknowledged write is there and a publish that
-// got a 503 is completed by its retry with the same client_event_id, as the client retry
-// rules of spec 7 ask.
+// The tests of this file drive the whole service on a DynamoDB table behind a fault injector
+// (faulttest), one test per way DynamoDB fails, through reads and writes of every group that
+// answers requests (the stream has tests of its own). Whatever the fault, every answer is the
+// route's own answer or 503 with Retry-After, never a 500 (docs/operations.md §1); once
+// DynamoDB answers again every acknowledged write is there, and a publish or a sign-in that
+// got a 503 is completed by its retry (with the same client_event_id, as the client retry
+// rules of spec 7 ask).
 
 // faultConsoleURL is the console address; invitation links start with it.
 const faultConsoleURL = "http://console.test/app/"

@@ -14,11 +14,11 @@ import (
 // shortAttempts keeps the tests of hung calls short; the service runs the defaults.
 var shortAttempts = dynamodb.Options{AttemptTimeout: 100 * time.Millisecond}
 
-// faultTable is a table behind a fault injector for faults of kind: with short attempts for a
+// faultTable is a table behind a fault injector for faults of kind: with hang's options for a
 // hang, else with attempts that wait for a slow DynamoDB Local.
-func faultTable(t *testing.T, kind faulttest.Kind) faulttest.Table {
+func faultTable(t *testing.T, kind faulttest.Kind, hang dynamodb.Options) faulttest.Table {
 	if kind == faulttest.Hang {
-		return faulttest.NewTable(t, shortAttempts)
+		return faulttest.NewTable(t, hang)
 	}
 	return faulttest.NewTable(t, dynamodb.Options{})
 }
@@ -42,7 +42,7 @@ func TestLastingFaultIsUnavailable(t *testing.T) {
 	for _, kind := range transient {
 		t.Run(kind.String(), func(t *testing.T) {
 			t.Parallel()
-			tab := faultTable(t, kind)
+			tab := faultTable(t, kind, shortAttempts) // a hung attempt never reaches DynamoDB Local
 			ctx := t.Context()
 			tab.Faults.Set(faulttest.Fault{Kind: kind})
 			calls := map[string]func() error{
@@ -78,7 +78,8 @@ func TestPassingFaultIsRetried(t *testing.T) {
 		}
 		t.Run(kind.String(), func(t *testing.T) {
 			t.Parallel()
-			tab := faultTable(t, kind)
+			// The attempt after the hung one must have time to reach a loaded DynamoDB Local.
+			tab := faultTable(t, kind, dynamodb.Options{AttemptTimeout: 3 * time.Second})
 			ctx := t.Context()
 			tab.Faults.Set(faulttest.Fault{Kind: kind, Times: 1})
 			if err := tab.Put(ctx, item("a"), store.IfNotExists()); err != nil {
@@ -99,7 +100,7 @@ func TestPassingFaultIsRetried(t *testing.T) {
 // success (docs/operations.md §1).
 func TestWriteAppliedButAnswerLost(t *testing.T) {
 	t.Parallel()
-	tab := faultTable(t, faulttest.ResetAfter)
+	tab := faulttest.NewTable(t, dynamodb.Options{})
 	ctx := t.Context()
 	lose := func(op string) {
 		tab.Faults.Set(faulttest.Fault{Kind: faulttest.ResetAfter, Ops: []string{op}, Times: 1})
@@ -163,7 +164,7 @@ func TestHungCallGivesUp(t *testing.T) {
 // throttled) fails with store.ErrUnavailable instead of waiting for capacity without end.
 func TestBatchGetThrottledGivesUp(t *testing.T) {
 	t.Parallel()
-	tab := faultTable(t, faulttest.Unprocessed)
+	tab := faulttest.NewTable(t, dynamodb.Options{})
 	ctx := t.Context()
 	if err := tab.Put(ctx, item("a"), store.Condition{}); err != nil {
 		t.Fatal(err)
