@@ -40,7 +40,7 @@ const faultConsoleURL = "http://console.test/app/"
 var faultInviteLink = regexp.MustCompile(regexp.QuoteMeta(faultConsoleURL) + `accept-invite#token=([A-Za-z0-9_]+)`)
 
 // faultRounds is how many times the table of calls runs while calls fail at random.
-const faultRounds = 3
+const faultRounds = 2
 
 // faultEnv is the service twice over one DynamoDB table: Client's calls go through the fault
 // injector, direct's do not, to set the test up and to read what the table holds once
