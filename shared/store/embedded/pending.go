@@ -153,8 +153,9 @@ func (s *Store) update(fn func(*wtx) error) error {
 	pos, err := s.wal.append(encodeCommit(w))
 	s.walMu.Unlock()
 	if err != nil {
-		// Nothing of the commit was shown or kept (wal.append cut it off the log): the disk
-		// refused it, as a full disk does, and the next commit tries again (docs/operations.md §2).
+		// The commit is shown to no one, and wal.append cuts it off the log before the next
+		// record: the disk refused it, as a full disk does, and the next commit tries again
+		// (docs/operations.md §2).
 		return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
 	}
 	s.install(w, pos)

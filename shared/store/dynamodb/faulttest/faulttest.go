@@ -61,6 +61,7 @@ var kindNames = map[Kind]string{
 	Unprocessed: "unprocessed",
 }
 
+// String names the kind in test names and messages.
 func (k Kind) String() string { return kindNames[k] }
 
 // Fault says which calls fail and how.
