@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -274,6 +275,7 @@ func routes(d Deps, a *API, b built, groups ...routetable.Group) []httpapi.Route
 	for _, g := range groups {
 		switch g {
 		case routetable.GroupMeta:
+			// The only group that never reads the table.
 			out = append(out, meta.Routes(meta.Deps{
 				Build:      d.Build,
 				ConsoleURL: d.Config.ConsoleURL,
@@ -281,23 +283,54 @@ func routes(d Deps, a *API, b built, groups ...routetable.Group) []httpapi.Route
 				OpenAPI:    a.OpenAPI,
 			})...)
 		case routetable.GroupConsoleAuth:
-			out = append(out, consoleauth.Routes(b.auth)...)
+			out = append(out, readsTable(consoleauth.Routes(b.auth))...)
 		case routetable.GroupConsoleOrgs:
-			out = append(out, orgs.Routes(b.orgs)...)
-			out = append(out, consoleusage.Routes(consoleusage.Deps{Orgs: b.orgs, Meter: d.Meter, Keys: d.Keys, Clock: d.Clock})...)
+			out = append(out, readsTable(orgs.Routes(b.orgs))...)
+			out = append(out, readsTable(consoleusage.Routes(consoleusage.Deps{Orgs: b.orgs, Meter: d.Meter, Keys: d.Keys, Clock: d.Clock}))...)
 		case routetable.GroupBilling:
-			out = append(out, billing.Routes(b.billing)...)
+			out = append(out, readsTable(billing.Routes(b.billing))...)
 		case routetable.GroupEvents:
-			out = append(out, eventstore.Routes(eventstore.Deps{
+			out = append(out, readsTable(eventstore.Routes(eventstore.Deps{
 				Store:     b.events,
 				Meter:     d.Meter,
 				Clock:     d.Clock,
 				MaxRadius: d.Config.Limits.MaxQueryRadiusM,
-			})...)
-			out = append(out, stream.TicketRoutes(streams)...)
+			}))...)
+			out = append(out, readsTable(stream.TicketRoutes(streams))...)
 		case routetable.GroupStream:
-			out = append(out, stream.Routes(streams)...)
+			out = append(out, readsTable(stream.Routes(streams))...)
 		}
 	}
 	return out
+}
+
+// tableFree names the operations of the groups given to readsTable that never read the
+// table.
+var tableFree = map[string]bool{"listPlans": true}
+
+// readsTable declares on routes that read or write the table the 503 with Retry-After that
+// answers a table briefly out of reach (httpapi.Unavailable, docs/operations.md §1); a route
+// that declares a 503 of its own gets both in one description.
+func readsTable(routes []httpapi.Route) []httpapi.Route {
+	for i := range routes {
+		if tableFree[routes[i].OperationID] {
+			continue
+		}
+		rs := maps.Clone(routes[i].Responses)
+		if rs == nil {
+			rs = map[int]httpapi.Response{}
+		}
+		resp, own := rs[http.StatusServiceUnavailable]
+		if !own {
+			resp = httpapi.Unavailable
+		} else {
+			resp.Description += " Or: " + httpapi.Unavailable.Description
+			if !slices.ContainsFunc(resp.Headers, func(h httpapi.Header) bool { return h.Name == httpapi.RetryAfter.Name }) {
+				resp.Headers = append(slices.Clone(resp.Headers), httpapi.RetryAfter)
+			}
+		}
+		rs[http.StatusServiceUnavailable] = resp
+		routes[i].Responses = rs
+	}
+	return routes
 }

@@ -150,3 +150,31 @@ func TestOpenAPIDocumentMatchesRoutes(t *testing.T) {
 		t.Fatalf("only %d operations documented; want at least the 6 open routes", len(ops))
 	}
 }
+
+// docs/operations.md §1: every operation that reads or writes the table documents the 503 with
+// Retry-After that answers a table out of reach; the ones that never read it do not.
+func TestOpenAPIDeclaresUnavailable(t *testing.T) {
+	t.Parallel()
+	var d struct {
+		Paths map[string]map[string]struct {
+			Responses map[string]struct {
+				Headers map[string]json.RawMessage `json:"headers"`
+			} `json:"responses"`
+		} `json:"paths"`
+	}
+	if err := json.Unmarshal(newAPI(t).OpenAPI(), &d); err != nil {
+		t.Fatal(err)
+	}
+	tableFree := regexp.MustCompile(`^(/|/health|/openapi\.json|/v1/meta/.*|/console/plans)$`)
+	for path, ops := range d.Paths {
+		for method, op := range ops {
+			r, declared := op.Responses["503"]
+			switch {
+			case tableFree.MatchString(path) && declared:
+				t.Errorf("%s %s, which never reads the table, declares 503", method, path)
+			case !tableFree.MatchString(path) && (!declared || r.Headers["Retry-After"] == nil):
+				t.Errorf("%s %s declares no 503 with Retry-After (docs/operations.md §1)", method, path)
+			}
+		}
+	}
+}

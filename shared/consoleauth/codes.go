@@ -110,22 +110,33 @@ func (s *Service) VerifyCode(ctx context.Context, email, code string) (*Session,
 	if !hashEqual(got, stored) {
 		return nil, nil, ErrInvalidCode
 	}
-	// Single use: only the request that deletes this very code goes on.
-	err = s.table.Delete(ctx, k, store.And(store.IfExists(), store.IfEqual(attrHash, stored)))
-	switch {
-	case errors.Is(err, store.ErrConditionFailed):
-		return nil, nil, ErrInvalidCode
-	case err != nil:
-		return nil, nil, fmt.Errorf("consoleauth: consume code: %w", err)
-	}
+	// Creating the account of an address is idempotent, so it may come before the code is
+	// used up; then the code is consumed in the transaction that writes the session (or the
+	// temp token): a sign-in that fails leaves the code usable, and one whose answer is lost
+	// is replayed by the table's retry (docs/operations.md §1). Single use: of two requests
+	// with this very code, only the one that deletes it goes on.
 	a, err := s.signUpOrIn(ctx, email)
 	if err != nil {
 		return nil, nil, err
 	}
+	consume := store.DeleteOp(k, store.And(store.IfExists(), store.IfEqual(attrHash, stored)))
+	var (
+		sess *Session
+		ch   *Challenge
+		at   int // the index of consume in the transaction
+	)
 	if a.TOTPEnabled {
-		ch, err := s.newChallenge(ctx, a)
-		return nil, ch, err
+		ch, err = s.newChallenge(ctx, a, consume)
+		at = 1
+	} else {
+		sess, err = s.mintSession(ctx, a, []store.Op{consume})
+		at = 2
 	}
-	sess, err := s.mintSession(ctx, a, nil)
-	return sess, nil, err
+	if ce, ok := errors.AsType[*store.ConditionError](err); ok && ce.Op == at {
+		return nil, nil, ErrInvalidCode
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return sess, ch, nil
 }

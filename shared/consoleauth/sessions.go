@@ -55,12 +55,20 @@ func (s *Service) mintSession(ctx context.Context, a account, extra []store.Op) 
 	return &Session{Token: token, ExpiresAt: expires, User: u}, nil
 }
 
-// newChallenge writes a temp token for the TOTP step of a's sign-in.
-func (s *Service) newChallenge(ctx context.Context, a account) (*Challenge, error) {
+// newChallenge writes a temp token for the TOTP step of a's sign-in, in one transaction with
+// consume (operation 1): a failed condition of consume is returned as *store.ConditionError.
+func (s *Service) newChallenge(ctx context.Context, a account, consume store.Op) (*Challenge, error) {
 	now := s.clock.Now()
 	token := newToken(TempPrefix)
 	expires := now.Add(TempTokenTTL)
-	if err := s.table.Put(ctx, sessionItem(tempKey(tokenHash(token)), a.ID, a.epoch, now, expires), store.IfNotExists()); err != nil {
+	err := s.table.TransactWrite(ctx, []store.Op{
+		store.PutOp(sessionItem(tempKey(tokenHash(token)), a.ID, a.epoch, now, expires), store.IfNotExists()),
+		consume,
+	})
+	if ce, ok := errors.AsType[*store.ConditionError](err); ok && ce.Op == 1 {
+		return nil, err
+	}
+	if err != nil {
 		return nil, fmt.Errorf("consoleauth: write temp token: %w", err)
 	}
 	return &Challenge{TempToken: token, ExpiresAt: expires}, nil

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/roadevents/roadevents/shared/schema"
+	"github.com/roadevents/roadevents/shared/store"
 )
 
 // Errors of the package itself. Check them with errors.Is.
@@ -116,7 +117,24 @@ func (f HandlerFunc) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// DetailUnavailable is the sentence of the 503 that answers store.ErrUnavailable.
+const DetailUnavailable = "The service's storage is briefly unavailable; retry after the time the Retry-After header gives"
+
+// unavailableRetryAfter is the Retry-After of that 503: the SDK's retries and the store's own
+// recovery have already been tried, so the outage is not a matter of milliseconds, and a
+// client retrying sooner would only add load (docs/operations.md §1).
+const unavailableRetryAfter = 2 * time.Second
+
+// Unavailable documents the 503 of store.ErrUnavailable, which every route that reads or
+// writes the table can answer (docs/operations.md §1).
+var Unavailable = ErrorResponse("The service's storage is briefly unavailable (its table throttled, timed out or "+
+	"failed, or its disk is full). A change was made whole or not at all, and which is unknown: retry after "+
+	"Retry-After seconds, with the same client_event_id when publishing.", RetryAfter)
+
 // WriteError maps err to a response, logging what must not be sent:
+//   - store.ErrUnavailable anywhere in the chain is 503 {"detail": DetailUnavailable} with
+//     Retry-After, whatever else the chain holds: a failure of the table says nothing about
+//     the request, which the client should send again (docs/operations.md §1);
 //   - an error the route's ErrorTable (Route.Errors) matches becomes that row's response;
 //   - an *Error (anywhere in the chain) gives its status, headers and detail; its cause is
 //     logged (at error level for 5xx, debug otherwise);
@@ -129,6 +147,12 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	log := Logger(ctx)
 	if started(ctx) {
 		log.LogAttrs(ctx, slog.LevelError, "error after the response began", slog.String("error", err.Error()))
+		return
+	}
+	if errors.Is(err, store.ErrUnavailable) {
+		log.LogAttrs(ctx, slog.LevelError, "request failed", slog.Int("status", http.StatusServiceUnavailable), slog.String("error", err.Error()))
+		w.Header().Set("Retry-After", retryAfterSeconds(unavailableRetryAfter))
+		WriteDetail(w, http.StatusServiceUnavailable, DetailUnavailable)
 		return
 	}
 	if d := routeFrom(ctx); d != nil {

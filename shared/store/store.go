@@ -46,6 +46,13 @@ var (
 	// ErrConflict is returned when a transaction collided with another write to the same
 	// items and was refused as a whole; the caller may retry it.
 	ErrConflict = errors.New("store: transaction conflict")
+	// ErrUnavailable is returned when the table cannot answer now but may shortly: DynamoDB
+	// throttled, timed out, reset the connection or failed on its side even after the
+	// adapter's retries (docs/operations.md §1), or the embedded store's disk refused a write
+	// (§2). A write that gets it was carried out whole or not at all, and which is unknown:
+	// DynamoDB may have carried it out and lost the answer. The HTTP layer answers 503 with
+	// Retry-After.
+	ErrUnavailable = errors.New("store: temporarily unavailable")
 )
 
 // ConditionError says which operation of a TransactWrite had its condition fail

@@ -4,6 +4,9 @@
 //
 // DynamoDB deletes items past their TTL lazily, up to days later, so this adapter hides them
 // itself: reads drop them, and every condition expression treats them as absent.
+//
+// Every call has the adapter's own retries and a deadline per attempt (calls.go), and a call
+// DynamoDB does not carry out in time is store.ErrUnavailable (docs/operations.md §1).
 package dynamodb
 
 import (
@@ -25,6 +28,12 @@ import (
 type Options struct {
 	// Clock decides which items are past their TTL; clock.System when nil.
 	Clock clock.Clock
+	// MaxAttempts is how often one call is tried before it fails: DefaultMaxAttempts when 0.
+	MaxAttempts int
+	// AttemptTimeout bounds each attempt: DefaultAttemptTimeout when 0.
+	AttemptTimeout time.Duration
+	// BaseDelay scales the waits between attempts: DefaultBaseDelay when 0.
+	BaseDelay time.Duration
 }
 
 // Table is a store.Table on one DynamoDB table whose key schema is pk (S, HASH) and sk (S,
@@ -33,6 +42,10 @@ type Table struct {
 	client *ddb.Client
 	name   string
 	clock  clock.Clock
+	// retryer and attemptTimeout are the policy of every call (calls.go); one retryer per
+	// table, so that its retry quota sees all of the table's calls.
+	retryer        aws.Retryer
+	attemptTimeout time.Duration
 }
 
 var _ store.Table = (*Table)(nil)
@@ -41,13 +54,23 @@ var _ store.Table = (*Table)(nil)
 // changed under it; past that the caller gets store.ErrConflict and may retry.
 const maxRaceRetries = 5
 
-// New returns the adapter for table on client.
+// New returns the adapter for table on client. Its calls follow the adapter's retries and
+// timeouts (Options), not the client's.
 func New(client *ddb.Client, table string, opts Options) *Table {
-	c := opts.Clock
-	if c == nil {
-		c = clock.System
+	if opts.Clock == nil {
+		opts.Clock = clock.System
 	}
-	return &Table{client: client, name: table, clock: c}
+	if opts.MaxAttempts <= 0 {
+		opts.MaxAttempts = DefaultMaxAttempts
+	}
+	if opts.AttemptTimeout <= 0 {
+		opts.AttemptTimeout = DefaultAttemptTimeout
+	}
+	if opts.BaseDelay <= 0 {
+		opts.BaseDelay = DefaultBaseDelay
+	}
+	return &Table{client: client, name: table, clock: opts.Clock,
+		retryer: newRetryer(opts.MaxAttempts, opts.BaseDelay), attemptTimeout: opts.AttemptTimeout}
 }
 
 func (t *Table) now() int64 { return t.clock.Now().Unix() }
@@ -69,13 +92,13 @@ func (t *Table) Get(ctx context.Context, k store.Key) (store.Item, error) {
 
 // getRaw reads the stored item, expired or not; nil when there is none.
 func (t *Table) getRaw(ctx context.Context, k store.Key) (store.Item, error) {
-	out, err := t.client.GetItem(ctx, &ddb.GetItemInput{
+	out, err := call(ctx, t, readCall, t.client.GetItem, &ddb.GetItemInput{
 		TableName:      aws.String(t.name),
 		Key:            marshalKey(k),
 		ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
-		return nil, mapError(err)
+		return nil, err
 	}
 	return unmarshalItem(out.Item)
 }
@@ -86,8 +109,8 @@ func (t *Table) Put(ctx context.Context, item store.Item, cond store.Condition) 
 	if err != nil {
 		return fmt.Errorf("put %s: %w", item.Key(), err)
 	}
-	if _, err := t.client.PutItem(ctx, in); err != nil {
-		return fmt.Errorf("put %s: %w", item.Key(), mapError(err))
+	if _, err := call(ctx, t, writeCall, t.client.PutItem, in); err != nil {
+		return fmt.Errorf("put %s: %w", item.Key(), err)
 	}
 	return nil
 }
@@ -121,8 +144,8 @@ func (t *Table) Delete(ctx context.Context, k store.Key, cond store.Condition) e
 	if err != nil {
 		return fmt.Errorf("delete %s: %w", k, err)
 	}
-	if _, err := t.client.DeleteItem(ctx, in); err != nil {
-		return fmt.Errorf("delete %s: %w", k, mapError(err))
+	if _, err := call(ctx, t, writeCall, t.client.DeleteItem, in); err != nil {
+		return fmt.Errorf("delete %s: %w", k, err)
 	}
 	return nil
 }
@@ -162,7 +185,7 @@ func (t *Table) Update(ctx context.Context, k store.Key, u store.Update, cond st
 			return nil, fmt.Errorf("update %s: %w", k, err)
 		}
 		in.ReturnValues = types.ReturnValueAllNew
-		out, err := t.client.UpdateItem(ctx, in)
+		out, err := call(ctx, t, writeCall, t.client.UpdateItem, in)
 		if err == nil {
 			it, err := unmarshalItem(out.Attributes)
 			if err != nil {
@@ -170,7 +193,6 @@ func (t *Table) Update(ctx context.Context, k store.Key, u store.Update, cond st
 			}
 			return it, nil
 		}
-		err = mapError(err)
 		if !errors.Is(err, store.ErrConditionFailed) {
 			return nil, fmt.Errorf("update %s: %w", k, err)
 		}
@@ -186,8 +208,8 @@ func (t *Table) Update(ctx context.Context, k store.Key, u store.Update, cond st
 		if err != nil {
 			return nil, fmt.Errorf("update %s: %w", k, err)
 		}
-		if _, err := t.client.PutItem(ctx, put); err != nil {
-			if err = mapError(err); errors.Is(err, store.ErrConditionFailed) {
+		if _, err := call(ctx, t, writeCall, t.client.PutItem, put); err != nil {
+			if errors.Is(err, store.ErrConditionFailed) {
 				continue // the expired item changed meanwhile: start over
 			}
 			return nil, fmt.Errorf("update %s: %w", k, err)
@@ -287,9 +309,9 @@ func (t *Table) Query(ctx context.Context, q store.Query) ([]store.Item, error) 
 		if q.Limit > 0 {
 			in.Limit = aws.Int32(int32(min(q.Limit-len(items), 1<<20)))
 		}
-		out, err := t.client.Query(ctx, in)
+		out, err := call(ctx, t, readCall, t.client.Query, in)
 		if err != nil {
-			return nil, fmt.Errorf("query %q: %w", q.PK, mapError(err))
+			return nil, fmt.Errorf("query %q: %w", q.PK, err)
 		}
 		for _, raw := range out.Items {
 			it, err := unmarshalItem(raw)
@@ -308,8 +330,8 @@ func (t *Table) Query(ctx context.Context, q store.Query) ([]store.Item, error) 
 }
 
 // BatchGet implements store.Table: chunks of store.MaxBatchGet keys, unprocessed keys retried
-// with backoff (DynamoDB returns them under throttling or past 16 MB), answers in the order
-// of keys.
+// with backoff (DynamoDB returns them under throttling or past 16 MB) while rounds bring items,
+// answers in the order of keys.
 func (t *Table) BatchGet(ctx context.Context, keys []store.Key) ([]store.Item, error) {
 	var unique []store.Key
 	seen := make(map[store.Key]bool, len(keys))
@@ -339,6 +361,11 @@ func (t *Table) BatchGet(ctx context.Context, keys []store.Key) ([]store.Item, e
 	return items, nil
 }
 
+// maxIdleRounds bounds the rounds of a BatchGet chunk in a row in which DynamoDB returned no
+// item and left keys unprocessed (throttling): past it the call fails with
+// store.ErrUnavailable rather than wait for capacity without end (docs/operations.md §1).
+const maxIdleRounds = 5
+
 func (t *Table) batchGetChunk(ctx context.Context, chunk []store.Key, found map[store.Key]store.Item) error {
 	req := make([]map[string]types.AttributeValue, len(chunk))
 	for i, k := range chunk {
@@ -348,10 +375,11 @@ func (t *Table) batchGetChunk(ctx context.Context, chunk []store.Key, found map[
 		t.name: {Keys: req, ConsistentRead: aws.Bool(true)},
 	}
 	backoff := 20 * time.Millisecond
+	idle := 0
 	for len(pending) > 0 && len(pending[t.name].Keys) > 0 {
-		out, err := t.client.BatchGetItem(ctx, &ddb.BatchGetItemInput{RequestItems: pending})
+		out, err := call(ctx, t, readCall, t.client.BatchGetItem, &ddb.BatchGetItemInput{RequestItems: pending})
 		if err != nil {
-			return mapError(err)
+			return err
 		}
 		for _, raw := range out.Responses[t.name] {
 			it, err := unmarshalItem(raw)
@@ -364,6 +392,11 @@ func (t *Table) batchGetChunk(ctx context.Context, chunk []store.Key, found map[
 		if len(pending) == 0 {
 			break
 		}
+		if len(out.Responses[t.name]) > 0 {
+			idle = 0
+		} else if idle++; idle >= maxIdleRounds {
+			return fmt.Errorf("%w: %d keys still unprocessed after %d rounds", store.ErrUnavailable, len(pending[t.name].Keys), idle)
+		}
 		if err := sleep(ctx, backoff); err != nil {
 			return err
 		}
@@ -375,22 +408,22 @@ func (t *Table) batchGetChunk(ctx context.Context, chunk []store.Key, found map[
 // Close implements store.Table; the SDK client holds nothing that needs releasing.
 func (t *Table) Close() error { return nil }
 
-// mapError turns the DynamoDB errors the contract names into its sentinels, keeping the
-// original in the chain for logs.
-func mapError(err error) error {
+// refusal turns the refusals the contract names into its sentinels, keeping the original in
+// the chain for logs; ok is false for any other error.
+func refusal(err error) (mapped error, ok bool) {
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
-		return &store.ConditionError{Op: -1}
+		return &store.ConditionError{Op: -1}, true
 	}
 	var conflict *types.TransactionConflictException
 	if errors.As(err, &conflict) {
-		return fmt.Errorf("%w: %w", store.ErrConflict, err)
+		return fmt.Errorf("%w: %w", store.ErrConflict, err), true
 	}
 	var api smithy.APIError
 	if errors.As(err, &api) && api.ErrorCode() == "ValidationException" {
-		return fmt.Errorf("%w: %w", store.ErrInvalid, err)
+		return fmt.Errorf("%w: %w", store.ErrInvalid, err), true
 	}
-	return err
+	return nil, false
 }
 
 // optional returns nil for "", so that an absent expression is not sent as an empty one
@@ -402,11 +435,16 @@ func optional(s string) *string {
 	return aws.String(s)
 }
 
+// sleep waits for d; a deadline of ctx that ends the wait is store.ErrUnavailable, as it is
+// for a call.
 func sleep(ctx context.Context, d time.Duration) error {
 	timer := time.NewTimer(d)
 	defer timer.Stop()
 	select {
 	case <-ctx.Done():
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return fmt.Errorf("%w: %w", store.ErrUnavailable, ctx.Err())
+		}
 		return ctx.Err()
 	case <-timer.C:
 		return nil

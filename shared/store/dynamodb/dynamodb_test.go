@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/roadevents/roadevents/shared/clock"
 	"github.com/roadevents/roadevents/shared/store"
 	"github.com/roadevents/roadevents/shared/store/dynamodb"
 	"github.com/roadevents/roadevents/shared/store/storetest"
@@ -106,7 +107,7 @@ func TestEmptyUpdateCreatesItem(t *testing.T) {
 // under one second from publication to subscriber). Reported as p50-ms and p95-ms.
 func BenchmarkDynamoDBFeedDelivery(b *testing.B) {
 	l := tables.NewLocal(b)
-	table := dynamodb.New(l.DB, l.Name, dynamodb.Options{})
+	table := dynamodb.New(l.DB, l.Name, l.Options(clock.System))
 	feed := dynamodb.NewStreamFeed(l.Streams, l.StreamARN, dynamodb.StreamOptions{})
 	ctx := b.Context()
 	cur, err := feed.Follow(ctx)

@@ -16,6 +16,7 @@ import (
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
 	"github.com/roadevents/roadevents/shared/apitest"
+	"github.com/roadevents/roadevents/shared/clock"
 	"github.com/roadevents/roadevents/shared/store"
 	"github.com/roadevents/roadevents/shared/store/dynamodb"
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
@@ -515,7 +516,7 @@ func TestStreamFeedOnNewTable(t *testing.T) {
 		t.Run(fmt.Sprint("table ", i), func(t *testing.T) {
 			t.Parallel()
 			l := tables.NewLocal(t)
-			table := dynamodb.New(l.DB, l.Name, dynamodb.Options{})
+			table := dynamodb.New(l.DB, l.Name, l.Options(clock.System))
 			var log apitest.LogBuffer
 			feed := dynamodb.NewStreamFeed(l.Streams, l.StreamARN, dynamodb.StreamOptions{
 				PollInterval: 5 * time.Millisecond,

@@ -22,6 +22,10 @@ import (
 //
 // An update of an item past its TTL is handled as Update does: the guarded update is refused,
 // the operation becomes a put that replaces the expired item, and the transaction is retried.
+//
+// The SDK sends every attempt of one call with the same idempotency token
+// (ClientRequestToken), so an attempt retried after DynamoDB carried out an earlier one whose
+// answer was lost gets that success, never a refusal by its own writes (docs/operations.md §1).
 func (t *Table) TransactWrite(ctx context.Context, ops []store.Op) error {
 	if err := validateOps(ops); err != nil {
 		return fmt.Errorf("transact write of %d operations: %w", len(ops), err)
@@ -35,13 +39,13 @@ func (t *Table) TransactWrite(ctx context.Context, ops []store.Op) error {
 		if len(items) == 0 {
 			return nil // only checks that always hold
 		}
-		_, err = t.client.TransactWriteItems(ctx, &ddb.TransactWriteItemsInput{TransactItems: items})
+		_, err = call(ctx, t, transactCall, t.client.TransactWriteItems, &ddb.TransactWriteItemsInput{TransactItems: items})
 		if err == nil {
 			return nil
 		}
 		var canceled *types.TransactionCanceledException
 		if !errors.As(err, &canceled) {
-			return fmt.Errorf("transact write of %d operations: %w", len(ops), mapError(err))
+			return fmt.Errorf("transact write of %d operations: %w", len(ops), err)
 		}
 		codes := cancellationCodes(canceled)
 		failed := -1
@@ -200,7 +204,8 @@ func cancellationCodes(e *types.TransactionCanceledException) []string {
 	return codes
 }
 
-// canceledError maps a refusal that is no condition failure.
+// canceledError maps a refusal that is no condition failure. A transaction refused because an
+// item's partition was throttled is store.ErrUnavailable (docs/operations.md §1).
 func canceledError(codes []string, err error) error {
 	for _, code := range codes {
 		if code == "TransactionConflict" {
@@ -210,6 +215,11 @@ func canceledError(codes []string, err error) error {
 	for _, code := range codes {
 		if code == "ValidationError" {
 			return fmt.Errorf("%w: %w", store.ErrInvalid, err)
+		}
+	}
+	for _, code := range codes {
+		if code == "ThrottlingError" || code == "ProvisionedThroughputExceeded" {
+			return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
 		}
 	}
 	return err

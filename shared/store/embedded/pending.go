@@ -7,6 +7,8 @@ import (
 
 	"github.com/tidwall/btree"
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/roadevents/roadevents/shared/store"
 )
 
 // Commits bbolt does not hold yet. A commit is durable once the write-ahead log has it
@@ -134,9 +136,6 @@ func (s *Store) viewDo(fn func(*view) error) error {
 // update runs fn in a write transaction and commits it: to the log, then to the live layer.
 // It runs on the committer goroutine only.
 func (s *Store) update(fn func(*wtx) error) error {
-	if s.failed != nil {
-		return s.failed
-	}
 	v, err := s.read()
 	if err != nil {
 		return err
@@ -154,9 +153,10 @@ func (s *Store) update(fn func(*wtx) error) error {
 	pos, err := s.wal.append(encodeCommit(w))
 	s.walMu.Unlock()
 	if err != nil {
-		// The log's tail is now unknown: no later commit may follow it.
-		s.failed = fmt.Errorf("embedded: writes stopped after a write-ahead log failure: %w", err)
-		return err
+		// The commit is shown to no one, and wal.append cuts it off the log before the next
+		// record: the disk refused it, as a full disk does, and the next commit tries again
+		// (docs/operations.md §2).
+		return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
 	}
 	s.install(w, pos)
 	return nil
@@ -434,6 +434,7 @@ func (s *Store) recover(dir string) error {
 		s.log.Info("embedded: replayed the write-ahead log", "commits", unapplied.commits)
 	}
 	// bbolt now holds every record: start an empty log after the last position.
+	w.files = s.walFiles
 	next := max(w.next, applied+1)
 	if err := w.reset(); err != nil {
 		return err

@@ -78,6 +78,10 @@ type Options struct {
 	// file (pending.go): DefaultFlushBytes when 0 or less. They are also written after
 	// flushAge (4 s). Tests set 1 to write after every commit.
 	FlushBytes int
+	// WALFiles, when set, is given each segment file of the write-ahead log as it is created
+	// and returns the file the log uses: tests wrap it to fail writes and syncs as a full or
+	// failing disk does (docs/operations.md §2).
+	WALFiles func(LogFile) LogFile
 }
 
 // Bucket and meta names, format 1 (see codec.go).
@@ -118,13 +122,12 @@ type Store struct {
 	wakeMu sync.Mutex
 	wake   chan struct{}
 
-	// The write-ahead log and the commits bbolt does not hold yet (pending.go). live and
-	// failed belong to the committer; walMu orders the committer's appends and the flusher's
-	// releases.
-	walMu  sync.Mutex
-	wal    *wal
-	live   *layer
-	failed error
+	// The write-ahead log and the commits bbolt does not hold yet (pending.go). live belongs
+	// to the committer; walMu orders the committer's appends and the flusher's releases.
+	walMu    sync.Mutex
+	wal      *wal
+	walFiles func(LogFile) LogFile
+	live     *layer
 	// viewMu guards what new views see: layers (newest first), made of shown (a snapshot of
 	// the live layer) and frozen (the layer being flushed), and the feed's last position.
 	// flushed is closed and replaced after every flush.
@@ -176,6 +179,7 @@ func Open(path string, opts Options) (*Store, error) {
 		log:        opts.Logger,
 		retention:  opts.FeedRetention,
 		flushBytes: opts.FlushBytes,
+		walFiles:   opts.WALFiles,
 		closing:    make(chan struct{}),
 		wake:       make(chan struct{}),
 

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -33,6 +32,13 @@ import (
 // so after a crash only the last record of the last segment can be incomplete: Open cuts
 // such a torn tail off (its commit never returned). A bad record anywhere else is corruption
 // and Open fails rather than drop records that were acknowledged.
+//
+// A record that cannot be written or synced (a full disk, an I/O error) fails its commit and
+// is cut off the segment at once, and the segment synced, before any other record may follow
+// (docs/operations.md §2). After a failed fsync the kernel may have dropped the unwritten pages
+// and will not report that again, so what the file holds past the last acknowledged record is
+// unknown until it is cut; the records before it were synced when they were acknowledged. When
+// the disk has room again, the next commit is appended where the failed one began.
 
 const (
 	walSuffix       = ".wal"
@@ -46,6 +52,20 @@ var walCRC = crc32.MakeTable(crc32.Castagnoli)
 // errWALCorrupt is wrapped by the errors of a log that cannot be read back.
 var errWALCorrupt = errors.New("embedded: write-ahead log corrupt")
 
+// LogFile is what the log needs of one of its segment files (Options.WALFiles).
+type LogFile interface {
+	WriteAt(p []byte, off int64) (int, error)
+	// SyncData makes what was written durable (fdatasync on Linux).
+	SyncData() error
+	Truncate(size int64) error
+	Close() error
+}
+
+// osLogFile is a segment file on disk.
+type osLogFile struct{ *os.File }
+
+func (f osLogFile) SyncData() error { return syncData(f.File) }
+
 // walSegment is one file of the log.
 type walSegment struct {
 	first uint64 // position of its first record
@@ -57,10 +77,14 @@ type walSegment struct {
 type wal struct {
 	dir  string
 	segs []walSegment // in position order; the last is the one appended to
-	f    *os.File     // the last segment
-	size int64        // bytes in f
-	next uint64       // position of the next record
+	f    LogFile      // the last segment
+	size int64        // bytes of f up to the end of its last acknowledged record
+	// torn is set while f may hold part of a failed record past size.
+	torn bool
+	next uint64 // position of the next record
 	buf  []byte
+	// files wraps each new segment file (Options.WALFiles); nil leaves it as it is.
+	files func(LogFile) LogFile
 }
 
 // openWAL opens the log in dir (creating it), calls replay for every record in position order,
@@ -105,11 +129,7 @@ func openWAL(dir string, start uint64, log *slog.Logger, replay func(pos uint64,
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", segs[len(segs)-1].path, err)
 	}
-	if _, err := f.Seek(w.size, io.SeekStart); err != nil {
-		_ = f.Close()
-		return nil, fmt.Errorf("seek %s: %w", segs[len(segs)-1].path, err)
-	}
-	w.f = f
+	w.f = osLogFile{f}
 	return w, nil
 }
 
@@ -217,8 +237,14 @@ func allZero(b []byte) bool {
 }
 
 // append writes one record and syncs it; the commit it holds is durable when append returns
-// nil. After an error the log's tail is unknown and the store stops writing (Store.failed).
+// nil. After an error the record is cut off again (cut), or, if even that failed, the next
+// append cuts it before writing.
 func (w *wal) append(payload []byte) (uint64, error) {
+	if w.torn {
+		if err := w.cut(); err != nil {
+			return 0, err
+		}
+	}
 	if w.size >= walSegmentBytes {
 		if err := w.rotate(); err != nil {
 			return 0, err
@@ -230,11 +256,11 @@ func (w *wal) append(payload []byte) (uint64, error) {
 	w.buf = binary.BigEndian.AppendUint64(w.buf, pos)
 	w.buf = append(w.buf, payload...)
 	binary.BigEndian.PutUint32(w.buf[4:], crc32.Checksum(w.buf[walFrameHeader:], walCRC))
-	if _, err := w.f.Write(w.buf); err != nil {
-		return 0, fmt.Errorf("write-ahead log: %w", err)
+	if _, err := w.f.WriteAt(w.buf, w.size); err != nil {
+		return 0, w.fail(fmt.Errorf("write-ahead log: %w", err))
 	}
-	if err := syncData(w.f); err != nil {
-		return 0, fmt.Errorf("write-ahead log: sync: %w", err)
+	if err := w.f.SyncData(); err != nil {
+		return 0, w.fail(fmt.Errorf("write-ahead log: sync: %w", err))
 	}
 	w.size += int64(len(w.buf))
 	w.next++
@@ -244,12 +270,39 @@ func (w *wal) append(payload []byte) (uint64, error) {
 	return pos, nil
 }
 
-// rotate closes the current segment and starts the next.
-func (w *wal) rotate() error {
-	if err := w.f.Close(); err != nil {
-		return fmt.Errorf("write-ahead log: close %s: %w", w.f.Name(), err)
+// fail cuts off the record whose write or sync failed with err, and returns err.
+func (w *wal) fail(err error) error {
+	w.torn = true
+	if cerr := w.cut(); cerr != nil {
+		return errors.Join(err, cerr)
 	}
-	return w.newSegment()
+	return err
+}
+
+// cut truncates the current segment to its last acknowledged record and syncs it, so that
+// nothing of a failed record can be replayed and the next record follows the last good one.
+func (w *wal) cut() error {
+	if err := w.f.Truncate(w.size); err != nil {
+		return fmt.Errorf("write-ahead log: cut a failed record off: %w", err)
+	}
+	if err := w.f.SyncData(); err != nil {
+		return fmt.Errorf("write-ahead log: sync after cutting a failed record off: %w", err)
+	}
+	w.torn = false
+	return nil
+}
+
+// rotate starts the next segment and closes the current one; if the next cannot be created,
+// the current one stays and the next append tries again.
+func (w *wal) rotate() error {
+	old := w.f
+	if err := w.newSegment(); err != nil {
+		return err
+	}
+	// Every record of the old segment was synced when it was acknowledged: a failure to
+	// close it loses nothing.
+	_ = old.Close()
+	return nil
 }
 
 // newSegment creates the segment whose first record is w.next and makes it the current one.
@@ -263,7 +316,11 @@ func (w *wal) newSegment() error {
 		_ = f.Close()
 		return fmt.Errorf("write-ahead log: %w", err)
 	}
-	w.f, w.size = f, 0
+	var lf LogFile = osLogFile{f}
+	if w.files != nil {
+		lf = w.files(lf)
+	}
+	w.f, w.size, w.torn = lf, 0, false
 	w.segs = append(w.segs, seg)
 	return nil
 }

@@ -101,7 +101,21 @@ type Local struct {
 	Streams   *dynamodbstreams.Client
 	Name      string
 	StreamARN string
+	// Config and Endpoint build more clients of DynamoDB Local (ddb.NewFromConfig with
+	// Options.BaseEndpoint), such as one whose calls go through a fault injector.
+	Config   aws.Config
+	Endpoint string
 }
+
+// How the adapters of Local.Table try a call. DynamoDB Local answers contention on one item
+// with a 500 "timed out waiting for a lock ... will succeed in actual DynamoDB", and under the
+// load of the whole test suite on a small machine it takes seconds to answer: retrying longer
+// than the adapter's defaults, and waiting longer for each attempt, keeps these emulator
+// artefacts out of the results.
+const (
+	LocalAttempts       = 10
+	LocalAttemptTimeout = 30 * time.Second
+)
 
 // NewLocal creates a table on DynamoDB Local, deleted at the end of the test, or skips tb when
 // EndpointEnv is not set.
@@ -114,15 +128,15 @@ func NewLocal(tb testing.TB) *Local {
 	cfg := aws.Config{
 		Region:      "us-east-1",
 		Credentials: credentials.NewStaticCredentialsProvider("local", "local", ""),
-		// DynamoDB Local answers contention on one item with a 500 "timed out waiting for a
-		// lock ... will succeed in actual DynamoDB"; retrying longer than the SDK's default of 3
-		// attempts keeps that emulator artefact out of the results.
+		// For the raw clients' calls (the adapters have their own, LocalAttempts).
 		Retryer: func() aws.Retryer {
-			return retry.AddWithMaxAttempts(retry.NewStandard(), 10)
+			return retry.AddWithMaxAttempts(retry.NewStandard(), LocalAttempts)
 		},
 	}
 	l := &Local{
-		DB: ddb.NewFromConfig(cfg, func(o *ddb.Options) { o.BaseEndpoint = aws.String(endpoint) }),
+		Config:   cfg,
+		Endpoint: endpoint,
+		DB:       ddb.NewFromConfig(cfg, func(o *ddb.Options) { o.BaseEndpoint = aws.String(endpoint) }),
 		Streams: dynamodbstreams.NewFromConfig(cfg, func(o *dynamodbstreams.Options) {
 			o.BaseEndpoint = aws.String(endpoint)
 		}),
@@ -145,12 +159,17 @@ func NewLocal(tb testing.TB) *Local {
 	return l
 }
 
+// Options are the adapter options of Local.Table, with clock clk.
+func (l *Local) Options(clk clock.Clock) dynamodb.Options {
+	return dynamodb.Options{Clock: clk, MaxAttempts: LocalAttempts, AttemptTimeout: LocalAttemptTimeout}
+}
+
 // Table returns an adapter over the table, with a fake clock of its own starting at Start.
 // Several adapters over one table can serve tests that write under distinct partitions.
 func (l *Local) Table() Table {
 	clk := clock.NewFake(Start)
 	return Table{
-		Table:   dynamodb.New(l.DB, l.Name, dynamodb.Options{Clock: clk}),
+		Table:   dynamodb.New(l.DB, l.Name, l.Options(clk)),
 		Feed:    dynamodb.NewStreamFeed(l.Streams, l.StreamARN, dynamodb.StreamOptions{PollInterval: 50 * time.Millisecond}),
 		Clock:   clk,
 		Adapter: AdapterDynamoDB,
