@@ -3,7 +3,7 @@
 # misbehaving clients (scripts/soak: slow bodies, vanished streams, keys revoked mid-stream),
 # which prints the lost acknowledged writes (must be 0), the 500 answers (must be 0), how
 # fast revoked keys lost their streams and how available GET /health stayed
-# (docs/operations.md §1).
+# (docs/operations.md §3).
 #
 # Builds the server and scripts/soak, starts the server on a free loopback port with a fresh
 # data folder, runs the soak, and stops the server and removes the folder on exit, whatever

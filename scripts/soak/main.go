@@ -1,7 +1,7 @@
 // Command soak runs a bounded, mixed load against a running road-events server, with clients
 // that misbehave beside the ones that do not, and reports what an operator asks afterwards:
 // was any acknowledged write lost, did GET /health keep answering, did a revoked key lose its
-// streams at once, and did any request get a 500 (docs/operations.md §1).
+// streams at once, and did any request get a 500 (docs/operations.md §3).
 //
 // The load, for -duration:
 //   - publishers send accidents with a client_event_id and retry 5xx, 429 and network errors

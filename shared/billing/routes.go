@@ -305,12 +305,14 @@ func (s *Service) portal(in *httpapi.Request[httpapi.NoBody]) (SessionOut, error
 	return SessionOut{URL: url}, nil
 }
 
-// providerFailure answers a failed call to Stripe with 503 (retry later); ErrBusy too.
+// providerFailure answers a failed call to Stripe with 503 (retry later); ErrBusy too. Both
+// say when to retry, as every passing 503 does (docs/operations.md §1).
 func providerFailure(err error) error {
+	detail := DetailProviderFailure
 	if errors.Is(err, ErrBusy) {
-		return httpapi.NewError(http.StatusServiceUnavailable, DetailBusy, err)
+		detail = DetailBusy
 	}
-	return httpapi.NewError(http.StatusServiceUnavailable, DetailProviderFailure, err)
+	return httpapi.NewError(http.StatusServiceUnavailable, detail, err).WithHeader("Retry-After", "2")
 }
 
 func (s *Service) webhook(w http.ResponseWriter, r *http.Request) error {

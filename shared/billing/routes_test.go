@@ -181,3 +181,18 @@ func TestRecordsMatchContract(t *testing.T) {
 		}
 	}
 }
+
+// docs/operations.md §1: when Stripe fails, checkout answers 503 with Retry-After, a passing
+// condition the client retries.
+func TestCheckoutWhenStripeFails(t *testing.T) {
+	t.Parallel()
+	tables.Each(t, func(t *testing.T, tab tables.Table) {
+		t.Parallel()
+		r := newRig(t, tab, rigOptions{provider: &refusingProvider{}})
+		r.client(t).Run(t, []apitest.Scenario{{
+			Name: "checkout while Stripe fails", Token: tokenOwner, Method: "POST",
+			Path: "/console/orgs/" + orgA + "/billing/checkout", Body: `{"plan":"team"}`,
+			WantStatus: http.StatusServiceUnavailable, WantHeader: map[string]string{"Retry-After": "2"},
+		}})
+	})
+}

@@ -34,7 +34,7 @@ type Config struct {
 	LogLevel    slog.Level
 	// MaxConnections caps the connections a long-running server holds at once
 	// (ROADEVENTS_MAX_CONNECTIONS); 0 derives it from the descriptor limit
-	// (daemon.DefaultConnectionBudget, docs/operations.md §1).
+	// (daemon.DefaultConnectionBudget, docs/operations.md §3).
 	MaxConnections int
 
 	Limits Limits

@@ -14,7 +14,7 @@ import (
 
 // Budget caps the connections a server holds at once, so that no crowd of clients (streams,
 // half-sent requests, idle keep-alives) can take the process to its descriptor limit, where
-// it could no longer accept anything, not even a health check (docs/operations.md §1).
+// it could no longer accept anything, not even a health check (docs/operations.md §3).
 //
 // A connection past the budget is answered at once by the listener itself, without net/http:
 // 503 with Retry-After, which clients treat as a server condition and retry with backoff,
@@ -32,7 +32,7 @@ const (
 	maxRefusing   = 64
 	refuseTimeout = time.Second
 	// RefusalRetryAfter is the Retry-After of a connection refused past the budget: streams
-	// and requests end within seconds (docs/operations.md §1).
+	// and requests end within seconds (docs/operations.md §3).
 	RefusalRetryAfter = 2 * time.Second
 )
 

@@ -66,7 +66,7 @@ var ok = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 	io.WriteString(w, "ok")
 })
 
-// docs/operations.md §1: a client that sends a request's head and only part of its body
+// docs/operations.md §3: a client that sends a request's head and only part of its body
 // is cut off once the read timeout passes; it does not keep its connection (and a
 // descriptor) for ever.
 func TestHalfSentBodyIsCutOff(t *testing.T) {
@@ -81,7 +81,7 @@ func TestHalfSentBodyIsCutOff(t *testing.T) {
 	}
 }
 
-// docs/operations.md §1: a handler that takes its connection over (a stream) is not cut by
+// docs/operations.md §3: a handler that takes its connection over (a stream) is not cut by
 // the read and write timeouts of ordinary requests.
 func TestTakenOverConnectionOutlivesTheTimeouts(t *testing.T) {
 	t.Parallel()
@@ -110,7 +110,7 @@ func TestTakenOverConnectionOutlivesTheTimeouts(t *testing.T) {
 	}
 }
 
-// docs/operations.md §1: past its connection budget the server answers at once with 503,
+// docs/operations.md §3: past its connection budget the server answers at once with 503,
 // Retry-After and the usual {"detail"} body, instead of leaving the client waiting or running
 // out of descriptors; a place freed by a closing connection is taken again.
 func TestBudgetRefusesPastItsLimit(t *testing.T) {
@@ -140,7 +140,7 @@ func TestBudgetRefusesPastItsLimit(t *testing.T) {
 	}
 }
 
-// docs/operations.md §1: the budget is cut from the descriptor limit, keeping a tenth, and at
+// docs/operations.md §3: the budget is cut from the descriptor limit, keeping a tenth, and at
 // least a few hundred descriptors, for what else the process opens.
 func TestDefaultConnectionBudget(t *testing.T) {
 	t.Parallel()

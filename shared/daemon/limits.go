@@ -10,7 +10,7 @@ const (
 
 // DefaultConnectionBudget is the connection budget of a process allowed nofile descriptors: all
 // but a tenth of them, and at least minReservedFiles, kept for what else the process opens
-// (docs/operations.md §1). nofile 0 means unknown.
+// (docs/operations.md §3). nofile 0 means unknown.
 func DefaultConnectionBudget(nofile uint64) int {
 	if nofile == 0 {
 		return fallbackBudget

@@ -9,7 +9,7 @@ import (
 	"github.com/roadevents/roadevents/shared/daemon"
 )
 
-// docs/operations.md §1: at start the soft descriptor limit is raised to the hard one, and
+// docs/operations.md §3: at start the soft descriptor limit is raised to the hard one, and
 // the limit reported is the one in force.
 func TestRaiseFileLimit(t *testing.T) {
 	var lim syscall.Rlimit

@@ -87,7 +87,7 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger, ln net.Lis
 }
 
 // connectionBudget raises the descriptor limit and cuts the connection budget from it, unless
-// the configuration sets one (docs/operations.md §1).
+// the configuration sets one (docs/operations.md §3).
 func connectionBudget(cfg config.Config, logger *slog.Logger) *Budget {
 	nofile, err := RaiseFileLimit()
 	if err != nil {

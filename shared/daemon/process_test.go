@@ -114,7 +114,7 @@ func TestRunReturnsTheHandlerError(t *testing.T) {
 	reopen(t, cfg)
 }
 
-// docs/operations.md §1: the processes of `go run .` and of the streamer serve within the
+// docs/operations.md §3: the processes of `go run .` and of the streamer serve within the
 // connection budget of their configuration (ROADEVENTS_MAX_CONNECTIONS).
 func TestRunServesWithinTheConfiguredBudget(t *testing.T) {
 	t.Parallel()
@@ -141,7 +141,7 @@ func TestRunServesWithinTheConfiguredBudget(t *testing.T) {
 	}
 }
 
-// docs/operations.md §1, the probe's finding scaled down: one key opening streams without end
+// docs/operations.md §3, the probe's finding scaled down: one key opening streams without end
 // cannot take the process down. Its streams are refused with 503 once the budget is nearly
 // spent, while GET /health and another organisation's stream are still served.
 func TestOneKeysStreamsLeaveRoomForTheOthers(t *testing.T) {

@@ -17,7 +17,7 @@ import (
 	"time"
 )
 
-// Time limits of a connection (docs/operations.md §1). A request must arrive whole, body
+// Time limits of a connection (docs/operations.md §3). A request must arrive whole, body
 // included, within ReadTimeout of its first byte; an answer must be taken by the client within
 // WriteTimeout; a keep-alive connection may wait IdleTimeout for its next request. A stream
 // takes its connection over from net/http, which lifts the first two for it, and bounds each

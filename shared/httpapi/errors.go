@@ -250,7 +250,7 @@ type ErrorRule struct {
 // ErrorTable maps a domain package's sentinel errors to statuses and public sentences: one
 // table per package, declared beside its routes, instead of a switch in every handler
 // (STYLE.md guideline 5). The first matching row wins. A 401 carries WWW-Authenticate: Bearer;
-// an error that says when to retry (Retrier) sends Retry-After.
+// an error that says when to retry (Retrier) sends Retry-After, and a 503 row always does.
 type ErrorTable []ErrorRule
 
 // Retrier is an error that knows how long the caller should wait before trying again, such
@@ -294,6 +294,10 @@ func (t ErrorTable) Public(err error) error {
 		}
 		if retry, ok := errors.AsType[Retrier](err); ok {
 			e.WithHeader("Retry-After", retryAfterSeconds(retry.RetryIn()))
+		} else if rule.Status == http.StatusServiceUnavailable {
+			// A 503 always says when to retry (docs/operations.md §1); a conflict that
+			// made a request give up is over within moments.
+			e.WithHeader("Retry-After", retryAfterSeconds(time.Second))
 		}
 		return e
 	}

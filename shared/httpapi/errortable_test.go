@@ -13,6 +13,7 @@ import (
 )
 
 var (
+	errBusy    = errors.New("thing: changed meanwhile")
 	errGone    = errors.New("thing: gone")
 	errOwner   = errors.New("thing: owner only")
 	errSession = errors.New("thing: session ended")
@@ -36,6 +37,7 @@ func TestErrorTableMapsSentinelsOfTheRoute(t *testing.T) {
 		{Err: errOwner, Status: http.StatusForbidden, Detail: "Owners only"},
 		{Err: errSession, Status: http.StatusUnauthorized, Detail: "Session ended"},
 		{Err: errLimited, Status: http.StatusTooManyRequests, Detail: "Slow down"},
+		{Err: errBusy, Status: http.StatusServiceUnavailable, Detail: "Busy; retry"},
 	}
 	api, _ := newTestAPI(t, httpapi.Config{})
 	fails := func(err error) http.Handler {
@@ -44,7 +46,7 @@ func TestErrorTableMapsSentinelsOfTheRoute(t *testing.T) {
 	ok := map[int]httpapi.Response{http.StatusOK: httpapi.JSONResponse("ok", okOut)}
 	for path, err := range map[string]error{
 		"/gone": fmt.Errorf("read thing 7: %w", errGone), "/owner": errOwner, "/session": errSession,
-		"/limited": refusal{wait: 2500 * time.Millisecond}, "/other": errors.New("disk on fire"),
+		"/limited": refusal{wait: 2500 * time.Millisecond}, "/other": errors.New("disk on fire"), "/busy": errBusy,
 	} {
 		api.Handle(httpapi.Route{Method: "GET", Path: path, Responses: ok, Errors: table, Handler: fails(err)})
 	}
@@ -61,6 +63,8 @@ func TestErrorTableMapsSentinelsOfTheRoute(t *testing.T) {
 		{"/session", `{"detail":"Session ended"}`, 401, [2]string{"WWW-Authenticate", "Bearer"}},
 		{"/limited", `{"detail":"Slow down"}`, 429, [2]string{"Retry-After", "3"}},
 		{"/other", `{"detail":"Internal Server Error"}`, 500, [2]string{}},
+		// docs/operations.md §1: every 503 says when to retry.
+		{"/busy", `{"detail":"Busy; retry"}`, 503, [2]string{"Retry-After", "1"}},
 	}
 	for _, tc := range cases {
 		rec := call(t, api.Handler(), "GET", tc.path, nil, nil)

@@ -112,7 +112,7 @@ func TestHubRefusesARecentlyRevokedKey(t *testing.T) {
 	sub.Close()
 }
 
-// docs/operations.md §1: a client that closes its stream's connection is noticed by the read
+// docs/operations.md §3: a client that closes its stream's connection is noticed by the read
 // side within moments, not at the next keepalive (the timers here never fire by themselves).
 func TestClosedStreamIsNoticedWithoutAWrite(t *testing.T) {
 	t.Parallel()
@@ -137,7 +137,7 @@ type capacity struct {
 func (c *capacity) Limit() int { return c.limit }
 func (c *capacity) InUse() int { return int(c.inUse.Load()) }
 
-// docs/operations.md §1: when the connection budget is nearly spent, a new stream of an
+// docs/operations.md §3: when the connection budget is nearly spent, a new stream of an
 // organisation holding its share is refused with 503 and Retry-After, the usual error body,
 // at once; another organisation's stream still opens, and the first opens again once the
 // budget has room. Spec 8 rule 1: no 429, no per-key ceiling.

@@ -7,7 +7,7 @@ import (
 )
 
 // CloseCheckInterval is how often the streams on taken-over connections are checked for a
-// client that closed its end (docs/operations.md §1).
+// client that closed its end (docs/operations.md §3).
 const CloseCheckInterval = time.Second
 
 // closeWatcher notices the streams whose client closed the connection, without waiting for

@@ -238,7 +238,7 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) error {
 	switch {
 	case errors.Is(err, ErrCrowded):
 		// Spec 8 rule 1 allows no ceiling on streams, so this is the server's condition, not
-		// the client's: 503, which clients retry with backoff (docs/operations.md §1).
+		// the client's: 503, which clients retry with backoff (docs/operations.md §3).
 		return httpapi.NewError(http.StatusServiceUnavailable, detailCrowded, err).
 			WithHeader("Retry-After", strconv.Itoa(int(CrowdedRetryAfter/time.Second)))
 	case errors.Is(err, ErrRevoked):

@@ -71,7 +71,7 @@ type Capacity interface {
 	InUse() int
 }
 
-// Sharing a nearly spent connection budget (docs/operations.md §1): from crowdedPercent of
+// Sharing a nearly spent connection budget (docs/operations.md §3): from crowdedPercent of
 // the budget in use, a new stream is refused to an organisation already holding its share,
 // the budget divided among the organisations holding streams, counting at least two, so that
 // one tenant can never hold more than about the whole budget less what the others need.
