@@ -13,6 +13,7 @@
 #   DURATION [60s]  how long the load runs      SLOW [200]  slow-body clients held at once
 #   STREAMERS [100] streams held 2-8 s each     SOAK_ARGS   more flags for scripts/soak
 #   ROADEVENTS_MAX_CONNECTIONS  the server's connection budget (default: from the file limit)
+#   SERVER_BIN      a server binary to soak instead of building this checkout (A/B runs)
 # Exit status is that of the soak: non-zero when a check failed.
 set -euo pipefail
 
@@ -33,7 +34,11 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 echo "== building"
-go build -o "$tmp/roadevents" .
+if [[ -n ${SERVER_BIN:-} ]]; then
+	cp "$SERVER_BIN" "$tmp/roadevents"
+else
+	go build -o "$tmp/roadevents" .
+fi
 go build -o "$tmp/soak" ./scripts/soak
 
 echo "== starting the server"
