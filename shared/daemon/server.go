@@ -23,9 +23,10 @@ import (
 // takes its connection over from net/http, which lifts the first two for it, and bounds each
 // of its writes itself.
 const (
-	DefaultReadHeaderTimeout = 10 * time.Second
-	DefaultReadTimeout       = 30 * time.Second
-	DefaultWriteTimeout      = 60 * time.Second
+	DefaultReadHeaderTimeout = 5 * time.Second
+	// DefaultReadTimeout lets the largest body (64 KiB) arrive at 52 kbit/s.
+	DefaultReadTimeout  = 10 * time.Second
+	DefaultWriteTimeout = 60 * time.Second
 	// DefaultIdleTimeout outlasts the 60 s idle timeout of an AWS load balancer in front of
 	// the streamer, which must be the side that closes an idle connection: a server closing
 	// first can race a request the balancer is sending (a 502).
