@@ -29,13 +29,8 @@ type Budget struct {
 
 // Refusals in flight at most, each holding a descriptor for up to refuseTimeout.
 const (
-	// pressedPercent of the budget in use is pressure: a request must then arrive within
-	// HurriedReadTimeout, so that clients holding connections with requests they do not
-	// finish (slow bodies) cannot keep the budget full for long.
-	pressedPercent     = 80
-	HurriedReadTimeout = 2 * time.Second
-	maxRefusing        = 64
-	refuseTimeout      = time.Second
+	maxRefusing   = 64
+	refuseTimeout = time.Second
 	// RefusalRetryAfter is the Retry-After of a connection refused past the budget: streams
 	// and requests end within seconds (docs/operations.md §3).
 	RefusalRetryAfter = 2 * time.Second
@@ -115,12 +110,7 @@ func refuse(c net.Conn) {
 	io.Copy(io.Discard, io.LimitReader(br, 64<<10))
 }
 
-// pressed reports whether the budget is nearly spent (pressedPercent).
-func (b *Budget) pressed() bool { return b.inUse.Load()*100 >= b.limit*pressedPercent }
-
-// budgetConn gives its place in the budget back when it is closed, once. While the budget is
-// pressed, the read deadlines net/http sets for each request are cut to HurriedReadTimeout
-// (docs/operations.md §3); no deadline (a stream's) stays none.
+// budgetConn gives its place in the budget back when it is closed, once.
 type budgetConn struct {
 	net.Conn
 	b      *Budget
@@ -134,27 +124,6 @@ func (c *budgetConn) SyscallConn() (syscall.RawConn, error) {
 		return nil, errors.ErrUnsupported
 	}
 	return sc.SyscallConn()
-}
-
-func (c *budgetConn) SetReadDeadline(t time.Time) error {
-	return c.Conn.SetReadDeadline(c.hurried(t))
-}
-
-func (c *budgetConn) SetDeadline(t time.Time) error {
-	if err := c.Conn.SetWriteDeadline(t); err != nil {
-		return err
-	}
-	return c.Conn.SetReadDeadline(c.hurried(t))
-}
-
-func (c *budgetConn) hurried(t time.Time) time.Time {
-	if t.IsZero() || !c.b.pressed() {
-		return t
-	}
-	if soon := time.Now().Add(HurriedReadTimeout); soon.Before(t) {
-		return soon
-	}
-	return t
 }
 
 func (c *budgetConn) Close() error {

@@ -170,26 +170,3 @@ func eventually(t *testing.T, what string, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
-
-// docs/operations.md §3: once the budget is nearly spent, a request must arrive within
-// HurriedReadTimeout: a half-sent body is cut long before the usual read timeout.
-func TestPressedBudgetHurriesRequests(t *testing.T) {
-	t.Parallel()
-	budget := daemon.NewBudget(10)
-	addr := serve(t, ok, daemon.Options{Budget: budget, ReadTimeout: time.Hour})
-	for range 8 {
-		dial(t, addr)
-	}
-	eventually(t, "eight connections in the budget", func() bool { return budget.InUse() == 8 })
-	c := dial(t, addr)
-	start := time.Now()
-	io.WriteString(c, "POST /v1/events HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
-	c.SetReadDeadline(time.Now().Add(within))
-	_, err := io.ReadAll(c)
-	if ne, isNet := err.(net.Error); isNet && ne.Timeout() {
-		t.Fatalf("a half-sent body on a pressed budget still holds its connection after %s", within)
-	}
-	if took := time.Since(start); took < daemon.HurriedReadTimeout/2 {
-		t.Errorf("cut after %s; want about %s", took, daemon.HurriedReadTimeout)
-	}
-}
