@@ -400,13 +400,22 @@ func (s *soak) holdStreams(ctx context.Context) {
 	}
 }
 
+// dial connects to the server over raw TCP; on failure it pauses a moment and returns nil.
+func (s *soak) dial() (c net.Conn, host string) {
+	host = strings.TrimPrefix(s.o.base, "http://")
+	c, err := net.DialTimeout("tcp", host, 2*time.Second)
+	if err != nil {
+		time.Sleep(100 * time.Millisecond)
+		return nil, host
+	}
+	return c, host
+}
+
 // vanish opens streams over raw TCP and resets the connection as soon as the answer starts.
 func (s *soak) vanish(ctx context.Context) {
-	host := strings.TrimPrefix(s.o.base, "http://")
 	for ctx.Err() == nil {
-		c, err := net.DialTimeout("tcp", host, 2*time.Second)
-		if err != nil {
-			time.Sleep(100 * time.Millisecond)
+		c, host := s.dial()
+		if c == nil {
 			continue
 		}
 		lat, lon := munich()
@@ -422,11 +431,9 @@ func (s *soak) vanish(ctx context.Context) {
 // slowBody sends a publish's head and one byte of its 100-byte body, and waits for the server
 // to give up on it.
 func (s *soak) slowBody(ctx context.Context) {
-	host := strings.TrimPrefix(s.o.base, "http://")
 	for ctx.Err() == nil {
-		c, err := net.DialTimeout("tcp", host, 2*time.Second)
-		if err != nil {
-			time.Sleep(100 * time.Millisecond)
+		c, host := s.dial()
+		if c == nil {
 			continue
 		}
 		start := time.Now()
