@@ -25,6 +25,16 @@ var (
 	buildErr  error
 )
 
+// TestMain removes the binary built for the run: each run would otherwise leave 33 MB in the
+// temporary folder.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binPath != "" {
+		os.RemoveAll(filepath.Dir(binPath))
+	}
+	os.Exit(code)
+}
+
 // binary builds the repository's main package once per test run.
 func binary(t *testing.T) string {
 	t.Helper()
