@@ -30,6 +30,8 @@ set -euo pipefail
 
 cd "$(dirname "$0")/.."
 root=$(pwd)
+# shellcheck source=lib/server.sh
+source "$root/scripts/lib/server.sh"
 
 events=${EVENTS:-100000}
 clients=${CLIENTS:-64}
@@ -91,22 +93,7 @@ if [[ -n $profile_dir ]]; then
 	# Port 0 on loopback (httpapi.ServeDebug refuses any other host): its log line gives the port.
 	export ROADEVENTS_PPROF_ADDR=127.0.0.1:0
 fi
-# Port 0: the kernel picks a free port and the server prints the address it got.
-"$tmp/roadevents" -addr 127.0.0.1:0 >"$tmp/server.log" 2>&1 &
-server_pid=$!
-base=
-for _ in $(seq 1 300); do
-	base=$(sed -n 's/^road events service on \(http:[^ ]*\).*/\1/p' "$tmp/server.log" | head -n 1)
-	[[ -n $base ]] && break
-	kill -0 "$server_pid" 2>/dev/null || { cat "$tmp/server.log" >&2; echo "the server exited" >&2; exit 1; }
-	sleep 0.1
-done
-[[ -n $base ]] || { cat "$tmp/server.log" >&2; echo "the server did not report its address" >&2; exit 1; }
-for _ in $(seq 1 100); do
-	curl -fsS "$base/health" >/dev/null 2>&1 && break
-	sleep 0.1
-done
-curl -fsS "$base/health" >/dev/null || { echo "GET $base/health failed" >&2; exit 1; }
+start_roadevents "$tmp/roadevents" "$tmp/server.log"
 echo "server on $base (pid $server_pid)"
 if [[ -n $profile_dir ]]; then
 	for _ in $(seq 1 50); do

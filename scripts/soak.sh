@@ -18,6 +18,8 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
+# shellcheck source=lib/server.sh
+source scripts/lib/server.sh
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/roadevents-soak.XXXXXX")
 server_pid=
 cleanup() {
@@ -42,17 +44,8 @@ fi
 go build -o "$tmp/soak" ./scripts/soak
 
 echo "== starting the server"
-# Port 0: the kernel picks a free port and the server prints the address it got.
-ROADEVENTS_STORE=embedded "$tmp/roadevents" -addr 127.0.0.1:0 -data "$tmp/data" >"$tmp/server.log" 2>&1 &
-server_pid=$!
-base=
-for _ in $(seq 1 300); do
-	base=$(sed -n 's/^road events service on \(http:[^ ]*\).*/\1/p' "$tmp/server.log" | head -n 1)
-	[[ -n $base ]] && break
-	kill -0 "$server_pid" 2>/dev/null || { echo "the server exited" >&2; exit 1; }
-	sleep 0.1
-done
-[[ -n $base ]] || { echo "the server did not report its address" >&2; exit 1; }
+export ROADEVENTS_STORE=embedded
+start_roadevents "$tmp/roadevents" "$tmp/server.log" -data "$tmp/data"
 echo "server on $base (pid $server_pid), open file limit $(ulimit -n)"
 
 echo "== soaking for ${DURATION:-60s}"

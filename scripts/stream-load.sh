@@ -28,6 +28,8 @@ set -euo pipefail
 
 cd "$(dirname "$0")/.."
 root=$(pwd)
+# shellcheck source=lib/server.sh
+source "$root/scripts/lib/server.sh"
 
 stores=${STORES:-embedded dynamodb}
 sizes=${SUBSCRIBERS:-1000 10000}
@@ -129,20 +131,7 @@ start_server() {
 	# this also creates the table and writes to it before the server follows its stream.
 	STREAMLOAD_API_KEY=$("$tmp/roadevents" apikey issue -org org_streamload -env live -label "stream load" 2>/dev/null)
 	export STREAMLOAD_API_KEY
-	"$tmp/roadevents" -addr 127.0.0.1:0 >"$logfile" 2>&1 &
-	server_pid=$!
-	base=
-	for _ in $(seq 1 300); do
-		base=$(sed -n 's/^road events service on \(http:[^ ]*\).*/\1/p' "$logfile" | head -n 1)
-		[[ -n $base ]] && break
-		kill -0 "$server_pid" 2>/dev/null || { cat "$logfile" >&2; echo "the server exited" >&2; exit 1; }
-		sleep 0.1
-	done
-	[[ -n $base ]] || { echo "the server did not report its address" >&2; exit 1; }
-	for _ in $(seq 1 100); do
-		curl -fsS "$base/health" >/dev/null 2>&1 && break
-		sleep 0.1
-	done
+	start_roadevents "$tmp/roadevents" "$logfile"
 }
 
 results="$tmp/results.jsonl"

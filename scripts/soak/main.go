@@ -459,18 +459,25 @@ func (s *soak) slowBody(ctx context.Context) {
 // and checks both streams end with bye credential_revoked within 10 s and the ticket is then
 // refused.
 func (s *soak) revoke(ctx context.Context) {
-	tick := time.NewTicker(s.o.revokeEvery)
+	every(ctx, s.o.revokeEvery, func() {
+		if err := s.revokeOnce(ctx); err != nil && ctx.Err() == nil {
+			s.r.mu.Lock()
+			s.r.revocationFailures = append(s.r.revocationFailures, err.Error())
+			s.r.mu.Unlock()
+		}
+	})
+}
+
+// every runs f each period until ctx ends.
+func every(ctx context.Context, period time.Duration, f func()) {
+	tick := time.NewTicker(period)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-		}
-		if err := s.revokeOnce(ctx); err != nil && ctx.Err() == nil {
-			s.r.mu.Lock()
-			s.r.revocationFailures = append(s.r.revocationFailures, err.Error())
-			s.r.mu.Unlock()
+			f()
 		}
 	}
 }
@@ -542,25 +549,18 @@ func awaitRevokedBye(body io.Reader) error {
 
 func (s *soak) probeHealth(ctx context.Context) {
 	client := &http.Client{Timeout: s.o.healthMax}
-	tick := time.NewTicker(s.o.healthEvery)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
+	every(ctx, s.o.healthEvery, func() {
 		s.r.healthTotal.Add(1)
 		resp, err := client.Get(s.o.base + "/health")
 		if err != nil {
-			continue
+			return
 		}
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 		if resp.StatusCode == http.StatusOK {
 			s.r.healthOK.Add(1)
 		}
-	}
+	})
 }
 
 // readBack reads every acknowledged event; one the server does not have is lost.

@@ -17,7 +17,6 @@ import (
 	"maps"
 	"net/http"
 	"slices"
-	"strings"
 
 	"github.com/roadevents/roadevents/shared/apikey"
 	"github.com/roadevents/roadevents/shared/billing"
@@ -234,7 +233,6 @@ func newHTTPAPI(d Deps, b built) *httpapi.API {
 		// API keys on every /v1 route that declares them (spec 5); other routes pass.
 		// Session and temp tokens on every /console route that declares them (spec 4.2, 5).
 		Middleware: []httpapi.RouteMiddleware{
-			noStore,
 			apikey.Middleware(d.Keys, apikey.MiddlewareOptions{Tickets: b.tickets}),
 			consoleauth.Middleware(b.auth),
 			// Membership of /console/orgs/{org_id}/... routes of every group, after the
@@ -243,20 +241,6 @@ func newHTTPAPI(d Deps, b built) *httpapi.API {
 		},
 		Description: "Real-time, short-lived road hazard events shared between organisations, " +
 			"and the console where organisations manage themselves.",
-	})
-}
-
-// noStore keeps the answers of the console's routes and of stream tickets out of every
-// cache, the browser's included (docs/api.md §3): they belong to one user, and many hold a
-// credential (a session token, a TOTP secret, recovery codes, a new API key, a ticket). It is
-// outermost, so refusals (401, 404, 422) carry it too.
-func noStore(rt httpapi.Route, next http.Handler) http.Handler {
-	if !strings.HasPrefix(rt.Path, "/console/") && rt.Method+" "+rt.Path != "POST /v1/stream/tickets" {
-		return next
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Cache-Control", "no-store")
-		next.ServeHTTP(w, r)
 	})
 }
 
@@ -283,12 +267,12 @@ func routes(d Deps, a *API, b built, groups ...routetable.Group) []httpapi.Route
 				OpenAPI:    a.OpenAPI,
 			})...)
 		case routetable.GroupConsoleAuth:
-			out = append(out, readsTable(consoleauth.Routes(b.auth))...)
+			out = append(out, private(readsTable(consoleauth.Routes(b.auth)))...)
 		case routetable.GroupConsoleOrgs:
-			out = append(out, readsTable(orgs.Routes(b.orgs))...)
-			out = append(out, readsTable(consoleusage.Routes(consoleusage.Deps{Orgs: b.orgs, Meter: d.Meter, Keys: d.Keys, Clock: d.Clock}))...)
+			out = append(out, private(readsTable(orgs.Routes(b.orgs)))...)
+			out = append(out, private(readsTable(consoleusage.Routes(consoleusage.Deps{Orgs: b.orgs, Meter: d.Meter, Keys: d.Keys, Clock: d.Clock})))...)
 		case routetable.GroupBilling:
-			out = append(out, readsTable(billing.Routes(b.billing))...)
+			out = append(out, private(readsTable(billing.Routes(b.billing)))...)
 		case routetable.GroupEvents:
 			out = append(out, readsTable(eventstore.Routes(eventstore.Deps{
 				Store:     b.events,
@@ -302,6 +286,16 @@ func routes(d Deps, a *API, b built, groups ...routetable.Group) []httpapi.Route
 		}
 	}
 	return out
+}
+
+// private marks the console's routes NoStore (docs/api.md §3): their answers belong to one
+// user, and many hold a credential (a session token, a TOTP secret, recovery codes, a new API
+// key).
+func private(routes []httpapi.Route) []httpapi.Route {
+	for i := range routes {
+		routes[i].NoStore = true
+	}
+	return routes
 }
 
 // tableFree names the operations of the groups given to readsTable that never read the

@@ -11,12 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/roadevents/roadevents/shared/apitest"
 	"github.com/roadevents/roadevents/shared/daemon"
 )
-
-// within bounds a wait for something that must happen within moments, so that a regression
-// fails the test instead of hanging it.
-const within = 10 * time.Second
 
 // serve runs daemon.Serve on a loopback listener with h and opts until the test ends, and
 // returns the address.
@@ -46,10 +43,10 @@ func dial(t *testing.T, addr string) net.Conn {
 	return c
 }
 
-// get sends GET path on c and reads the answer, which must come within `within`.
+// get sends GET path on c and reads the answer, which must come within apitest.Within.
 func get(t *testing.T, c net.Conn, path string) *http.Response {
 	t.Helper()
-	c.SetDeadline(time.Now().Add(within))
+	c.SetDeadline(time.Now().Add(apitest.Within))
 	if _, err := io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: test\r\n\r\n"); err != nil {
 		t.Fatal(err)
 	}
@@ -74,10 +71,10 @@ func TestHalfSentBodyIsCutOff(t *testing.T) {
 	addr := serve(t, ok, daemon.Options{ReadTimeout: 100 * time.Millisecond})
 	c := dial(t, addr)
 	io.WriteString(c, "POST /v1/events HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
-	c.SetReadDeadline(time.Now().Add(within))
+	c.SetReadDeadline(time.Now().Add(apitest.Within))
 	_, err := io.ReadAll(c) // the server closes the connection: the read ends
 	if ne, isNet := err.(net.Error); isNet && ne.Timeout() {
-		t.Fatalf("the connection is still open %s after a half-sent body", within)
+		t.Fatalf("the connection is still open %s after a half-sent body", apitest.Within)
 	}
 }
 
@@ -118,7 +115,7 @@ func TestBudgetRefusesPastItsLimit(t *testing.T) {
 	budget := daemon.NewBudget(2)
 	addr := serve(t, ok, daemon.Options{Budget: budget})
 	held := []net.Conn{dial(t, addr), dial(t, addr)}
-	eventually(t, "two connections in the budget", func() bool { return budget.InUse() == 2 })
+	apitest.Eventually(t, "two connections in the budget", func() bool { return budget.InUse() == 2 })
 
 	resp := get(t, dial(t, addr), "/health")
 	var body struct {
@@ -134,7 +131,7 @@ func TestBudgetRefusesPastItsLimit(t *testing.T) {
 	}
 
 	held[0].Close()
-	eventually(t, "the closed connection leaves the budget", func() bool { return budget.InUse() == 1 })
+	apitest.Eventually(t, "the closed connection leaves the budget", func() bool { return budget.InUse() == 1 })
 	if resp := get(t, dial(t, addr), "/health"); resp.StatusCode != http.StatusOK {
 		t.Fatalf("after a place was freed: %d; want 200", resp.StatusCode)
 	}
@@ -157,16 +154,5 @@ func TestDefaultConnectionBudget(t *testing.T) {
 		if got := daemon.DefaultConnectionBudget(tc.nofile); got != tc.want {
 			t.Errorf("DefaultConnectionBudget(%d) = %d; want %d", tc.nofile, got, tc.want)
 		}
-	}
-}
-
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s", what, within)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/roadevents/roadevents/shared/apikey"
+	"github.com/roadevents/roadevents/shared/apitest"
 	"github.com/roadevents/roadevents/shared/app"
 	"github.com/roadevents/roadevents/shared/clock"
 	"github.com/roadevents/roadevents/shared/config"
@@ -114,25 +115,43 @@ func TestRunReturnsTheHandlerError(t *testing.T) {
 	reopen(t, cfg)
 }
 
-// docs/operations.md §3: the processes of `go run .` and of the streamer serve within the
-// connection budget of their configuration (ROADEVENTS_MAX_CONNECTIONS).
-func TestRunServesWithinTheConfiguredBudget(t *testing.T) {
-	t.Parallel()
-	cfg := embeddedConfig(t)
-	cfg.MaxConnections = 1
+// runUntilCleanup runs daemon.Run with cfg and handler on a loopback listener until the test
+// ends, and returns the address and the process once the handler is built.
+func runUntilCleanup(t *testing.T, cfg config.Config, handler func(*daemon.Process) (http.Handler, error)) (string, *daemon.Process) {
+	t.Helper()
 	ln := listen(t)
 	ctx, cancel := context.WithCancel(context.Background())
+	built := make(chan *daemon.Process, 1)
 	done := make(chan error, 1)
 	go func() {
 		done <- daemon.Run(ctx, cfg, slog.New(slog.DiscardHandler), ln, func(p *daemon.Process) (http.Handler, error) {
-			return ok, nil
+			h, err := handler(p)
+			if err == nil {
+				built <- p
+			}
+			return h, err
 		})
 	}()
 	t.Cleanup(func() {
 		cancel()
 		<-done
 	})
-	addr := ln.Addr().String()
+	select {
+	case p := <-built:
+		return ln.Addr().String(), p
+	case err := <-done:
+		t.Fatalf("Run = %v before its handler was built", err)
+		return "", nil
+	}
+}
+
+// docs/operations.md §3: the processes of `go run .` and of the streamer serve within the
+// connection budget of their configuration (ROADEVENTS_MAX_CONNECTIONS).
+func TestRunServesWithinTheConfiguredBudget(t *testing.T) {
+	t.Parallel()
+	cfg := embeddedConfig(t)
+	cfg.MaxConnections = 1
+	addr, _ := runUntilCleanup(t, cfg, func(*daemon.Process) (http.Handler, error) { return ok, nil })
 	if resp := get(t, dial(t, addr), "/"); resp.StatusCode != http.StatusOK { // holds the only place
 		t.Fatalf("first connection: %d; want 200", resp.StatusCode)
 	}
@@ -148,25 +167,14 @@ func TestOneKeysStreamsLeaveRoomForTheOthers(t *testing.T) {
 	t.Parallel()
 	cfg := embeddedConfig(t)
 	cfg.MaxConnections = 20
-	ln := listen(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	built := make(chan *daemon.Process, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- daemon.Run(ctx, cfg, slog.New(slog.DiscardHandler), ln, func(p *daemon.Process) (http.Handler, error) {
-			api, err := app.New(p.Deps("test"), routetable.GroupMeta, routetable.GroupEvents, routetable.GroupStream)
-			if err != nil {
-				return nil, err
-			}
-			built <- p
-			return api.Handler(), nil
-		})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
+	addr, p := runUntilCleanup(t, cfg, func(p *daemon.Process) (http.Handler, error) {
+		api, err := app.New(p.Deps("test"), routetable.GroupMeta, routetable.GroupEvents, routetable.GroupStream)
+		if err != nil {
+			return nil, err
+		}
+		return api.Handler(), nil
 	})
-	p := <-built
+	ctx := t.Context()
 	if err := p.Hub.WaitReady(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -178,10 +186,9 @@ func TestOneKeysStreamsLeaveRoomForTheOthers(t *testing.T) {
 		return raw
 	}
 	greedy, modest := issue("org_greedy"), issue("org_modest")
-	addr := ln.Addr().String()
 	openStream := func(key string) int {
 		c := dial(t, addr)
-		c.SetDeadline(time.Now().Add(within))
+		c.SetDeadline(time.Now().Add(apitest.Within))
 		io.WriteString(c, "GET /v1/stream?lat=48.137&lon=11.575 HTTP/1.1\r\nHost: test\r\nAuthorization: Bearer "+key+"\r\n\r\n")
 		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 		if err != nil {

@@ -291,8 +291,8 @@ func operationID(method, path string) string {
 	return b.String()
 }
 
-// serve is the handler registered for rt: route middleware (authentication), then parameter
-// and body validation, then rt.Handler.
+// serve is the handler registered for rt: Cache-Control for a NoStore route, route middleware
+// (authentication), then parameter and body validation, then rt.Handler.
 func (a *API) serve(rt *Route) http.Handler {
 	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		a.validate(rt, w, r)
@@ -304,6 +304,9 @@ func (a *API) serve(rt *Route) http.Handler {
 		if info := infoFrom(r.Context()); info != nil {
 			info.route = rt.Path
 			info.operation = rt.OperationID
+		}
+		if rt.NoStore {
+			w.Header().Set("Cache-Control", "no-store")
 		}
 		ctx := context.WithValue(r.Context(), routeKey, &routeData{route: rt})
 		h.ServeHTTP(w, r.WithContext(ctx))

@@ -63,6 +63,9 @@ type Route struct {
 	Validate func(body any) (decoded any, errs schema.Errors)
 	// MaxBodyBytes overrides Config.MaxBodyBytes for this route.
 	MaxBodyBytes int64
+	// NoStore marks a route whose answers belong to one caller and may hold a credential:
+	// every answer, refusals included, is sent with Cache-Control: no-store (docs/api.md §3).
+	NoStore bool
 	// Responses by status code. A route with parameters or a body gets 422
 	// (HTTPValidationError) and a secured route gets 401 without declaring them; a route
 	// declaring no 2xx gets "200 Successful Response".

@@ -9,16 +9,13 @@ import (
 	"time"
 
 	"github.com/roadevents/roadevents/shared/apikey"
+	"github.com/roadevents/roadevents/shared/apitest"
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
 	"github.com/roadevents/roadevents/shared/stream"
 	"github.com/roadevents/roadevents/shared/stream/streamtest"
 )
 
-// within bounds a wait for something that must happen within moments, so that a regression
-// fails the test instead of hanging it.
-const within = 10 * time.Second
-
-// nextFrame reads the stream's next frame, failing the test when none comes within `within`.
+// nextFrame reads the stream's next frame, failing the test when none comes within apitest.Within.
 func nextFrame(t testing.TB, s *streamtest.Stream) (stream.Frame, error) {
 	t.Helper()
 	type read struct {
@@ -33,21 +30,9 @@ func nextFrame(t testing.TB, s *streamtest.Stream) (stream.Frame, error) {
 	select {
 	case r := <-got:
 		return r.f, r.err
-	case <-time.After(within):
-		t.Fatalf("no frame within %s", within)
+	case <-time.After(apitest.Within):
+		t.Fatalf("no frame within %s", apitest.Within)
 		return stream.Frame{}, nil
-	}
-}
-
-// eventually waits until cond holds, failing the test after `within`.
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s", what, within)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 
@@ -124,7 +109,7 @@ func TestClosedStreamIsNoticedWithoutAWrite(t *testing.T) {
 			t.Fatalf("%d subscribers; want 1", n)
 		}
 		s.Close()
-		eventually(t, "the closed stream leaves the hub", func() bool { return r.hub.Stats().Subscribers == 0 })
+		apitest.Eventually(t, "the closed stream leaves the hub", func() bool { return r.hub.Stats().Subscribers == 0 })
 	})
 }
 

@@ -54,8 +54,9 @@ func (d keyedDecoder) Wants(k store.Key) bool { return d.wants(k) }
 var _ KeyFilter = keyedDecoder{}
 
 // WithRevocations returns dec also reading the revocations of API keys from the feed
-// (RevocationDecoder): isKey recognises the key of the item a revocation writes, revoked
-// tells which key a change revokes (apikey.IsLookupItem and apikey.Revoked).
+// (RevocationDecoder): isKey recognises the key of the item a revocation writes, so that the
+// feed keeps such records, and revoked tells which key a change revokes, if any
+// (apikey.IsLookupItem and apikey.Revoked).
 func WithRevocations(dec Decoder, isKey func(store.Key) bool, revoked func(store.Change) (string, bool)) Decoder {
 	return revocationDecoder{Decoder: dec, isKey: isKey, revoked: revoked}
 }
@@ -74,12 +75,7 @@ func (d revocationDecoder) Wants(k store.Key) bool {
 	return !ok || kf.Wants(k)
 }
 
-func (d revocationDecoder) Revoked(ch store.Change) (string, bool) {
-	if !d.isKey(ch.Key) {
-		return "", false
-	}
-	return d.revoked(ch)
-}
+func (d revocationDecoder) Revoked(ch store.Change) (string, bool) { return d.revoked(ch) }
 
 var (
 	_ KeyFilter         = revocationDecoder{}

@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -37,7 +36,14 @@ const (
 	CrowdedRetryAfter = 5 * time.Second
 )
 
-const detailCrowded = "The service is near its stream capacity and this organisation holds its share of it; retry later"
+// streamErrors answers a subscription the hub refuses. Spec 8 rule 1 allows no ceiling on
+// streams, so a crowded budget is the server's condition, not the client's: 503 with
+// Retry-After, which clients retry with backoff (docs/operations.md §3).
+var streamErrors = httpapi.ErrorTable{
+	{Err: ErrCrowded, Status: http.StatusServiceUnavailable,
+		Detail: "The service is near its stream capacity and this organisation holds its share of it; retry later"},
+	{Err: ErrRevoked, Status: http.StatusUnauthorized, Detail: apikey.DetailInvalid},
+}
 
 // Meter counts consumption (spec 1: every stream connect; contract 3: tickets);
 // *metering.Meter is one.
@@ -125,6 +131,7 @@ func TicketRoutes(d Deps) []httpapi.Route {
 	return []httpapi.Route{{
 		Method: http.MethodPost, Path: "/v1/stream/tickets", OperationID: "mintStreamTicket",
 		Tags: []string{"stream"}, Security: []httpapi.Security{httpapi.SecurityAPIKey},
+		NoStore: true, // the answer is a credential (docs/api.md §3)
 		Summary: "Mint a stream ticket",
 		Description: "A ticket opens GET /v1/stream with ?ticket= for the key's organisation and environment, " +
 			"any area, for 300 s; it may be reused to reconnect within that time. Expiry is checked at connect only.",
@@ -210,6 +217,7 @@ func Routes(d Deps) []httpapi.Route {
 			http.StatusServiceUnavailable: httpapi.ErrorResponse("This process does not serve streams, or it is near its " +
 				"connection capacity and the organisation holds its share of it: retry after Retry-After."),
 		},
+		Errors:  streamErrors,
 		Handler: httpapi.HandlerFunc((&handler{d: d}).serve),
 	}}
 }
@@ -235,16 +243,8 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) error {
 	// Register first, then read the snapshot: a change committed meanwhile is queued, not lost
 	// (ARCHITECTURE.md, Streaming).
 	sub, err := h.d.Hub.Subscribe(v, f)
-	switch {
-	case errors.Is(err, ErrCrowded):
-		// Spec 8 rule 1 allows no ceiling on streams, so this is the server's condition, not
-		// the client's: 503, which clients retry with backoff (docs/operations.md §3).
-		return httpapi.NewError(http.StatusServiceUnavailable, detailCrowded, err).
-			WithHeader("Retry-After", strconv.Itoa(int(CrowdedRetryAfter/time.Second)))
-	case errors.Is(err, ErrRevoked):
-		return httpapi.Unauthorized(apikey.DetailInvalid)
-	case err != nil:
-		return err
+	if err != nil {
+		return err // answered by streamErrors
 	}
 	h.d.Meter.Count(r.Context(), p.OrgID, p.Environment, metering.StreamConnects)
 	c := &conn{d: &h.d, sub: sub, log: httpapi.Logger(r.Context())}

@@ -379,11 +379,20 @@ var (
 	// validation should have refused).
 	ErrSubscribe = errors.New("stream: cannot subscribe")
 	// ErrCrowded: the connection budget is nearly spent and the viewer's organisation holds
-	// its share of it (HubOptions.Capacity): 503 with Retry-After.
-	ErrCrowded = errors.New("stream: connection budget nearly spent; the organisation holds its share")
+	// its share of it (HubOptions.Capacity): 503, retry after CrowdedRetryAfter.
+	ErrCrowded error = crowded{}
 	// ErrRevoked: the viewer's key was revoked lately (Revoke): 401.
 	ErrRevoked = errors.New("stream: the credential was revoked")
 )
+
+// crowded is ErrCrowded, which says when to retry (httpapi.Retrier).
+type crowded struct{}
+
+func (crowded) Error() string {
+	return "stream: connection budget nearly spent; the organisation holds its share"
+}
+
+func (crowded) RetryIn() time.Duration { return CrowdedRetryAfter }
 
 // Revoke ends the subscriptions opened with API key keyID, or with tickets it minted: each
 // is told through Subscription.Revoked. The key is remembered for revokedMemory, and

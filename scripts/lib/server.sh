@@ -1,0 +1,27 @@
+# shellcheck shell=bash
+# What the load and soak scripts share about the server they measure: starting it.
+
+# start_roadevents BIN LOGFILE [FLAGS...] starts the server BIN on a free loopback port (the
+# kernel picks it, the server prints the address it got) with FLAGS and its output in
+# LOGFILE, and returns once GET /health answers, with server_pid and base (its address) set.
+# It exits the script when the server does not come up.
+start_roadevents() {
+	local bin=$1 logfile=$2
+	shift 2
+	"$bin" -addr 127.0.0.1:0 "$@" >"$logfile" 2>&1 &
+	server_pid=$!
+	base=
+	for _ in $(seq 1 300); do
+		base=$(sed -n 's/^road events service on \(http:[^ ]*\).*/\1/p' "$logfile" | head -n 1)
+		[[ -n $base ]] && break
+		kill -0 "$server_pid" 2>/dev/null || { cat "$logfile" >&2; echo "the server exited" >&2; exit 1; }
+		sleep 0.1
+	done
+	[[ -n $base ]] || { cat "$logfile" >&2; echo "the server did not report its address" >&2; exit 1; }
+	for _ in $(seq 1 100); do
+		curl -fsS "$base/health" >/dev/null 2>&1 && return
+		sleep 0.1
+	done
+	echo "GET $base/health failed" >&2
+	exit 1
+}
