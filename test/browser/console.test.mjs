@@ -523,6 +523,10 @@ test('the console, from sign-up to a revoked key', async (t) => {
   await step('signs in through the TOTP challenge with an authenticator code', async () => {
     await signIn(page, OWNER);
     await page.getByRole('heading', { name: 'Two-factor authentication' }).waitFor();
+    // The code field takes the focus as the challenge shows, so the code can be typed at once;
+    // typing before it has the focus loses keys (a 5-digit code was sent once).
+    const field = await page.getByLabel('Authenticator code').elementHandle();
+    await page.waitForFunction((el) => document.activeElement === el, field);
     await page.keyboard.type(await device.code());
     await page.keyboard.press('Enter');
     // Back on the page the session ended on.
