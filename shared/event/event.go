@@ -89,6 +89,10 @@ type Event struct {
 	ConfirmCount int     `json:"confirm_count"`
 	DenyCount    int     `json:"deny_count"`
 	MergedInto   *string `json:"merged_into,omitempty"`
+	// Corroborated records that a reporter of another organisation confirmed the event, or
+	// that another source's report was merged into it: it counts for its publisher's
+	// reputation (docs/network.md §2).
+	Corroborated bool `json:"corroborated,omitempty"`
 
 	// Feed provenance, set only for SourceFeed events (contract 2).
 	FeedID            *string    `json:"feed_id,omitempty"`

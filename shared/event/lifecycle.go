@@ -126,6 +126,8 @@ func (o Outcome) String() string {
 //   - a changed action moves the reporter from one tally to the other;
 //   - a reporter's first confirmation ever extends expires_at to at least now + the type's
 //     extension, capped at created_at + ceiling;
+//   - a confirmation from a reporter of another organisation corroborates the event
+//     (Corroborated, docs/network.md §2);
 //   - when deny_count >= 3 and deny_count > confirm_count the event becomes expired with
 //     expires_at = now (Ended); a signal never makes an event invalidated.
 //
@@ -156,6 +158,9 @@ func (e *Event) Signal(reporter string, prev *Vote, action string, position *geo
 	switch action {
 	case ActionConfirm:
 		e.ConfirmCount++
+		if ReporterOrg(reporter) != e.Org {
+			e.Corroborated = true
+		}
 		if !vote.Confirmed {
 			vote.Confirmed = true
 			e.ExpiresAt = taxonomy.ExtendedExpiry(e.Type, e.CreatedAt, e.ExpiresAt, now).UTC()

@@ -51,6 +51,7 @@ type TypeSpec struct {
 	MaxTTLSeconds    int64    `json:"max_ttl_seconds"`
 	ExtensionSeconds int64    `json:"extension_seconds"`
 	Description      string   `json:"description"`
+	MergeDistanceM   float64  `json:"merge_distance_m"`
 }
 
 // TaxonomyOut is the body of GET /v1/meta/taxonomy (spec 2.6).
@@ -85,6 +86,8 @@ var (
 		schema.Req("max_ttl_seconds", schema.Integer().Describe("Hard ceiling, counted from created_at.")),
 		schema.Req("extension_seconds", schema.Integer().Describe("A first confirmation from a new reporter extends expiry to at least this long from that moment, capped at the ceiling.")),
 		schema.Req("description", schema.String().Describe("What the type covers.")),
+		schema.Req("merge_distance_m", schema.Number().Describe("A new report of this type lying this close to another source's "+
+			"active report (same environment, compatible subtype and heading) is merged into it as a confirmation.")),
 	).Named("TypeSpec")
 	TaxonomySchema = schema.Object(
 		schema.Req("schema_version", schema.Integer()),
@@ -109,6 +112,7 @@ func Taxonomy() TaxonomyOut {
 			MaxTTLSeconds:    int64(t.Ceiling.Seconds()),
 			ExtensionSeconds: int64(t.Extension.Seconds()),
 			Description:      t.Meaning,
+			MergeDistanceM:   t.MergeDistance,
 		}
 	}
 	return out

@@ -24,7 +24,23 @@ type Type struct {
 	Ceiling time.Duration
 	// Subtypes are the fine vocabulary under the type; it grows without notice (spec 1).
 	Subtypes []string
+	// MergeDistance is how near, in metres, another source's active report of the same hazard
+	// must lie for a new report to be merged into it (docs/network.md §1): from the new
+	// report's point to the other's whole extent, as the area query measures.
+	MergeDistance float64
 }
+
+// Merge distances (docs/network.md §1). A point hazard is reported where the vehicle was when
+// it saw it, within about a block of where it is; a queue, a closure, a weather front or
+// works are long and reported from anywhere along them; a wrong-way vehicle moves at speed
+// while it is reported; a pothole or a camera is a fixed spot, and two of them 100 m apart are
+// two.
+const (
+	mergeSpot   = 50.0
+	mergePoint  = 150.0
+	mergeArea   = 500.0
+	mergeMoving = 1000.0
+)
 
 // DefaultExtension is the "to at least 15 min from that moment" of spec 2.1's first row.
 const DefaultExtension = 15 * time.Minute
@@ -37,31 +53,44 @@ const twelveHours = 12 * time.Hour
 // stated meaning.
 var types = []Type{
 	{ID: "accident", Meaning: "collision", TTL: 2 * time.Hour, Extension: DefaultExtension, Ceiling: twelveHours,
-		Subtypes: []string{"collision", "multi_vehicle", "single_vehicle", "vehicle_fire"}},
+		MergeDistance: mergePoint,
+		Subtypes:      []string{"collision", "multi_vehicle", "single_vehicle", "vehicle_fire"}},
 	{ID: "stopped_vehicle", Meaning: "immobilised vehicle", TTL: time.Hour, Extension: DefaultExtension, Ceiling: twelveHours,
-		Subtypes: []string{"breakdown", "on_hard_shoulder", "in_lane"}},
+		MergeDistance: mergePoint,
+		Subtypes:      []string{"breakdown", "on_hard_shoulder", "in_lane"}},
 	{ID: "object_on_road", Meaning: "debris, lost cargo, animal", TTL: 30 * time.Minute, Extension: DefaultExtension, Ceiling: twelveHours,
-		Subtypes: []string{"debris", "lost_cargo", "animal", "landslide"}},
+		MergeDistance: mergePoint,
+		Subtypes:      []string{"debris", "lost_cargo", "animal", "landslide"}},
 	{ID: "weather_hazard", Meaning: "black ice, fog bank, aquaplaning, gusts", TTL: 3 * time.Hour, Extension: DefaultExtension, Ceiling: twelveHours,
-		Subtypes: []string{"black_ice", "fog_bank", "aquaplaning", "gusts", "snow", "hail"}},
+		MergeDistance: mergeArea,
+		Subtypes:      []string{"black_ice", "fog_bank", "aquaplaning", "gusts", "snow", "hail"}},
 	{ID: "congestion", Meaning: "abnormal slowdown or queue; usually a segment with geometry", TTL: 30 * time.Minute, Extension: DefaultExtension, Ceiling: twelveHours,
-		Subtypes: []string{"slow_traffic", "queue", "stationary_traffic"}},
+		MergeDistance: mergeArea,
+		Subtypes:      []string{"slow_traffic", "queue", "stationary_traffic"}},
 	{ID: "wrong_way_vehicle", Meaning: "vehicle driving against traffic", TTL: 20 * time.Minute, Extension: DefaultExtension, Ceiling: twelveHours,
-		Subtypes: []string{}},
+		MergeDistance: mergeMoving,
+		Subtypes:      []string{}},
 	{ID: "road_damage", Meaning: "pothole, broken surface, damaged barrier", TTL: 12 * time.Hour, Extension: 12 * time.Hour, Ceiling: 30 * 24 * time.Hour,
-		Subtypes: []string{"pothole", "damaged_surface", "damaged_barrier", "sinkhole"}},
+		MergeDistance: mergeSpot,
+		Subtypes:      []string{"pothole", "damaged_surface", "damaged_barrier", "sinkhole"}},
 	{ID: "people_on_road", Meaning: "person in or beside the carriageway", TTL: 30 * time.Minute, Extension: DefaultExtension, Ceiling: twelveHours,
-		Subtypes: []string{"pedestrian", "cyclist", "workers"}},
+		MergeDistance: mergePoint,
+		Subtypes:      []string{"pedestrian", "cyclist", "workers"}},
 	{ID: "police_check", Meaning: "checkpoint, patrol, officers with hand-held radar", TTL: 30 * time.Minute, Extension: DefaultExtension, Ceiling: twelveHours,
-		Subtypes: []string{"checkpoint", "patrol", "handheld_radar"}},
+		MergeDistance: mergePoint,
+		Subtypes:      []string{"checkpoint", "patrol", "handheld_radar"}},
 	{ID: "speed_camera", Meaning: "unattended device: fixed, mobile, average-speed, red-light", TTL: time.Hour, Extension: 2 * time.Hour, Ceiling: 7 * 24 * time.Hour,
-		Subtypes: []string{"fixed", "mobile", "average_speed", "red_light"}},
+		MergeDistance: mergeSpot,
+		Subtypes:      []string{"fixed", "mobile", "average_speed", "red_light"}},
 	{ID: "road_closure", Meaning: "road, lane or slip road shut", TTL: 2 * time.Hour, Extension: DefaultExtension, Ceiling: twelveHours,
-		Subtypes: []string{"road", "lane", "slip_road"}},
+		MergeDistance: mergeArea,
+		Subtypes:      []string{"road", "lane", "slip_road"}},
 	{ID: "infrastructure_fault", Meaning: "dead signal, missing or turned sign, lighting out", TTL: 6 * time.Hour, Extension: 6 * time.Hour, Ceiling: 7 * 24 * time.Hour,
-		Subtypes: []string{"signal_failure", "missing_sign", "turned_sign", "lighting_out"}},
+		MergeDistance: mergeSpot,
+		Subtypes:      []string{"signal_failure", "missing_sign", "turned_sign", "lighting_out"}},
 	{ID: "roadworks", Meaning: "unplanned works: mobile crew, emergency dig", TTL: 4 * time.Hour, Extension: DefaultExtension, Ceiling: twelveHours,
-		Subtypes: []string{"mobile_crew", "emergency_dig"}},
+		MergeDistance: mergeArea,
+		Subtypes:      []string{"mobile_crew", "emergency_dig"}},
 }
 
 var byID = func() map[string]*Type {
