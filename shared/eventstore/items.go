@@ -3,6 +3,7 @@ package eventstore
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/roadevents/roadevents/shared/event"
@@ -15,6 +16,7 @@ const (
 	eventPrefix = "event#"
 	eventSK     = "event"
 	votePrefix  = "vote#"
+	entryPrefix = "log#"
 	areaPrefix  = "area#"
 
 	attrData    = "data"        // event and vote items: the record as JSON
@@ -93,6 +95,28 @@ func (s *Store) voteItem(ev event.Event, v event.Vote) (store.Item, error) {
 		store.AttrTTL: s.keepUntil(ev),
 		attrData:      string(data),
 	}, nil
+}
+
+// entryItem is the stored form of an entry of ev's history. Its sort key orders the history by
+// time; suffix tells apart two entries of one instant (the version the change made, or a
+// duplicate's id).
+func (s *Store) entryItem(ev event.Event, e event.Entry, suffix string) (store.Item, error) {
+	data, err := json.Marshal(e)
+	if err != nil {
+		return nil, fmt.Errorf("encode history of %s: %w", ev.ID, err)
+	}
+	return store.Item{
+		store.AttrPK:  eventPrefix + ev.ID,
+		store.AttrSK:  fmt.Sprintf("%s%020d#%s", entryPrefix, e.At.UnixNano(), suffix),
+		store.AttrTTL: s.keepUntil(ev),
+		attrData:      string(data),
+	}, nil
+}
+
+// entryOp is the put of ev's history entry e, written by the change that made ev's version.
+func (s *Store) entryOp(ev event.Event, e event.Entry) (store.Op, error) {
+	it, err := s.entryItem(ev, e, strconv.FormatInt(ev.Version, 10))
+	return store.PutOp(it, store.Condition{}), err
 }
 
 func decodeVote(it store.Item) (event.Vote, error) {

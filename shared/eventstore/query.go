@@ -77,10 +77,14 @@ func (r *AreaResult) AppendJSON(b []byte) []byte {
 // beat: a 9780 m query over a dense city reads the few cells around its centre, not all of
 // them.
 func (s *Store) Area(ctx context.Context, c Caller, q AreaQuery) (*AreaResult, error) {
+	return s.area(ctx, c.environments(), q)
+}
+
+// area is Area over the partitions of the environments envs.
+func (s *Store) area(ctx context.Context, envs []string, q AreaQuery) (*AreaResult, error) {
 	if !q.Center.Valid() || !(q.Radius > 0) || q.Radius > s.maxRadius || math.IsNaN(q.MinConfidence) {
 		return nil, fmt.Errorf("%w: centre %v, radius %v, min_confidence %v", ErrInvalidQuery, q.Center, q.Radius, q.MinConfidence)
 	}
-	envs := c.environments()
 	cov, err := coverFor(q.Center, q.Radius)
 	if err != nil {
 		return nil, err

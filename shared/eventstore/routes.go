@@ -41,7 +41,7 @@ type Deps struct {
 // Public sentences of the handler errors (spec 7, shape 1).
 const (
 	detailNotFound     = "Event not found"
-	detailNotPublisher = "Only the organisation that published this event may revise it"
+	detailNotPublisher = "Only the organisation that published this event may change it"
 	detailBusy         = "The event is changing too fast; retry"
 )
 
@@ -140,6 +140,25 @@ func Routes(d Deps) []httpapi.Route {
 				http.StatusServiceUnavailable: busy,
 			},
 			Handler: httpapi.JSON(http.StatusOK, asCaller(h.revise)),
+		},
+		{
+			Method: http.MethodPost, Path: "/v1/events/{event_id}/close", OperationID: "closeEvent", Tags: tags, Security: security,
+			Summary: "End an event early (publishing organisation only)",
+			Description: "For a hazard that is gone, such as a cleared crash: the event becomes expired with expires_at " +
+				"set to now, leaves area queries, and subscribers get an ended delta. No body, or an empty object. " +
+				"The access rules are those of a revision.",
+			Params: []schema.Param{eventID},
+			Body:         closeInSchema,
+			OptionalBody: true,
+			Responses: map[int]httpapi.Response{
+				http.StatusOK: httpapi.JSONResponse("Closed: the event, now expired.", public),
+				http.StatusForbidden: httpapi.ErrorResponse("Another organisation's event, or the caller's own event " +
+					"under a credential of the other environment."),
+				http.StatusNotFound:           notFound,
+				http.StatusConflict:           httpapi.ErrorResponse("The event is over already: expired, invalidated or merged."),
+				http.StatusServiceUnavailable: busy,
+			},
+			Handler: httpapi.JSON(http.StatusOK, asCaller(h.close)),
 		},
 		{
 			Method: http.MethodPost, Path: "/v1/events/{event_id}/signals", OperationID: "signalEvent", Tags: tags, Security: security,
@@ -265,6 +284,14 @@ func (h *handlers) revise(r *httpapi.Request[event.RevisionIn], c Caller) (event
 	return ev.Public(h.clock.Now()), nil
 }
 
+func (h *handlers) close(r *httpapi.Request[CloseIn], c Caller) (event.EventPublic, error) {
+	ev, err := h.store.Close(r.Context(), c, r.Params.String("event_id"))
+	if err != nil {
+		return event.EventPublic{}, h.failure(err, "close", nil)
+	}
+	return ev.Public(h.clock.Now()), nil
+}
+
 func (h *handlers) signal(r *httpapi.Request[event.SignalIn], c Caller) (event.EventPublic, error) {
 	// Every signal is metered, a throttled one too (spec 8 rule 3).
 	h.meter.Count(r.Context(), c.Org, c.Environment, metering.Signals)
@@ -311,7 +338,13 @@ func (h *handlers) failure(err error, what string, geometry *event.LineString) e
 }
 
 // acts names what a 409 refuses, by the what of failure.
-var acts = map[string]string{"signal": "signals", "revise": "revisions"}
+var acts = map[string]string{"signal": "signals", "revise": "revisions", "close": "closing"}
+
+// CloseIn is the body of a close: nothing, or an empty object (docs/network.md §3); a member
+// is 422, room left for reasons to come.
+type CloseIn struct{}
+
+var closeInSchema = schema.Object().Named("CloseIn")
 
 func pointOf(lat, lon float64) geo.Point { return geo.Point{Lat: lat, Lon: lon} }
 

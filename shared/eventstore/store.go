@@ -15,6 +15,7 @@ import (
 	"github.com/roadevents/roadevents/shared/clock"
 	"github.com/roadevents/roadevents/shared/event"
 	"github.com/roadevents/roadevents/shared/ratelimit"
+	"github.com/roadevents/roadevents/shared/reputation"
 	"github.com/roadevents/roadevents/shared/store"
 )
 
@@ -145,6 +146,16 @@ type Options struct {
 	// index, in the only process writing it: the embedded store of `go run .`. 0 reads the
 	// table for every query, as several processes sharing DynamoDB must.
 	CacheBytes int64
+	// Judge hears of every event ended by deny quorum, once it is stored, to judge its
+	// publisher (docs/network.md §2); nil judges nobody.
+	Judge Judge
+}
+
+// Judge decides whether a publisher's events should stand, told when one of them was ended
+// by deny quorum (docs/network.md §2). It runs within the signal's request and reports its own
+// failures: the signal is stored whatever it does.
+type Judge interface {
+	Denied(ctx context.Context, org, env string)
 }
 
 // Store keeps road events on a table: the events, their votes and the area index. It is safe
@@ -161,9 +172,11 @@ type Store struct {
 	parallelism int
 
 	cache *partCache // nil without Options.CacheBytes
+	judge Judge
 
-	seed  maphash.Seed
-	locks [1024]sync.Mutex
+	seed   maphash.Seed
+	locks  [1024]sync.Mutex
+	guards guardLocks
 }
 
 // New returns the event store on table. It fails when opts.IDKey is too short.
@@ -204,7 +217,9 @@ func New(table store.Table, opts Options) (*Store, error) {
 		maxPerQuery: opts.MaxEventsPerQuery,
 		maxRadius:   opts.MaxRadius,
 		parallelism: opts.Parallelism,
+		judge:       opts.Judge,
 		seed:        maphash.MakeSeed(),
+		guards:      guardLocks{seed: maphash.MakeSeed()},
 	}, nil
 }
 
@@ -249,6 +264,10 @@ func (s *Store) Get(ctx context.Context, c Caller, id string) (event.Event, erro
 // it with created true. The event inherits the caller's environment, and its expiry comes from
 // the taxonomy (event.New). in must have passed validation (event.ValidateEventIn).
 //
+// A report of a hazard another source already reports is stored merged into that report
+// (docs/network.md §1): status merged, and one confirmation from the caller's organisation on
+// the survivor. Otherwise the event is stored active, bumping its merge guards (merge.go).
+//
 // With a client_event_id the id is derived from (organisation, client_event_id) (contract 2),
 // and the event item is written on condition that none exists: of concurrent identical
 // publishes exactly one creates the event. When the id is taken, the stored event decides
@@ -262,22 +281,13 @@ func (s *Store) Publish(ctx context.Context, c Caller, in event.EventIn) (event.
 		id = event.DerivedID(s.idKey, c.Org, *in.ClientEventID)
 	}
 	for attempt := 1; ; attempt++ {
-		now := s.clock.Now()
-		ev := event.New(in, c.Org, c.Environment, id, now)
-		cells, err := indexCells(ev.Extent())
-		if err != nil {
-			return event.Event{}, false, err
-		}
-		ops, err := s.changeOps(ev, store.IfNotExists(), nil, cells, nil, now)
-		if err != nil {
-			return event.Event{}, false, err
-		}
-		err = s.transact(ctx, ops)
+		ev, err := s.publishOnce(ctx, c, id, in)
 		if err == nil {
 			return ev, true, nil
 		}
 		var ce *store.ConditionError
-		if errors.As(err, &ce) && ce.Op == 0 {
+		switch {
+		case errors.As(err, &ce) && ce.Op == 0:
 			stored, _, lerr := s.load(ctx, id)
 			switch {
 			case errors.Is(lerr, ErrNotFound):
@@ -290,7 +300,9 @@ func (s *Store) Publish(ctx context.Context, c Caller, in event.EventIn) (event.
 				}
 				return stored, false, nil
 			}
-		} else if !errors.Is(err, store.ErrConflict) {
+		case ce != nil, errors.Is(err, store.ErrConflict):
+			// A guard or the survivor changed since they were read: look again.
+		default:
 			return event.Event{}, false, fmt.Errorf("publish %s: %w", id, err)
 		}
 		if attempt >= maxAttempts {
@@ -302,50 +314,188 @@ func (s *Store) Publish(ctx context.Context, c Caller, in event.EventIn) (event.
 	}
 }
 
+// publishOnce makes one attempt at storing a publication: merged into the report it
+// duplicates, or active. The event item is operation 0, written on condition that none
+// exists.
+func (s *Store) publishOnce(ctx context.Context, c Caller, id string, in event.EventIn) (event.Event, error) {
+	ev := event.New(in, c.Org, c.Environment, id, s.clock.Now())
+	cells, err := indexCells(ev.Extent())
+	if err != nil {
+		return event.Event{}, err
+	}
+	keys, err := guardKeys(ev)
+	if err != nil {
+		return event.Event{}, err
+	}
+	unlock := s.guards.lock(keys)
+	guards, err := s.readGuards(ctx, keys)
+	if err != nil {
+		unlock()
+		return event.Event{}, err
+	}
+	now := s.clock.Now()
+	surv, found, err := s.survivor(ctx, ev, now)
+	if err != nil || found {
+		unlock()
+	}
+	if err != nil {
+		return event.Event{}, err
+	}
+	if found {
+		return s.publishMerged(ctx, ev, surv.ID)
+	}
+	defer unlock()
+	ops, err := s.changeOps(ev, store.IfNotExists(), nil, cells, nil, now)
+	if err != nil {
+		return event.Event{}, err
+	}
+	ops = append(ops, store.PutOp(s.orgItem(ev), store.Condition{}))
+	ops = append(ops, guardOps(guards, now)...)
+	if err := s.transact(ctx, ops); err != nil {
+		return event.Event{}, err
+	}
+	return ev, nil
+}
+
+// publishMerged stores ev merged into survivor, which it was found to duplicate. The survivor
+// is read again under its lock, so that the reports merging into one hazard queue here rather
+// than collide on its version.
+func (s *Store) publishMerged(ctx context.Context, ev event.Event, survivor string) (event.Event, error) {
+	defer s.lock(survivor)()
+	surv, prev, survCells, err := s.loadWithVote(ctx, survivor, event.Reporter(ev.Org, nil))
+	if err != nil {
+		return event.Event{}, err
+	}
+	now := s.clock.Now()
+	if !mayMerge(ev, surv, now) {
+		// It ended or changed since the search: search again.
+		return event.Event{}, fmt.Errorf("survivor %s: %w", survivor, store.ErrConflict)
+	}
+	if err := ev.MergeInto(survivor, now); err != nil {
+		return event.Event{}, err
+	}
+	ops, _, err := s.mergeOps(ev, store.IfNotExists(), nil, surv, survCells, prev, now)
+	if err != nil {
+		return event.Event{}, err
+	}
+	if err := s.transact(ctx, ops); err != nil {
+		return event.Event{}, err
+	}
+	return ev, nil
+}
+
 // Revise applies a revision by the publisher (spec 4.1 rule 5, spec 3) and returns the event
-// as revised: the index moves to the new extent in the same transaction. Errors: ErrNotFound
-// (unknown, or not served to the caller's network), ErrNotPublisher and ErrOtherNetwork
-// (403), an *OverError wrapping event.ErrOver (409), schema.Errors (422: the subtype must
-// belong to the stored type), an *ExtentError.
+// as revised: the index moves to the new extent in the same transaction. A revision that makes
+// the event a report of a hazard another source reports already merges it into that report
+// (docs/network.md §1: the report already there survives). Errors: ErrNotFound (unknown, or
+// not served to the caller's network), ErrNotPublisher and ErrOtherNetwork (403), an
+// *OverError wrapping event.ErrOver (409), schema.Errors (422: the subtype must belong to the
+// stored type), an *ExtentError.
 func (s *Store) Revise(ctx context.Context, c Caller, id string, in event.RevisionIn) (event.Event, error) {
 	if !event.ValidID(id) {
 		return event.Event{}, fmt.Errorf("event id %q: %w", id, ErrNotFound)
 	}
 	defer s.lock(id)()
 	for attempt := 1; ; attempt++ {
-		ev, cells, err := s.load(ctx, id)
-		if err != nil {
+		ev, err := s.reviseOnce(ctx, c, id, in)
+		if err == nil {
+			return ev, nil
+		}
+		var ce *store.ConditionError
+		if !errors.As(err, &ce) && !errors.Is(err, store.ErrConflict) {
 			return event.Event{}, err
 		}
-		switch {
-		case !c.sees(ev.Environment):
-			return event.Event{}, fmt.Errorf("revise %s of %s for a %s caller: %w", id, ev.Environment, c.Environment, ErrNotFound)
-		case ev.Org != c.Org:
-			return event.Event{}, fmt.Errorf("revise %s: %w", id, ErrNotPublisher)
-		case ev.Environment != c.Environment:
-			return event.Event{}, fmt.Errorf("revise %s of %s with a %s credential: %w", id, ev.Environment, c.Environment, ErrOtherNetwork)
+		if attempt >= maxAttempts {
+			return event.Event{}, fmt.Errorf("revise %s: %w: %d attempts: %w", id, ErrBusy, attempt, err)
 		}
-		now := s.clock.Now()
-		read := ev.Version
-		if _, err := ev.Revise(in, now); err != nil {
-			return event.Event{}, overError(err, ev, now)
-		}
-		next, err := indexCells(ev.Extent())
-		if err != nil {
-			return event.Event{}, err
-		}
-		ops, err := s.changeOps(ev, store.IfEqual(attrVersion, read), cells, next, nil, now)
-		if err != nil {
-			return event.Event{}, err
-		}
-		if err := s.commit(ctx, ops, attempt); err != nil {
-			if errors.Is(err, errRetry) {
-				continue
-			}
+		if err := s.backoff(ctx, attempt); err != nil {
 			return event.Event{}, fmt.Errorf("revise %s: %w", id, err)
 		}
-		return ev, nil
 	}
+}
+
+// reviseOnce makes one attempt at a revision, on the event as it reads it now.
+func (s *Store) reviseOnce(ctx context.Context, c Caller, id string, in event.RevisionIn) (event.Event, error) {
+	ev, cells, err := s.load(ctx, id)
+	if err != nil {
+		return event.Event{}, err
+	}
+	if err := c.mayRevise(ev); err != nil {
+		return event.Event{}, fmt.Errorf("revise %s: %w", id, err)
+	}
+	now := s.clock.Now()
+	read := ev.Version
+	before := ev.ExpiresAt
+	if _, err := ev.Revise(in, now); err != nil {
+		return event.Event{}, overError(err, ev, now)
+	}
+	next, err := indexCells(ev.Extent())
+	if err != nil {
+		return event.Event{}, err
+	}
+	keys, err := guardKeys(ev)
+	if err != nil {
+		return event.Event{}, err
+	}
+	unlock := s.guards.lock(keys)
+	defer unlock()
+	guards, err := s.readGuards(ctx, keys)
+	if err != nil {
+		return event.Event{}, err
+	}
+	surv, found, err := s.survivor(ctx, ev, now)
+	if err != nil {
+		return event.Event{}, err
+	}
+	cond := store.IfEqual(attrVersion, read)
+	if found {
+		merged, ops, err := s.reviseMerged(ctx, ev, before, cond, cells, surv.ID, now)
+		if err != nil {
+			return event.Event{}, err
+		}
+		// When both extents are so long that the merge does not fit one transaction, the
+		// revision stands on its own (docs/network.md §1).
+		if len(ops) <= store.MaxTransactOps {
+			return merged, s.transact(ctx, ops)
+		}
+	}
+	ops, err := s.changeOps(ev, cond, cells, next, nil, now)
+	if err != nil {
+		return event.Event{}, err
+	}
+	eop, err := s.entryOp(ev, event.Entry{At: now.UTC(), Kind: event.EntryRevision, ExpiresBefore: before, ExpiresAfter: ev.ExpiresAt})
+	if err != nil {
+		return event.Event{}, err
+	}
+	ops = append(ops, eop)
+	// A revision moving a long extent far may leave no room for the guards; it is then
+	// written without them (docs/network.md §1).
+	if g := guardOps(guards, now); len(ops)+len(g) <= store.MaxTransactOps {
+		ops = append(ops, g...)
+	}
+	return ev, s.transact(ctx, ops)
+}
+
+// reviseMerged returns ev, revised from an expiry of before, merged into survivor, and the
+// transaction that stores it so.
+func (s *Store) reviseMerged(ctx context.Context, ev event.Event, before time.Time, cond store.Condition, cells []string, survivor string, now time.Time) (event.Event, []store.Op, error) {
+	surv, prev, survCells, err := s.loadWithVote(ctx, survivor, event.Reporter(ev.Org, nil))
+	if err != nil {
+		return event.Event{}, nil, err
+	}
+	if !mayMerge(ev, surv, now) {
+		return event.Event{}, nil, fmt.Errorf("survivor %s: %w", survivor, store.ErrConflict)
+	}
+	if err := ev.MergeInto(survivor, now); err != nil {
+		return event.Event{}, nil, err
+	}
+	ops, _, err := s.mergeOps(ev, cond, cells, surv, survCells, prev, now)
+	if err != nil {
+		return event.Event{}, nil, err
+	}
+	eop, err := s.entryOp(ev, event.Entry{At: now.UTC(), Kind: event.EntryMerged, Duplicate: survivor,
+		ExpiresBefore: before, ExpiresAfter: ev.ExpiresAt, Ended: true})
+	return ev, append(ops, eop), err
 }
 
 // Signal applies a confirmation or denial (spec 4.1 rule 6, spec 3) and returns the event as
@@ -387,7 +537,7 @@ func (s *Store) Signal(ctx context.Context, c Caller, id string, in event.Signal
 		}
 		allowed = true
 		now := s.clock.Now()
-		read := ev.Version
+		read, before, corroborated := ev.Version, ev.ExpiresAt, ev.Corroborated
 		vote, outcome, err := ev.Signal(reporter, prev, in.Action, in.Position(), now)
 		if err != nil {
 			return event.Event{}, event.Unchanged, overError(err, ev, now)
@@ -399,14 +549,47 @@ func (s *Store) Signal(ctx context.Context, c Caller, id string, in event.Signal
 		if err != nil {
 			return event.Event{}, event.Unchanged, err
 		}
+		entry := event.Entry{At: now.UTC(), Kind: event.EntrySignal, Action: in.Action, Reporter: reporter,
+			ExpiresBefore: before, ExpiresAfter: ev.ExpiresAt, Ended: outcome == event.Ended}
+		if p := in.Position(); p != nil {
+			entry.Distance = distance(*p, ev)
+		}
+		eop, err := s.entryOp(ev, entry)
+		if err != nil {
+			return event.Event{}, event.Unchanged, err
+		}
+		ops = append(ops, eop)
+		if t := outcomeTally(corroborated, ev, outcome); t != (reputation.Tally{}) {
+			ops = append(ops, reputation.CountOp(ev.Org, ev.Environment, t, now))
+		}
 		if err := s.commit(ctx, ops, attempt); err != nil {
 			if errors.Is(err, errRetry) {
 				continue
 			}
 			return event.Event{}, event.Unchanged, fmt.Errorf("signal %s: %w", id, err)
 		}
+		if outcome == event.Ended && s.judge != nil {
+			s.judge.Denied(ctx, ev.Org, ev.Environment)
+		}
 		return ev, outcome, nil
 	}
+}
+
+// outcomeTally is what a signal changes in the publisher's reputation (docs/network.md §2):
+// a first corroboration counts for it, an end by deny quorum against it, taking back the
+// corroboration it had counted.
+func outcomeTally(wasCorroborated bool, ev event.Event, outcome event.Outcome) reputation.Tally {
+	var t reputation.Tally
+	if ev.Corroborated && !wasCorroborated {
+		t.For++
+	}
+	if outcome == event.Ended {
+		t.Against++
+		if ev.Corroborated {
+			t.For--
+		}
+	}
+	return t
 }
 
 // overError wraps event.ErrOver in an *OverError naming the event's status at now; other

@@ -334,9 +334,9 @@ func (a *API) validate(rt *Route, w http.ResponseWriter, r *http.Request) {
 			WriteError(w, r, err)
 			return
 		}
-		if !present {
+		if !present && !rt.OptionalBody {
 			errs = append(errs, schema.ValidationError{Type: schema.ErrMissing, Loc: []any{"body"}, Msg: "Field required", Input: nil})
-		} else {
+		} else if present {
 			if rt.Validate != nil {
 				var verrs schema.Errors
 				decoded, verrs = rt.Validate(v)

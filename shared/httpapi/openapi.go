@@ -102,7 +102,7 @@ func buildOperation(rt *Route) *operation {
 	}
 	if rt.Body != nil {
 		op.RequestBody = &requestBody{
-			Required: true,
+			Required: !rt.OptionalBody,
 			Content:  map[string]mediaType{"application/json": {Schema: rt.Body.JSONSchema()}},
 		}
 	}

@@ -49,8 +49,11 @@ type Route struct {
 	// documented as required strings.
 	Params []schema.Param
 	// Body is the JSON request body; nil means the route reads none. A declared body is
-	// required.
+	// required unless OptionalBody.
 	Body *schema.Schema
+	// OptionalBody lets a request leave the declared Body out (no body, or JSON null); one
+	// that sends it is validated as usual.
+	OptionalBody bool
 	// Validate, when set, validates the decoded body instead of Body.Validate: for payloads
 	// with cross-field rules that a schema cannot state (spec 2.2: geometry start, occurred_at
 	// slack, subtype under its type), so that they are reported in the same 422 as the schema's

@@ -66,6 +66,7 @@ var table = map[Group][]Route{
 		{"GET", "/v1/events"},
 		{"GET", "/v1/events/{event_id}"},
 		{"POST", "/v1/events/{event_id}/revisions"},
+		{"POST", "/v1/events/{event_id}/close"},
 		{"POST", "/v1/events/{event_id}/signals"},
 		{"POST", "/v1/stream/tickets"},
 	},
