@@ -287,4 +287,3 @@ func (s *Store) orgItem(ev event.Event) store.Item {
 		store.AttrTTL: s.keepUntil(ev),
 	}
 }
-

@@ -147,7 +147,7 @@ func Routes(d Deps) []httpapi.Route {
 			Description: "For a hazard that is gone, such as a cleared crash: the event becomes expired with expires_at " +
 				"set to now, leaves area queries, and subscribers get an ended delta. No body, or an empty object. " +
 				"The access rules are those of a revision.",
-			Params: []schema.Param{eventID},
+			Params:       []schema.Param{eventID},
 			Body:         closeInSchema,
 			OptionalBody: true,
 			Responses: map[int]httpapi.Response{
