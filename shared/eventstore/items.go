@@ -3,7 +3,6 @@ package eventstore
 import (
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/roadevents/roadevents/shared/event"
@@ -97,9 +96,10 @@ func (s *Store) voteItem(ev event.Event, v event.Vote) (store.Item, error) {
 	}, nil
 }
 
-// entryItem is the stored form of an entry of ev's history. Its sort key orders the history by
-// time; suffix tells apart two entries of one instant (the version the change made, or a
-// duplicate's id).
+// entryItem is the stored form of an entry of ev's history, written by the change that made
+// ev's version. Its sort key orders the history by time, then version; suffix tells apart two
+// entries of one version (the ids of duplicates merged in by an organisation that had
+// confirmed already).
 func (s *Store) entryItem(ev event.Event, e event.Entry, suffix string) (store.Item, error) {
 	data, err := json.Marshal(e)
 	if err != nil {
@@ -107,7 +107,7 @@ func (s *Store) entryItem(ev event.Event, e event.Entry, suffix string) (store.I
 	}
 	return store.Item{
 		store.AttrPK:  eventPrefix + ev.ID,
-		store.AttrSK:  fmt.Sprintf("%s%020d#%s", entryPrefix, e.At.UnixNano(), suffix),
+		store.AttrSK:  fmt.Sprintf("%s%020d#%020d#%s", entryPrefix, e.At.UnixNano(), ev.Version, suffix),
 		store.AttrTTL: s.keepUntil(ev),
 		attrData:      string(data),
 	}, nil
@@ -115,7 +115,7 @@ func (s *Store) entryItem(ev event.Event, e event.Entry, suffix string) (store.I
 
 // entryOp is the put of ev's history entry e, written by the change that made ev's version.
 func (s *Store) entryOp(ev event.Event, e event.Entry) (store.Op, error) {
-	it, err := s.entryItem(ev, e, strconv.FormatInt(ev.Version, 10))
+	it, err := s.entryItem(ev, e, "")
 	return store.PutOp(it, store.Condition{}), err
 }
 

@@ -36,6 +36,8 @@ type Deps struct {
 	MaxRadius float64
 	// DefaultRadius is the radius of a query that names none (spec 4.1: 1000 m) when 0.
 	DefaultRadius float64
+	// Reputations gives the publisher's band in the evidence document; nil answers "unknown".
+	Reputations Reputations
 }
 
 // Public sentences of the handler errors (spec 7, shape 1).
@@ -58,7 +60,7 @@ func Routes(d Deps) []httpapi.Route {
 	if d.DefaultRadius <= 0 {
 		d.DefaultRadius = 1000
 	}
-	h := &handlers{store: d.Store, meter: d.Meter, clock: d.Clock}
+	h := &handlers{store: d.Store, meter: d.Meter, clock: d.Clock, bands: d.Reputations}
 	tags := []string{"events"}
 	security := []httpapi.Security{httpapi.SecurityAPIKey}
 	eventID := schema.Path("event_id", schema.String().Describe("ev_ followed by 26 characters of lower-case base32.")).
@@ -118,6 +120,20 @@ func Routes(d Deps) []httpapi.Route {
 				http.StatusNotFound: notFound,
 			},
 			Handler: httpapi.JSON(http.StatusOK, asCaller(h.get)),
+		},
+		{
+			Method: http.MethodGet, Path: "/v1/events/{event_id}/evidence", OperationID: "getEventEvidence", Tags: tags, Security: security,
+			Summary: "Why an event has the confidence it has",
+			Description: "The distinct reporters behind the tallies and how many organisations they belong to, every " +
+				"signal with the reporter's distance to the event, the duplicates merged into it, each change of its " +
+				"expiry and its cause, and the publisher's reputation band. It never names a reporter or another " +
+				"organisation, and gives distances, not positions. Read access as GET /v1/events/{event_id}.",
+			Params: []schema.Param{eventID},
+			Responses: map[int]httpapi.Response{
+				http.StatusOK:       httpapi.JSONResponse("The evidence document.", event.EvidenceSchema),
+				http.StatusNotFound: notFound,
+			},
+			Handler: httpapi.JSON(http.StatusOK, asCaller(h.evidence)),
 		},
 		{
 			Method: http.MethodPost, Path: "/v1/events/{event_id}/revisions", OperationID: "reviseEvent", Tags: tags, Security: security,
@@ -188,6 +204,7 @@ type handlers struct {
 	store *Store
 	meter Meter
 	clock clock.Clock
+	bands Reputations
 }
 
 // callerOf returns the authenticated caller; a route reached without one is a wiring mistake
@@ -274,6 +291,15 @@ func (h *handlers) get(r *httpapi.Request[httpapi.NoBody], c Caller) (event.Even
 		return event.EventPublic{}, h.failure(err, "read", nil)
 	}
 	return ev.Public(h.clock.Now()), nil
+}
+
+func (h *handlers) evidence(r *httpapi.Request[httpapi.NoBody], c Caller) (event.Evidence, error) {
+	h.meter.Count(r.Context(), c.Org, c.Environment, metering.Reads)
+	ev, err := h.store.Evidence(r.Context(), c, r.Params.String("event_id"), h.bands)
+	if err != nil {
+		return event.Evidence{}, h.failure(err, "read", nil)
+	}
+	return ev, nil
 }
 
 func (h *handlers) revise(r *httpapi.Request[event.RevisionIn], c Caller) (event.EventPublic, error) {

@@ -83,12 +83,15 @@ func Params(r *http.Request) schema.Values {
 // route's body schema (see JSON). The body is normalised first (schema.Normalize): defaults
 // filled in, integral numbers as integers, date-times in UTC. Values of interface type receive
 // json.Number for numbers. When Route.Validate already decoded the body into T, that value is
-// used as it is.
+// used as it is. An optional body left out is T's zero value.
 func body[T any](r *http.Request) (T, error) {
 	var out T
 	d := routeFrom(r.Context())
-	if d == nil || d.route.Body == nil || d.body == nil {
+	if d == nil || d.route.Body == nil || d.body == nil && !d.route.OptionalBody {
 		return out, ErrNoBody
+	}
+	if d.body == nil {
+		return out, nil // an optional body left out: T's zero value
 	}
 	if v, ok := d.decoded.(T); ok {
 		return v, nil

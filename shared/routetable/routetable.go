@@ -67,6 +67,7 @@ var table = map[Group][]Route{
 		{"GET", "/v1/events/{event_id}"},
 		{"POST", "/v1/events/{event_id}/revisions"},
 		{"POST", "/v1/events/{event_id}/close"},
+		{"GET", "/v1/events/{event_id}/evidence"},
 		{"POST", "/v1/events/{event_id}/signals"},
 		{"POST", "/v1/stream/tickets"},
 	},
