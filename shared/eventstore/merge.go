@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/uber/h3-go/v4"
+
 	"github.com/roadevents/roadevents/shared/event"
 	"github.com/roadevents/roadevents/shared/geo"
 	"github.com/roadevents/roadevents/shared/reputation"
@@ -26,14 +28,15 @@ import (
 //
 //	pk "merge#<environment>#<type>#<h3 cell at GuardLevel>"  sk "guard"   v (a counter), ttl
 //
-// An active report bumps (conditioned on the counts it read before searching) the guards of
-// the cells its extent is indexed under at GuardLevel (geo.IndexCells) and of the cells
-// covering its merge distance around its point (geo.CoverCircle). When a new report's point
-// lies within the merge distance of another's extent, the cover of the one and the extent
-// cells of the other share a cell (the property the area index rests on), so two reports that
-// should merge cannot both stay active: the second to commit finds a count changed, searches
-// again, and finds the first. Within a process the guards are also locked, so that such a
-// collision waits rather than retries.
+// An active report bumps the guards of the cells its extent is indexed under at GuardLevel
+// (geo.IndexCells) and checks those of the cells covering its merge distance around its point
+// (geo.CoverCircle), all on condition that they hold the counts read before searching. When a
+// new report's point lies within the merge distance of another's extent, the cover of the one
+// and the extent cells of the other share a cell (the property the area index rests on). So
+// of two such reports written at once, if the one that would find the other commits second, a
+// guard it checks has changed: it searches again and merges. The outcome is always that of
+// the reports written one after the other. Within a process the guards are also locked, so
+// that such a collision waits rather than retries.
 
 // GuardLevel is the H3 resolution of merge guards: cells of about 5 km², so that a point
 // report bumps one to three guards and a 20 km segment about twenty.
@@ -52,30 +55,42 @@ const (
 type guard struct {
 	key   store.Key
 	count int64
+	bump  bool // a cell of the extent: bumped, not only checked
 }
 
-// guardKeys returns the keys of the guards ev bumps when it stays active, sorted.
-func guardKeys(ev event.Event) ([]store.Key, error) {
+// guardKeys returns the keys of the guards ev bumps or checks when it stays active, sorted,
+// and which of them it bumps.
+func guardKeys(ev event.Event) ([]store.Key, map[store.Key]bool, error) {
 	t, ok := taxonomy.Lookup(ev.Type)
 	if !ok || t.MergeDistance <= 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	cells, err := geo.IndexCells(ev.Extent(), GuardLevel)
 	if err != nil {
-		return nil, fmt.Errorf("guard cells of %s: %w", ev.ID, err)
+		return nil, nil, fmt.Errorf("guard cells of %s: %w", ev.ID, err)
 	}
 	cover, err := geo.CoverCircle(ev.Point(), t.MergeDistance, GuardLevel)
 	if err != nil {
-		return nil, fmt.Errorf("guard cover of %s: %w", ev.ID, err)
+		return nil, nil, fmt.Errorf("guard cover of %s: %w", ev.ID, err)
 	}
-	cells = append(cells, cover...)
-	slices.Sort(cells)
-	cells = slices.Compact(cells)
-	keys := make([]store.Key, len(cells))
-	for i, c := range cells {
-		keys[i] = store.Key{PK: guardPrefix + ev.Environment + "#" + ev.Type + "#" + geo.CellString(c), SK: guardSK}
+	key := func(c h3.Cell) store.Key {
+		return store.Key{PK: guardPrefix + ev.Environment + "#" + ev.Type + "#" + geo.CellString(c), SK: guardSK}
 	}
-	return keys, nil
+	bump := make(map[store.Key]bool, len(cells))
+	for _, c := range cells {
+		bump[key(c)] = true
+	}
+	keys := make([]store.Key, 0, len(cells)+len(cover))
+	for k := range bump {
+		keys = append(keys, k)
+	}
+	for _, c := range cover {
+		if k := key(c); !bump[k] {
+			keys = append(keys, k)
+		}
+	}
+	slices.SortFunc(keys, func(a, b store.Key) int { return cmp.Compare(a.PK, b.PK) })
+	return keys, bump, nil
 }
 
 // guardLocks serialise, within a process, the reports that share a guard. They are apart from
@@ -104,12 +119,13 @@ func (g *guardLocks) lock(keys []store.Key) func() {
 	}
 }
 
-// readGuards reads the counts of the guards keys (0 for a guard never bumped).
-func (s *Store) readGuards(ctx context.Context, keys []store.Key) ([]guard, error) {
+// readGuards reads the counts of the guards keys (0 for a guard never bumped); bump says which
+// the report bumps.
+func (s *Store) readGuards(ctx context.Context, keys []store.Key, bump map[store.Key]bool) ([]guard, error) {
 	out := make([]guard, len(keys))
 	at := make(map[store.Key]int, len(keys))
 	for i, k := range keys {
-		out[i].key = k
+		out[i] = guard{key: k, bump: bump[k]}
 		at[k] = i
 	}
 	for batch := range slices.Chunk(keys, store.MaxBatchGet) {
@@ -124,13 +140,17 @@ func (s *Store) readGuards(ctx context.Context, keys []store.Key) ([]guard, erro
 	return out, nil
 }
 
-// guardOps bumps every guard on condition that it still holds the count read.
+// guardOps bumps or checks every guard on condition that it still holds the count read.
 func guardOps(guards []guard, now time.Time) []store.Op {
 	ops := make([]store.Op, len(guards))
 	for i, g := range guards {
 		cond := store.IfEqual(attrGuard, g.count)
 		if g.count == 0 {
 			cond = store.IfAttrNotExists(attrGuard)
+		}
+		if !g.bump {
+			ops[i] = store.CheckOp(g.key, cond)
+			continue
 		}
 		ops[i] = store.PutOp(store.Item{
 			store.AttrPK:  g.key.PK,
@@ -176,6 +196,9 @@ func (s *Store) survivor(ctx context.Context, ev event.Event, now time.Time) (ev
 		found bool
 	)
 	for _, it := range items {
+		if it.String(attrSource) == ev.Source() {
+			continue // the same source's own report, known without decoding it
+		}
 		c, _, err := decodeEvent(it)
 		if err != nil {
 			return event.Event{}, false, err

@@ -323,12 +323,12 @@ func (s *Store) publishOnce(ctx context.Context, c Caller, id string, in event.E
 	if err != nil {
 		return event.Event{}, err
 	}
-	keys, err := guardKeys(ev)
+	keys, bump, err := guardKeys(ev)
 	if err != nil {
 		return event.Event{}, err
 	}
 	unlock := s.guards.lock(keys)
-	guards, err := s.readGuards(ctx, keys)
+	guards, err := s.readGuards(ctx, keys, bump)
 	if err != nil {
 		unlock()
 		return event.Event{}, err
@@ -433,13 +433,13 @@ func (s *Store) reviseOnce(ctx context.Context, c Caller, id string, in event.Re
 	if err != nil {
 		return event.Event{}, err
 	}
-	keys, err := guardKeys(ev)
+	keys, bump, err := guardKeys(ev)
 	if err != nil {
 		return event.Event{}, err
 	}
 	unlock := s.guards.lock(keys)
 	defer unlock()
-	guards, err := s.readGuards(ctx, keys)
+	guards, err := s.readGuards(ctx, keys, bump)
 	if err != nil {
 		return event.Event{}, err
 	}
