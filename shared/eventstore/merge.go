@@ -178,9 +178,11 @@ func (s *Store) survivor(ctx context.Context, ev event.Event, now time.Time) (ev
 	if err != nil {
 		return event.Event{}, false, fmt.Errorf("search duplicates of %s: %w", ev.ID, err)
 	}
+	source := ev.Source()
 	keys := make([]store.Key, 0, min(len(res.Events), maxCandidates))
 	for _, e := range res.Events {
-		if e.ID != ev.ID && len(keys) < maxCandidates {
+		// The source's own reports are passed over by the index record, unread.
+		if e.ID != ev.ID && len(keys) < maxCandidates && string(e.source) != source {
 			keys = append(keys, EventKey(e.ID))
 		}
 	}
@@ -196,8 +198,8 @@ func (s *Store) survivor(ctx context.Context, ev event.Event, now time.Time) (ev
 		found bool
 	)
 	for _, it := range items {
-		if it.String(attrSource) == ev.Source() {
-			continue // the same source's own report, known without decoding it
+		if it.String(attrSource) == source {
+			continue // a record of the older format, which does not name its source
 		}
 		c, _, err := decodeEvent(it)
 		if err != nil {

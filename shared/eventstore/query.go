@@ -32,6 +32,8 @@ type AreaEvent struct {
 	Distance float64
 	// JSON is the event's EventPublic as GET /v1/events sends it.
 	JSON []byte
+	// source is event.Event.Source, nil when the record predates it (record.go).
+	source []byte
 }
 
 // AreaResult is the answer of an area query and what it cost.
@@ -425,7 +427,7 @@ func (m *matcher) add(c *cachedRec) {
 		if d = m.pointDistance(c.p0, c.cos); d > m.bound() {
 			return
 		}
-		m.found = append(m.found, AreaEvent{ID: c.id, Distance: d, JSON: r.body})
+		m.found = append(m.found, AreaEvent{ID: c.id, Distance: d, JSON: r.body, source: r.source})
 		m.ver = append(m.ver, r.version)
 		m.push(d)
 		return
@@ -477,12 +479,12 @@ func (m *matcher) add(c *cachedRec) {
 		return
 	}
 	if dup {
-		m.found[i] = AreaEvent{ID: c.id, Distance: d, JSON: r.body}
+		m.found[i] = AreaEvent{ID: c.id, Distance: d, JSON: r.body, source: r.source}
 		m.ver[i] = r.version
 		return
 	}
 	m.seen[c.id] = len(m.found)
-	m.found = append(m.found, AreaEvent{ID: c.id, Distance: d, JSON: r.body})
+	m.found = append(m.found, AreaEvent{ID: c.id, Distance: d, JSON: r.body, source: r.source})
 	m.ver = append(m.ver, r.version)
 	m.push(d)
 }

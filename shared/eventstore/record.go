@@ -20,14 +20,16 @@ import (
 //	reach       4 bytes  IEEE 754 float32: metres from the first position within which the
 //	                     whole extent lies (0 for a point), rounded up
 //	type        1 byte length, then the type id
+//	source      1 byte length, then event.Event.Source (format 3 on): the merge search
+//	            (merge.go) passes over the reports of the searching source itself by it
 //	extent      uvarint n, then n positions of two big-endian int32: lat and lon times 1e5
 //	body        the rest: the event's EventPublic as JSON, as GET /v1/events sends it
 //
 // Positions are exact: coordinates are stored rounded to 5 decimals (spec 2.2), so lat*1e5 is
 // a whole number and dividing it by 1e5 gives back the very float64 that was rounded.
 // Format 1 (without reach) was never released beyond development data folders; such records
-// are skipped as unreadable.
-const recordFormat = 2
+// are skipped as unreadable. Format 2 (without source) is read, its source unknown.
+const recordFormat = 3
 
 const recordHeader = 1 + 8 + 8 + 8 + 4 + 1
 
@@ -42,6 +44,7 @@ type record struct {
 	confidence float64
 	reach      float64 // see reach
 	typ        []byte
+	source     []byte // nil in a format 2 record
 	n          int    // positions in the extent
 	points     []byte // 8 bytes per position
 	body       []byte
@@ -49,11 +52,12 @@ type record struct {
 
 // encodeRecord builds the record of ev, with body its EventPublic JSON.
 func encodeRecord(ev event.Event, body []byte) ([]byte, error) {
-	if len(ev.Type) > math.MaxUint8 {
-		return nil, fmt.Errorf("event %s: type of %d bytes: %w", ev.ID, len(ev.Type), errRecord)
+	source := ev.Source()
+	if len(ev.Type) > math.MaxUint8 || len(source) > math.MaxUint8 {
+		return nil, fmt.Errorf("event %s: type or source over 255 bytes: %w", ev.ID, errRecord)
 	}
 	ext := ev.Extent()
-	b := make([]byte, 0, recordHeader+len(ev.Type)+binary.MaxVarintLen64+8*len(ext)+len(body))
+	b := make([]byte, 0, recordHeader+len(ev.Type)+1+len(source)+binary.MaxVarintLen64+8*len(ext)+len(body))
 	b = append(b, recordFormat)
 	b = binary.BigEndian.AppendUint64(b, uint64(ev.ExpiresAt.UnixNano()))
 	b = binary.BigEndian.AppendUint64(b, uint64(ev.Version))
@@ -61,6 +65,8 @@ func encodeRecord(ev event.Event, body []byte) ([]byte, error) {
 	b = binary.BigEndian.AppendUint32(b, math.Float32bits(reach(ext)))
 	b = append(b, byte(len(ev.Type)))
 	b = append(b, ev.Type...)
+	b = append(b, byte(len(source)))
+	b = append(b, source...)
 	b = binary.AppendUvarint(b, uint64(len(ext)))
 	for _, p := range ext {
 		b = binary.BigEndian.AppendUint32(b, uint32(int32(math.Round(p.Lat*1e5))))
@@ -71,9 +77,10 @@ func encodeRecord(ev event.Event, body []byte) ([]byte, error) {
 
 // parseRecord reads a record without copying it.
 func parseRecord(d []byte) (record, error) {
-	if len(d) < recordHeader || d[0] != recordFormat {
+	if len(d) < recordHeader || d[0] != recordFormat && d[0] != 2 {
 		return record{}, errRecord
 	}
+	format := d[0]
 	r := record{
 		expires:    int64(binary.BigEndian.Uint64(d[1:])),
 		version:    int64(binary.BigEndian.Uint64(d[9:])),
@@ -86,6 +93,13 @@ func parseRecord(d []byte) (record, error) {
 		return record{}, errRecord
 	}
 	r.typ, d = d[:tl], d[tl:]
+	if format >= 3 {
+		if len(d) < 1 || len(d) < 1+int(d[0]) {
+			return record{}, errRecord
+		}
+		sl := int(d[0])
+		r.source, d = d[1:1+sl], d[1+sl:]
+	}
 	n, k := binary.Uvarint(d)
 	if k <= 0 || n == 0 || n > uint64(len(d)-k)/8 {
 		return record{}, errRecord
