@@ -191,7 +191,9 @@ func TestMergeRule(t *testing.T) {
 				h.do("POST", "/v1/events/"+first.EventID+"/close", key, "{}").expect(t, http.StatusOK)
 			}},
 		{name: "survivor expired by time", first: accident, second: accident,
-			over: func(_ *testing.T, _ *harness, tab tables.Table, _ string, first publicEvent) { tab.Clock.Set(first.ExpiresAt) }},
+			over: func(_ *testing.T, _ *harness, tab tables.Table, _ string, first publicEvent) {
+				tab.Clock.Set(first.ExpiresAt)
+			}},
 		{name: "survivor ended by the deny quorum", first: accident, second: accident,
 			over: func(t *testing.T, h *harness, _ tables.Table, _ string, first publicEvent) {
 				key := h.key("org_c", live)
