@@ -1,6 +1,6 @@
 // Command roadevents is the whole service on one machine (ARCHITECTURE.md): every route group,
 // on the embedded store in ./data, on 127.0.0.1:8080. It is wiring only: configuration and
-// flags, the `apikey` operator commands, the mailer and sealer, the handler from shared/app
+// flags, the operator commands (`apikey`, `invalidate`), the mailer and sealer, the handler from shared/app
 // with the console beside it, and daemon.Run, which owns the store, the stream hub and the
 // graceful shutdown.
 package main
@@ -39,9 +39,12 @@ func main() {
 		os.Exit(2)
 	}
 	// Operator commands (shared/admin) run against the store instead of serving.
-	if len(os.Args) > 1 && os.Args[1] == "apikey" {
-		os.Exit(admin.Main(context.Background(), cfg, os.Args[2:], os.Stdout, os.Stderr))
+	if len(os.Args) > 1 {
+		if command, ok := admin.Commands[os.Args[1]]; ok {
+			os.Exit(command(context.Background(), cfg, os.Args[2:], os.Stdout, os.Stderr))
+		}
 	}
+	flag.Usage = usage
 	// Flags win over the environment (README, Configuration).
 	flag.StringVar(&cfg.Addr, "addr", cfg.Addr, "listen address (env ROADEVENTS_ADDR)")
 	flag.StringVar(&cfg.DataDir, "data", cfg.DataDir, "data folder: embedded store and e-mail outbox (env ROADEVENTS_DATA)")
@@ -78,6 +81,19 @@ func main() {
 		os.Exit(1)
 	}
 	logger.Info("stopped")
+}
+
+// usage answers -h: the server's flags and the operator commands.
+func usage() {
+	out := flag.CommandLine.Output()
+	fmt.Fprint(out, `usage: roadevents [-addr ADDR] [-data DIR]
+       roadevents apikey issue -org ORG_ID -label TEXT [-env live|sandbox] [-data DIR]
+       roadevents invalidate -org ORG_ID -env live|sandbox -reason TEXT [-since RFC3339] [-data DIR]
+
+Without a command, serves the API and the console. "roadevents <command> -h" explains a command.
+
+`)
+	flag.PrintDefaults()
 }
 
 // run serves every group, and the console at /app/, until ctx ends.

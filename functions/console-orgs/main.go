@@ -1,4 +1,4 @@
-// Command console-orgs is the Lambda function of the console-orgs route group (organisations, members, invitations, audit, keys, usage, vitality; ARCHITECTURE.md,
+// Command console-orgs is the Lambda function of the console-orgs route group (organisations, members, invitations, audit, keys, usage, vitality, reputation; ARCHITECTURE.md,
 // "Lambdas and route groups"), behind the HTTP API (payload format 2.0). It is wiring only:
 // shared/app builds the group's handler from the environment, as main.go builds every
 // group, and aws-lambda-go-api-proxy turns each API Gateway event into a request for it.

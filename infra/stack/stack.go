@@ -326,6 +326,10 @@ func New(scope constructs.Construct, id string, p Props) *Stack {
 			// (key issuance asks for a TOTP code).
 			identity.GrantSendEmail(fn)
 			sealKey.GrantEncryptDecrypt(fn)
+		case routetable.GroupEvents:
+			// The reputation rule's verdict runs within a signal and e-mails the publisher's
+			// owners (docs/network.md §2).
+			identity.GrantSendEmail(fn)
 		}
 		s.Functions[g] = fn
 	}

@@ -1,9 +1,12 @@
-// Package admin holds the operator commands of the main binary: acts an operator needs before
-// (or without) the console, run against the configured store while the server is stopped.
+// Package admin holds the operator commands of the main binary (Commands): acts an operator
+// needs before (or without) the console, run against the configured store while the server is
+// stopped.
 //
-// The first one is `roadevents apikey issue`, which issues an API key (spec 5, API key rules)
-// without the console, so that a fresh deployment, a load test or an end-to-end script can
-// call /v1 before the console exists.
+//   - `roadevents apikey issue` issues an API key (spec 5, API key rules) without the console,
+//     so that a fresh deployment, a load test or an end-to-end script can call /v1 before the
+//     console exists;
+//   - `roadevents invalidate` is an operator's verdict on a publisher (docs/network.md §2): it
+//     invalidates the organisation's active events in one environment.
 package admin
 
 import (
@@ -25,6 +28,7 @@ import (
 	"github.com/roadevents/roadevents/shared/app"
 	"github.com/roadevents/roadevents/shared/clock"
 	"github.com/roadevents/roadevents/shared/config"
+	"github.com/roadevents/roadevents/shared/store"
 )
 
 // Errors of the operator commands.
@@ -37,7 +41,14 @@ var (
 	ErrUsage = errors.New("admin: usage")
 )
 
-// LockProbeTimeout is how long IssueKey waits for the embedded store's file lock before
+// Commands are the operator commands by name, the binary's first argument; each takes the
+// words after its name and returns the process's exit code.
+var Commands = map[string]func(ctx context.Context, cfg config.Config, args []string, stdout, stderr io.Writer) int{
+	"apikey":     Main,
+	"invalidate": Invalidate,
+}
+
+// LockProbeTimeout is how long the commands wait for the embedded store's file lock before
 // saying the server holds it. The embedded store itself waits several seconds (it must not
 // give up on a file a previous run is still closing); an operator at a prompt wants the
 // answer at once.
@@ -59,31 +70,43 @@ func IssueKey(ctx context.Context, cfg config.Config, req apikey.IssueRequest, l
 	if logger == nil {
 		logger = slog.Default()
 	}
+	var raw string
+	var key apikey.Key
+	err := withStore(ctx, cfg, logger, func(table store.Table) error {
+		var err error
+		raw, key, err = apikey.New(table, apikey.Options{Logger: logger}).Issue(ctx, req)
+		return err
+	})
+	return raw, key, err
+}
+
+// withStore opens the store cfg names, runs f on its table and closes it. With the embedded
+// store it refuses a data folder another process holds (ErrStoreLocked).
+func withStore(ctx context.Context, cfg config.Config, logger *slog.Logger, f func(store.Table) error) error {
 	if cfg.Store == config.StoreEmbedded {
 		if err := probeLock(filepath.Join(cfg.DataDir, app.EmbeddedFile)); err != nil {
-			return "", apikey.Key{}, err
+			return err
 		}
 	}
 	st, err := app.OpenStore(ctx, cfg, clock.System, logger)
 	if err != nil {
 		if errors.Is(err, bolterrors.ErrTimeout) {
 			// Taken between the probe and the open: same answer.
-			return "", apikey.Key{}, lockedError(cfg.DataDir)
+			return lockedError(cfg.DataDir)
 		}
-		return "", apikey.Key{}, fmt.Errorf("admin: %w", err)
+		return fmt.Errorf("admin: %w", err)
 	}
 	defer func() {
-		// The store syncs every write before it returns, so an issued key is kept even if
-		// closing fails; the failure is worth a warning, not the loss of the key.
+		// The store syncs every write before it returns, so what f wrote is kept even if
+		// closing fails; the failure is worth a warning, not the loss of the work.
 		if cerr := st.Table.Close(); cerr != nil {
 			logger.Warn("closing the store failed", "error", cerr.Error())
 		}
 	}()
-	raw, key, err := apikey.New(st.Table, apikey.Options{Logger: logger}).Issue(ctx, req)
-	if err != nil {
-		return "", apikey.Key{}, fmt.Errorf("admin: %w", err)
+	if err := f(st.Table); err != nil {
+		return fmt.Errorf("admin: %w", err)
 	}
-	return raw, key, nil
+	return nil
 }
 
 // probeLock tells quickly whether another process holds the embedded store's file: a
@@ -115,7 +138,11 @@ func lockedError(dir string) error {
 // process's exit code. `apikey issue` writes only the raw key, and a newline, to stdout, so
 // that a script can capture it; everything else goes to stderr.
 func Main(ctx context.Context, cfg config.Config, args []string, stdout, stderr io.Writer) int {
-	err := apiKeyCommand(ctx, cfg, args, stdout, stderr)
+	return exitCode(apiKeyCommand(ctx, cfg, args, stdout, stderr), stderr)
+}
+
+// exitCode reports err on stderr and returns the exit code it calls for.
+func exitCode(err error, stderr io.Writer) int {
 	switch {
 	case err == nil:
 		return ExitOK

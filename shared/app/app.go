@@ -17,12 +17,14 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"time"
 
 	"github.com/roadevents/roadevents/shared/apikey"
 	"github.com/roadevents/roadevents/shared/billing"
 	"github.com/roadevents/roadevents/shared/clock"
 	"github.com/roadevents/roadevents/shared/config"
 	"github.com/roadevents/roadevents/shared/consoleauth"
+	"github.com/roadevents/roadevents/shared/consolereputation"
 	"github.com/roadevents/roadevents/shared/consoleusage"
 	"github.com/roadevents/roadevents/shared/eventstore"
 	"github.com/roadevents/roadevents/shared/httpapi"
@@ -32,6 +34,7 @@ import (
 	"github.com/roadevents/roadevents/shared/orgs"
 	"github.com/roadevents/roadevents/shared/plans"
 	"github.com/roadevents/roadevents/shared/ratelimit"
+	"github.com/roadevents/roadevents/shared/reputation"
 	"github.com/roadevents/roadevents/shared/routetable"
 	"github.com/roadevents/roadevents/shared/seal"
 	"github.com/roadevents/roadevents/shared/store"
@@ -133,18 +136,6 @@ func New(d Deps, groups ...routetable.Group) (*API, error) {
 				"so ids derived from client_event_id change when this process restarts")
 		}
 	}
-	evs, err := eventstore.New(d.Table, eventstore.Options{
-		IDKey:             d.Config.EventIDKey,
-		Ceiling:           ratelimit.NewSignals(d.Table),
-		Clock:             d.Clock,
-		Logger:            d.Logger,
-		MaxEventsPerQuery: d.Config.Limits.MaxEventsPerQuery,
-		MaxRadius:         d.Config.Limits.MaxQueryRadiusM,
-		CacheBytes:        areaCacheBytes(d.Config.Store),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("app: %w", err)
-	}
 	// console-orgs: the TOTP hook of consoleauth writes in the audit log of every organisation
 	// of the user (contract 3), so the identity is built with a hook on the organisations,
 	// which are built from the identity right after.
@@ -161,12 +152,39 @@ func New(d Deps, groups ...routetable.Group) (*API, error) {
 	if og, err = newOrgs(d, auth, slices.Contains(groups, routetable.GroupConsoleOrgs)); err != nil {
 		return nil, err
 	}
+	// The reputation rule (docs/network.md §2): the events store tells the judge of each deny
+	// end, and the judge invalidates through the store, which is built right after it.
+	ledger, err := newLedger(d)
+	if err != nil {
+		return nil, err
+	}
+	var evs *eventstore.Store
+	judge, err := newJudge(d, ledger, og, invalidateFunc(func(ctx context.Context, org, env string, since time.Time, reason string) (int, error) {
+		return evs.InvalidateOrg(ctx, org, env, since, reason)
+	}))
+	if err != nil {
+		return nil, err
+	}
+	evs, err = eventstore.New(d.Table, eventstore.Options{
+		IDKey:             d.Config.EventIDKey,
+		Ceiling:           ratelimit.NewSignals(d.Table),
+		Clock:             d.Clock,
+		Logger:            d.Logger,
+		MaxEventsPerQuery: d.Config.Limits.MaxEventsPerQuery,
+		MaxRadius:         d.Config.Limits.MaxQueryRadiusM,
+		CacheBytes:        areaCacheBytes(d.Config.Store),
+		Judge:             judge,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("app: %w", err)
+	}
 	bill, err := newBilling(d, og, catalogue, slices.Contains(groups, routetable.GroupBilling))
 	if err != nil {
 		return nil, err
 	}
 	b := built{
 		events:  evs,
+		ledger:  ledger,
 		auth:    auth,
 		orgs:    og,
 		billing: bill,
@@ -202,6 +220,8 @@ func areaCacheBytes(kind config.Store) int64 {
 // built holds what New builds once for both the served API and the document.
 type built struct {
 	events *eventstore.Store
+	// ledger reads publishers' standings: the evidence document's band, the quality panel.
+	ledger *reputation.Ledger
 	auth   *consoleauth.Service
 	// orgs is the console-orgs group: organisations, members, invitations, keys, audit.
 	orgs *orgs.Service
@@ -271,14 +291,16 @@ func routes(d Deps, a *API, b built, groups ...routetable.Group) []httpapi.Route
 		case routetable.GroupConsoleOrgs:
 			out = append(out, private(readsTable(orgs.Routes(b.orgs)))...)
 			out = append(out, private(readsTable(consoleusage.Routes(consoleusage.Deps{Orgs: b.orgs, Meter: d.Meter, Keys: d.Keys, Clock: d.Clock})))...)
+			out = append(out, private(readsTable(consolereputation.Routes(consolereputation.Deps{Orgs: b.orgs, Standings: b.ledger})))...)
 		case routetable.GroupBilling:
 			out = append(out, private(readsTable(billing.Routes(b.billing)))...)
 		case routetable.GroupEvents:
 			out = append(out, readsTable(eventstore.Routes(eventstore.Deps{
-				Store:     b.events,
-				Meter:     d.Meter,
-				Clock:     d.Clock,
-				MaxRadius: d.Config.Limits.MaxQueryRadiusM,
+				Store:       b.events,
+				Meter:       d.Meter,
+				Clock:       d.Clock,
+				MaxRadius:   d.Config.Limits.MaxQueryRadiusM,
+				Reputations: b.ledger,
 			}))...)
 			out = append(out, readsTable(stream.TicketRoutes(streams))...)
 		case routetable.GroupStream:

@@ -239,6 +239,7 @@ func (e *faultEnv) calls(round int) []faultCall {
 		{name: "revoke key", method: "DELETE", path: orgPath + "/keys/" + e.toRevoke[round], token: owner, ok: []int{200}},
 		{name: "usage", method: "GET", path: orgPath + "/usage", token: owner, ok: []int{200}},
 		{name: "vitality", method: "GET", path: orgPath + "/vitality", token: owner, ok: []int{200}},
+		{name: "reputation", method: "GET", path: orgPath + "/reputation", token: owner, ok: []int{200}},
 		// billing
 		{name: "billing summary", method: "GET", path: orgPath + "/billing", token: owner, ok: []int{200}},
 	}

@@ -47,6 +47,8 @@ type Config struct {
 	Stream Stream
 	// Billing configures the plans and Stripe (billing.go).
 	Billing Billing
+	// Reputation holds the thresholds of the publisher reputation rule (reputation.go).
+	Reputation Reputation
 
 	// EventIDKey is the HMAC key event ids are derived from (contract 2: an id derived from
 	// organisation and client_event_id). Every process serving one table must share it, or a
@@ -95,6 +97,7 @@ func Default() Config {
 		Mail:        DefaultMail,
 		Stream:      DefaultStream,
 		Billing:     DefaultBilling,
+		Reputation:  DefaultReputation,
 	}
 }
 
@@ -152,6 +155,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	if err := c.readBilling(getenv); err != nil {
 		return c, err
 	}
+	if err := c.readReputation(getenv); err != nil {
+		return c, err
+	}
 	return c, c.Validate()
 }
 
@@ -165,6 +171,9 @@ func (c Config) Validate() error {
 	}
 	if len(c.CORSOrigins) == 0 {
 		return fmt.Errorf("config: ROADEVENTS_CORS_ORIGINS is empty")
+	}
+	if err := c.Reputation.Validate(); err != nil {
+		return err
 	}
 	return c.validateConsole()
 }

@@ -77,6 +77,32 @@ func (s *Service) seats(ctx context.Context, org string) ([]Member, []invitation
 	return members, invites, nil
 }
 
+// Owners returns organisation orgID (Role empty) and the addresses of its owners, for a notice the service sends on its own account rather than a member's: a verdict
+// on the organisation's events (docs/network.md §2). ErrNotFound when it does not exist.
+func (s *Service) Owners(ctx context.Context, orgID string) (Organisation, []string, error) {
+	if err := knownID("organisation", orgID); err != nil {
+		return Organisation{}, nil, err
+	}
+	it, err := s.table.Get(ctx, orgKey(orgID))
+	if errors.Is(err, store.ErrNotFound) {
+		return Organisation{}, nil, fmt.Errorf("organisation %s: %w", orgID, ErrNotFound)
+	}
+	if err != nil {
+		return Organisation{}, nil, fmt.Errorf("orgs: read organisation %s: %w", orgID, err)
+	}
+	members, _, err := s.seats(ctx, orgID)
+	if err != nil {
+		return Organisation{}, nil, err
+	}
+	var owners []string
+	for _, m := range members {
+		if m.Role == RoleOwner {
+			owners = append(owners, m.Email)
+		}
+	}
+	return orgFrom(it), owners, nil
+}
+
 // Invite invites email with role (owner act, spec 4.3). The seat cap of the plan counts
 // members and live invitations together (ErrSeatCap past it); the invitation is written under
 // the condition that the organisation's members did not change since they were counted, so

@@ -1,14 +1,18 @@
 package orgs_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/roadevents/roadevents/shared/apitest"
+	"github.com/roadevents/roadevents/shared/consoletest"
 	"github.com/roadevents/roadevents/shared/orgs"
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
 )
@@ -363,6 +367,34 @@ func TestMembersShowDisplayNames(t *testing.T) {
 			if got != w {
 				t.Errorf("member %s display_name = %q; want %q", m.Email, got, w)
 			}
+		}
+	})
+}
+
+// docs/network.md §2: a verdict's notice goes to the owners of the organisation, and to no one
+// else: not a member, not an invited owner who has not accepted.
+func TestOwnersListsTheOwners(t *testing.T) {
+	t.Parallel()
+	tables.Each(t, func(t *testing.T, tab tables.Table) {
+		t.Parallel()
+		e := newEnvCaps(t, tab, seatsUncapped)
+		ada := e.signIn("ada@example.com")
+		o := e.createOrg(ada, "Ada Fleet")
+		e.join(ada, o.OrgID, "bob@example.com", orgs.RoleOwner)
+		e.join(ada, o.OrgID, "cat@example.com", orgs.RoleMember)
+		e.invite(ada, o.OrgID, "dan@example.com", orgs.RoleOwner)
+		svc, err := orgs.New(tab, orgs.Options{Clock: tab.Clock, Mailer: consoletest.DiscardMail{}, Keys: e.keys,
+			Users: consoletest.Accounts{}, TOTP: consoletest.NoTOTP{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		org, owners, err := svc.Owners(context.Background(), o.OrgID)
+		slices.Sort(owners)
+		if err != nil || org.Name != "Ada Fleet" || !slices.Equal(owners, []string{"ada@example.com", "bob@example.com"}) {
+			t.Errorf("Owners = %+v, %v, %v; want Ada Fleet, [ada bob], nil", org, owners, err)
+		}
+		if _, _, err := svc.Owners(context.Background(), "org_unknown"); !errors.Is(err, orgs.ErrNotFound) {
+			t.Errorf("Owners(unknown) = %v; want ErrNotFound", err)
 		}
 	})
 }

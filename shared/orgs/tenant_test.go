@@ -15,7 +15,7 @@ import (
 // spec 4.3 ("resources are resolved within the caller's organisation") and 4.4: organisation
 // A's traffic, keys, members, invitations and audit entries never appear in any answer to
 // organisation B, read by B's owner on every route that reads B (usage and vitality of both
-// environments, billing summary, keys, members, audit, the organisation). A's own answers
+// environments, reputation, billing summary, keys, members, audit, the organisation). A's own answers
 // show the traffic, so the check on B can fail. Both adapters.
 func TestTenantDataStaysInItsOrganisation(t *testing.T) {
 	t.Parallel()
@@ -77,6 +77,7 @@ func TestTenantDataStaysInItsOrganisation(t *testing.T) {
 				}
 			}},
 			{pb + "/vitality?environment=sandbox", nil},
+			{pb + "/reputation", nil},
 			{pb + "/billing", func(t *testing.T, r apitest.Response) {
 				e.with(t).Expect(r, http.StatusOK, billing.BillingSummarySchema, "bravo's billing summary")
 				if s := apitest.Decode[billing.Summary](t, r); s.Totals != (consoleusage.Totals{}) || s.OrgID != b.org.OrgID {

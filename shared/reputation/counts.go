@@ -7,10 +7,16 @@
 //
 //	pk "reputation#<org_id>#<environment>"  sk "day#<YYYY-MM-DD>"
 //	    for, against (counters), ttl
+//	pk "reputation#<org_id>#<environment>"  sk "poor"
+//	    since: present while the publisher's last recorded standing was poor
 //
 // One item per UTC day keeps the counts of that day's outcomes; a score sums the days of its
 // window. The events store adds to them in the very transaction that decides an outcome
 // (CountOp), so an outcome is counted exactly when it is stored.
+//
+// The "poor" item is how a verdict tells a fall from a publisher that stays poor
+// (Ledger.Record): it is written under the condition that it is absent, so of concurrent
+// verdicts exactly one sees the fall, and deleted once a standing is no longer poor.
 package reputation
 
 import (
@@ -24,8 +30,11 @@ const (
 	skPrefix  = "day#"
 	dayLayout = "2006-01-02"
 
+	skPoor = "poor"
+
 	attrFor     = "for"
 	attrAgainst = "against"
+	attrSince   = "since"
 )
 
 // keepDays is how long a day's counts are kept: past the longest window a deployment may

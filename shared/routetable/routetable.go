@@ -16,7 +16,8 @@ const (
 	GroupMeta        Group = "meta"
 	GroupEvents      Group = "events"
 	GroupConsoleAuth Group = "console-auth"
-	// GroupConsoleOrgs is organisations, members, invitations, audit, keys, usage and vitality.
+	// GroupConsoleOrgs is organisations, members, invitations, audit, keys, usage, vitality
+	// and the publisher reputation.
 	GroupConsoleOrgs Group = "console-orgs"
 	// GroupBilling is plans, the billing summary, checkout, portal and the Stripe webhook.
 	GroupBilling Group = "billing"
@@ -104,6 +105,7 @@ var table = map[Group][]Route{
 		{"DELETE", "/console/orgs/{org_id}/keys/{key_id}"},
 		{"GET", "/console/orgs/{org_id}/usage"},
 		{"GET", "/console/orgs/{org_id}/vitality"},
+		{"GET", "/console/orgs/{org_id}/reputation"},
 	},
 	GroupBilling: {
 		{"GET", "/console/plans"},

@@ -292,6 +292,12 @@ test('the console, from sign-up to a revoked key', async (t) => {
     await page.getByRole('button', { name: 'Sandbox' }).click();
     await page.getByText(/Last call .* with key Fleet app \(test\)/).waitFor();
     await shot(page, '10-vitality');
+
+    // The quality panel (docs/network.md §2): a publisher with no decided events is new.
+    await page.getByRole('link', { name: 'Quality' }).click();
+    await page.getByRole('heading', { name: 'Publisher quality', level: 2 }).waitFor();
+    assert.equal(await page.getByTestId('band-sandbox').textContent(), 'New');
+    await shot(page, '10b-quality');
   });
 
   await step('invites a colleague who accepts in a second browser context', async () => {

@@ -108,6 +108,25 @@ export interface Vitality {
   today: UsageTotals | null;
   keys: { key_id: string; label: string; last_used_at: string | null }[];
 }
+/** Bands of a publisher's standing (docs/network.md §2). */
+export type ReputationBand = 'new' | 'good' | 'fair' | 'poor';
+export interface PublisherStanding {
+  environment: Environment;
+  for: number;
+  against: number;
+  decided: number;
+  /** Share of decided events corroborated, 0..1; absent when none was decided. */
+  score?: number;
+  band: ReputationBand;
+}
+export interface ReputationReport {
+  org_id: string;
+  window_days: number;
+  min_history: number;
+  verdict_percent: number;
+  good_percent: number;
+  environments: PublisherStanding[];
+}
 export interface Plan {
   plan_id: string;
   name: string;
@@ -401,6 +420,9 @@ export class Client {
   }
   vitality(orgId: string, environment: Environment) {
     return this.request<Vitality>('GET', `/console/orgs/${enc(orgId)}/vitality`, { query: { environment } });
+  }
+  reputation(orgId: string) {
+    return this.request<ReputationReport>('GET', `/console/orgs/${enc(orgId)}/reputation`);
   }
   plans() {
     return this.request<Plan[]>('GET', '/console/plans', { anonymous: true });

@@ -13,6 +13,7 @@ import { Account } from './pages/account';
 import { CreateOrg, OrgSettings } from './pages/orgs';
 import { Overview } from './pages/overview';
 import { Keys } from './pages/keys';
+import { Quality } from './pages/quality';
 import { Usage } from './pages/usage';
 import { Members } from './pages/members';
 import { Billing } from './pages/billing';
@@ -264,6 +265,7 @@ const tabs: [string, string][] = [
   ['overview', 'Overview'],
   ['keys', 'API keys'],
   ['usage', 'Usage'],
+  ['quality', 'Quality'],
   ['members', 'Members'],
   ['billing', 'Billing'],
   ['audit', 'Audit log'],
@@ -315,6 +317,8 @@ function OrgPage({ orgId, tab }: { orgId: string; tab: string }) {
         return <Keys org={org} />;
       case 'usage':
         return <Usage org={org} />;
+      case 'quality':
+        return <Quality org={org} />;
       case 'members':
         return <Members org={org} />;
       case 'billing':
