@@ -512,6 +512,17 @@ func (s *Store) Signal(ctx context.Context, c Caller, id string, in event.Signal
 	if !event.ValidID(id) {
 		return event.Event{}, event.Unchanged, fmt.Errorf("event id %q: %w", id, ErrNotFound)
 	}
+	ev, outcome, err := s.signal(ctx, c, id, in)
+	// The judge may invalidate this very event's siblings, each under its lock: it runs once
+	// the signal's lock is released.
+	if err == nil && outcome == event.Ended && s.judge != nil {
+		s.judge.Denied(ctx, ev.Org, ev.Environment)
+	}
+	return ev, outcome, err
+}
+
+// signal is Signal under the event's lock.
+func (s *Store) signal(ctx context.Context, c Caller, id string, in event.SignalIn) (event.Event, event.Outcome, error) {
 	reporter := in.Reporter(c.Org)
 	defer s.lock(id)()
 	allowed := false
@@ -567,9 +578,6 @@ func (s *Store) Signal(ctx context.Context, c Caller, id string, in event.Signal
 				continue
 			}
 			return event.Event{}, event.Unchanged, fmt.Errorf("signal %s: %w", id, err)
-		}
-		if outcome == event.Ended && s.judge != nil {
-			s.judge.Denied(ctx, ev.Org, ev.Environment)
 		}
 		return ev, outcome, nil
 	}
