@@ -11,7 +11,7 @@ import (
 )
 
 // Reputations tells a publisher's reputation band (docs/network.md §2) for the evidence
-// document; *reputation.Reader is one.
+// document; *reputation.Ledger is one.
 type Reputations interface {
 	Band(ctx context.Context, org, env string) (string, error)
 }
