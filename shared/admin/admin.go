@@ -187,15 +187,10 @@ func issueCommand(ctx context.Context, cfg config.Config, args []string, stdout,
 	fl.StringVar(&req.Label, "label", "", "label shown in the console's key list, 1..120 characters (required)")
 	fl.IntVar(&req.LiveKeyCap, "live-cap", 0, "refuse a live key when the organisation already has this many (0: no cap)")
 	fl.StringVar(&cfg.DataDir, "data", cfg.DataDir, "data folder of the embedded store (env ROADEVENTS_DATA)")
-	if err := fl.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return fmt.Errorf("%w: %v", ErrUsage, err)
+	if err := parseFlags(fl, args, apiKeyUsage); err != nil {
+		return err
 	}
 	switch {
-	case fl.NArg() > 0:
-		return fmt.Errorf("%w: unexpected argument %q\n%s", ErrUsage, fl.Arg(0), apiKeyUsage)
 	case req.OrgID == "":
 		return fmt.Errorf("%w: -org is required\n%s", ErrUsage, apiKeyUsage)
 	case req.Label == "":
@@ -215,5 +210,20 @@ func issueCommand(ctx context.Context, cfg config.Config, args []string, stdout,
 		return fmt.Errorf("admin: write the key (key_id %s was issued; revoke it): %w", key.KeyID, err)
 	}
 	fmt.Fprintf(stderr, "issued %s key %s (prefix %s) for organisation %s\n", key.Environment, key.KeyID, key.Prefix, key.OrgID)
+	return nil
+}
+
+// parseFlags parses a command's flags, which take every argument: -h is flag.ErrHelp, a bad
+// flag or a word left over ErrUsage (naming usage for the latter).
+func parseFlags(fl *flag.FlagSet, args []string, usage string) error {
+	if err := fl.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return fmt.Errorf("%w: %v", ErrUsage, err)
+	}
+	if fl.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected argument %q\n%s", ErrUsage, fl.Arg(0), usage)
+	}
 	return nil
 }

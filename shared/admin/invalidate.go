@@ -3,7 +3,6 @@ package admin
 import (
 	"context"
 	"crypto/rand"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -84,15 +83,10 @@ func invalidateCommand(ctx context.Context, cfg config.Config, args []string, st
 	fl.StringVar(&req.Reason, "reason", "", fmt.Sprintf("why, kept in each event's history and the audit log, 1..%d characters (required)", verdict.MaxReasonLen))
 	fl.StringVar(&since, "since", "", "only events created at or after this time, RFC 3339 (2026-11-24T08:00:00Z); default every active event")
 	fl.StringVar(&cfg.DataDir, "data", cfg.DataDir, "data folder of the embedded store (env ROADEVENTS_DATA)")
-	if err := fl.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return fmt.Errorf("%w: %v", ErrUsage, err)
+	if err := parseFlags(fl, args, invalidateUsage); err != nil {
+		return err
 	}
 	switch {
-	case fl.NArg() > 0:
-		return fmt.Errorf("%w: unexpected argument %q\n%s", ErrUsage, fl.Arg(0), invalidateUsage)
 	case req.OrgID == "":
 		return fmt.Errorf("%w: -org is required\n%s", ErrUsage, invalidateUsage)
 	case req.Environment == "":

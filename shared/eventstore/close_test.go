@@ -76,7 +76,7 @@ func TestCloseRefusals(t *testing.T) {
 		closedTwice := h.publish(liveKey, point("accident", 0, 0).at(north(spot, 5000)))
 		h.do("POST", "/v1/events/"+closedTwice.EventID+"/close", liveKey, "{}").expect(t, http.StatusOK)
 		// org_b's report of own's hazard is merged into it (docs/network.md §1).
-		merged := h.do("POST", "/v1/events", otherLive, point("accident", 0, 0).at(spot)).merged(t, http.StatusCreated)
+		merged := h.do("POST", "/v1/events", otherLive, point("accident", 0, 0).at(spot)).event(t, http.StatusCreated)
 		checkMergedInto(t, merged, own.EventID)
 		denied := h.publish(liveKey, point("accident", 0, 0).at(north(spot, 10000)))
 		for i := range 3 {

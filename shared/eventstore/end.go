@@ -9,7 +9,6 @@ import (
 
 	"github.com/roadevents/roadevents/shared/event"
 	"github.com/roadevents/roadevents/shared/store"
-	"github.com/roadevents/roadevents/shared/taxonomy"
 )
 
 // Close ends the caller's own event early on its word (docs/network.md §3: a cleared crash):
@@ -17,32 +16,20 @@ import (
 // "ended". The access rules are a revision's: ErrNotFound (unknown, or not served to the
 // caller), ErrNotPublisher and ErrOtherNetwork (403), an *OverError (409: over already).
 func (s *Store) Close(ctx context.Context, c Caller, id string) (event.Event, error) {
-	return s.end(ctx, id, func(ev event.Event) error { return c.mayRevise(ev) }, func(ev *event.Event, now time.Time) (event.Entry, error) {
-		before := ev.ExpiresAt
-		if err := ev.Close(now); err != nil {
-			return event.Entry{}, err
-		}
-		return event.Entry{At: now.UTC(), Kind: event.EntryClosed, ExpiresBefore: before, ExpiresAfter: ev.ExpiresAt, Ended: true}, nil
-	})
+	return s.end(ctx, id, c.mayRevise, (*event.Event).Close, event.Entry{Kind: event.EntryClosed})
 }
 
 // Invalidate ends event id on a verdict about its publisher, with reason (docs/network.md
 // §2): it becomes invalidated and the stream sends its "ended". An event over already is an
 // *OverError.
 func (s *Store) Invalidate(ctx context.Context, id, reason string) (event.Event, error) {
-	return s.end(ctx, id, nil, func(ev *event.Event, now time.Time) (event.Entry, error) {
-		before := ev.ExpiresAt
-		if err := ev.Invalidate(now); err != nil {
-			return event.Entry{}, err
-		}
-		return event.Entry{At: now.UTC(), Kind: event.EntryInvalidated, ExpiresBefore: before, ExpiresAfter: ev.ExpiresAt,
-			Ended: true, Reason: reason}, nil
-	})
+	return s.end(ctx, id, nil, (*event.Event).Invalidate, event.Entry{Kind: event.EntryInvalidated, Reason: reason})
 }
 
-// end applies an ending to event id: check (nil for none) decides whether it may, then apply
-// ends it and returns its history entry.
-func (s *Store) end(ctx context.Context, id string, check func(event.Event) error, apply func(*event.Event, time.Time) (event.Entry, error)) (event.Event, error) {
+// end ends event id with apply (an ending of package event), and records entry, completed
+// with the moment and the expiry, in its history; check (nil for none) decides first whether
+// the caller may.
+func (s *Store) end(ctx context.Context, id string, check func(event.Event) error, apply func(*event.Event, time.Time) error, entry event.Entry) (event.Event, error) {
 	if !event.ValidID(id) {
 		return event.Event{}, fmt.Errorf("event id %q: %w", id, ErrNotFound)
 	}
@@ -59,10 +46,11 @@ func (s *Store) end(ctx context.Context, id string, check func(event.Event) erro
 		}
 		now := s.clock.Now()
 		read := ev.Version
-		entry, err := apply(&ev, now)
-		if err != nil {
+		entry.At, entry.ExpiresBefore, entry.Ended = now.UTC(), ev.ExpiresAt, true
+		if err := apply(&ev, now); err != nil {
 			return event.Event{}, overError(err, ev, now)
 		}
+		entry.ExpiresAfter = ev.ExpiresAt
 		ops, err := s.changeOps(ev, store.IfEqual(attrVersion, read), cells, nil, nil, now)
 		if err != nil {
 			return event.Event{}, err
@@ -86,7 +74,7 @@ func (s *Store) end(ctx context.Context, id string, check func(event.Event) erro
 // §2). It reads the organisation's list of events back to the longest life a type allows.
 func (s *Store) InvalidateOrg(ctx context.Context, org, env string, since time.Time, reason string) (int, error) {
 	now := s.clock.Now()
-	from := now.Add(-longestCeiling())
+	from := now.Add(-ceiling("")) // the longest life a type allows
 	if since.After(from) {
 		from = since
 	}
@@ -110,15 +98,6 @@ func (s *Store) InvalidateOrg(ctx context.Context, org, env string, since time.T
 		}
 	}
 	return n, nil
-}
-
-// longestCeiling is the longest life any type allows (spec 2.1).
-func longestCeiling() time.Duration {
-	var d time.Duration
-	for _, t := range taxonomy.All() {
-		d = max(d, t.Ceiling)
-	}
-	return d
 }
 
 // mayRevise tells whether the caller may change ev as its publisher (spec 4.1 rule 5):

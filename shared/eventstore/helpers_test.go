@@ -35,12 +35,25 @@ type harness struct {
 
 func newHarness(t *testing.T, tab tables.Table) *harness {
 	t.Helper()
+	return newHarnessOf(t, tab, tab.Adapter == tables.AdapterDynamoDB)
+}
+
+// newProcess is one of several service processes sharing tab, as Lambdas share DynamoDB:
+// without an area cache, whatever the table.
+func newProcess(t *testing.T, tab tables.Table) *harness {
+	t.Helper()
+	return newHarnessOf(t, tab, true)
+}
+
+// newHarnessOf builds the harness; shared configures it as a process sharing its table.
+func newHarnessOf(t *testing.T, tab tables.Table, shared bool) *harness {
+	t.Helper()
 	discard := slog.New(slog.NewJSONHandler(io.Discard, nil))
 	keys := apikey.New(tab, apikey.Options{Clock: tab.Clock, Logger: discard})
 	meter := metering.New(tab, metering.Options{Clock: tab.Clock, Logger: discard, FlushInterval: -1})
 	cfg := config.Default()
 	cfg.EventIDKey = testIDKey
-	if tab.Adapter == tables.AdapterDynamoDB {
+	if shared {
 		// As deployed: processes sharing DynamoDB keep no area cache (app.areaCacheBytes).
 		cfg.Store, cfg.Table = config.StoreDynamoDB, "test"
 	}
@@ -106,6 +119,7 @@ type publicEvent struct {
 	ConfirmCount  int              `json:"confirm_count"`
 	DenyCount     int              `json:"deny_count"`
 	Environment   string           `json:"environment"`
+	MergedInto    *string          `json:"merged_into"`
 }
 
 // event decodes an EventPublic answer, failing unless the status is want.

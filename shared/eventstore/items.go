@@ -21,7 +21,6 @@ const (
 	attrData    = "data"        // event and vote items: the record as JSON
 	attrVersion = "version"     // event item: event.Event.Version, the optimistic-concurrency guard
 	attrOrg     = "org_id"      // event item: the publishing organisation
-	attrSource  = "source"      // event item: event.Event.Source, for the merge search
 	attrEnv     = "environment" // event item: live or sandbox
 	attrCells   = "cells"       // event item: the cells its area index items are under
 	attrRecord  = "d"           // area index item: the record of record.go
@@ -58,7 +57,6 @@ func (s *Store) eventItem(ev event.Event, cells []string) (store.Item, error) {
 		attrVersion:   ev.Version,
 		attrOrg:       ev.Org,
 		attrEnv:       ev.Environment,
-		attrSource:    ev.Source(),
 	}
 	if len(cells) > 0 {
 		it[attrCells] = cells

@@ -58,39 +58,53 @@ type guard struct {
 	bump  bool // a cell of the extent: bumped, not only checked
 }
 
-// guardKeys returns the keys of the guards ev bumps or checks when it stays active, sorted,
-// and which of them it bumps.
-func guardKeys(ev event.Event) ([]store.Key, map[store.Key]bool, error) {
+// guardsOf returns the guards ev bumps or checks when it stays active, sorted by key, their
+// counts not read yet.
+func guardsOf(ev event.Event) ([]guard, error) {
 	t, ok := taxonomy.Lookup(ev.Type)
 	if !ok || t.MergeDistance <= 0 {
-		return nil, nil, nil
+		return nil, nil
 	}
 	cells, err := geo.IndexCells(ev.Extent(), GuardLevel)
 	if err != nil {
-		return nil, nil, fmt.Errorf("guard cells of %s: %w", ev.ID, err)
+		return nil, fmt.Errorf("guard cells of %s: %w", ev.ID, err)
 	}
 	cover, err := geo.CoverCircle(ev.Point(), t.MergeDistance, GuardLevel)
 	if err != nil {
-		return nil, nil, fmt.Errorf("guard cover of %s: %w", ev.ID, err)
+		return nil, fmt.Errorf("guard cover of %s: %w", ev.ID, err)
 	}
-	key := func(c h3.Cell) store.Key {
-		return store.Key{PK: guardPrefix + ev.Environment + "#" + ev.Type + "#" + geo.CellString(c), SK: guardSK}
+	bumped := make(map[h3.Cell]bool, len(cells))
+	guards := make([]guard, 0, len(cells)+len(cover))
+	add := func(c h3.Cell, bump bool) {
+		k := store.Key{PK: guardPrefix + ev.Environment + "#" + ev.Type + "#" + geo.CellString(c), SK: guardSK}
+		guards = append(guards, guard{key: k, bump: bump})
 	}
-	bump := make(map[store.Key]bool, len(cells))
 	for _, c := range cells {
-		bump[key(c)] = true
-	}
-	keys := make([]store.Key, 0, len(cells)+len(cover))
-	for k := range bump {
-		keys = append(keys, k)
+		bumped[c] = true
+		add(c, true)
 	}
 	for _, c := range cover {
-		if k := key(c); !bump[k] {
-			keys = append(keys, k)
+		if !bumped[c] {
+			add(c, false)
 		}
 	}
-	slices.SortFunc(keys, func(a, b store.Key) int { return cmp.Compare(a.PK, b.PK) })
-	return keys, bump, nil
+	slices.SortFunc(guards, func(a, b guard) int { return cmp.Compare(a.key.PK, b.key.PK) })
+	return guards, nil
+}
+
+// takeGuards locks and reads the guards of ev (guardsOf) and returns them with what releases
+// the locks.
+func (s *Store) takeGuards(ctx context.Context, ev event.Event) ([]guard, func(), error) {
+	guards, err := guardsOf(ev)
+	if err != nil {
+		return nil, nil, err
+	}
+	unlock := s.guards.lock(guards)
+	if err := s.readGuards(ctx, guards); err != nil {
+		unlock()
+		return nil, nil, err
+	}
+	return guards, unlock, nil
 }
 
 // guardLocks serialise, within a process, the reports that share a guard. They are apart from
@@ -101,11 +115,11 @@ type guardLocks struct {
 	locks [256]sync.Mutex
 }
 
-// lock takes the locks of keys, in a fixed order, and returns what releases them.
-func (g *guardLocks) lock(keys []store.Key) func() {
-	idx := make([]int, 0, len(keys))
-	for _, k := range keys {
-		idx = append(idx, int(maphash.String(g.seed, k.PK)%uint64(len(g.locks))))
+// lock takes the locks of guards, in a fixed order, and returns what releases them.
+func (g *guardLocks) lock(guards []guard) func() {
+	idx := make([]int, 0, len(guards))
+	for _, gd := range guards {
+		idx = append(idx, int(maphash.String(g.seed, gd.key.PK)%uint64(len(g.locks))))
 	}
 	slices.Sort(idx)
 	idx = slices.Compact(idx)
@@ -119,25 +133,24 @@ func (g *guardLocks) lock(keys []store.Key) func() {
 	}
 }
 
-// readGuards reads the counts of the guards keys (0 for a guard never bumped); bump says which
-// the report bumps.
-func (s *Store) readGuards(ctx context.Context, keys []store.Key, bump map[store.Key]bool) ([]guard, error) {
-	out := make([]guard, len(keys))
-	at := make(map[store.Key]int, len(keys))
-	for i, k := range keys {
-		out[i] = guard{key: k, bump: bump[k]}
-		at[k] = i
+// readGuards reads the counts of guards (0 for a guard never bumped).
+func (s *Store) readGuards(ctx context.Context, guards []guard) error {
+	keys := make([]store.Key, len(guards))
+	at := make(map[store.Key]int, len(guards))
+	for i, g := range guards {
+		keys[i] = g.key
+		at[g.key] = i
 	}
 	for batch := range slices.Chunk(keys, store.MaxBatchGet) {
 		items, err := s.table.BatchGet(ctx, batch)
 		if err != nil {
-			return nil, fmt.Errorf("read merge guards: %w", err)
+			return fmt.Errorf("read merge guards: %w", err)
 		}
 		for _, it := range items {
-			out[at[it.Key()]].count = it.Int(attrGuard)
+			guards[at[it.Key()]].count = it.Int(attrGuard)
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // guardOps bumps or checks every guard on condition that it still holds the count read.
@@ -198,9 +211,6 @@ func (s *Store) survivor(ctx context.Context, ev event.Event, now time.Time) (ev
 		found bool
 	)
 	for _, it := range items {
-		if it.String(attrSource) == source {
-			continue // a record of the older format, which does not name its source
-		}
 		c, _, err := decodeEvent(it)
 		if err != nil {
 			return event.Event{}, false, err
@@ -230,15 +240,26 @@ func older(a, b event.Event) bool {
 	return cmp.Less(a.ID, b.ID)
 }
 
-// mergeOps is the transaction that stores dup merged into surv at now: dup (already
-// MergeInto'd) written on dupCond and taken out of the cells dupCells, and on surv, as it was
-// read at its version, the confirmation of dup's organisation (vote prev is that
-// organisation's standing vote on it, nil if none), its history entry, and the corroboration
-// its publisher's reputation counts. It returns surv as changed.
-func (s *Store) mergeOps(dup event.Event, dupCond store.Condition, dupCells []string, surv event.Event, survCells []string, prev *event.Vote, now time.Time) ([]store.Op, event.Event, error) {
+// mergeOps merges dup into survivor at now and returns dup merged and the transaction that
+// stores it so: dup written on dupCond and taken out of the cells dupCells, and on the
+// survivor, read again under the condition of its version, the confirmation of dup's
+// organisation, its history entry, and the corroboration its publisher's reputation counts.
+// A survivor that ended or changed since the search found it is store.ErrConflict: search
+// again.
+func (s *Store) mergeOps(ctx context.Context, dup event.Event, dupCond store.Condition, dupCells []string, survivor string, now time.Time) (event.Event, []store.Op, error) {
+	surv, prev, survCells, err := s.loadWithVote(ctx, survivor, event.Reporter(dup.Org, nil))
+	if err != nil {
+		return event.Event{}, nil, err
+	}
+	if !mayMerge(dup, surv, now) {
+		return event.Event{}, nil, fmt.Errorf("survivor %s: %w", survivor, store.ErrConflict)
+	}
+	if err := dup.MergeInto(survivor, now); err != nil {
+		return event.Event{}, nil, err
+	}
 	ops, err := s.changeOps(dup, dupCond, dupCells, nil, nil, now)
 	if err != nil {
-		return nil, event.Event{}, err
+		return event.Event{}, nil, err
 	}
 	read := surv.Version
 	corroborated := surv.Corroborated
@@ -249,39 +270,37 @@ func (s *Store) mergeOps(dup event.Event, dupCond store.Condition, dupCells []st
 	point := dup.Point()
 	vote, outcome, err := surv.Signal(entry.Reporter, prev, event.ActionConfirm, &point, now)
 	if err != nil {
-		return nil, event.Event{}, err
+		return event.Event{}, nil, err
 	}
 	surv.Corroborated = true
 	cond := store.IfEqual(attrVersion, read)
-	switch {
-	case outcome != event.Unchanged:
-		more, err := s.changeOps(surv, cond, survCells, survCells, &vote, now)
-		if err != nil {
-			return nil, event.Event{}, err
-		}
-		ops = append(ops, more...)
-	case !corroborated:
-		surv.Version++
-		more, err := s.changeOps(surv, cond, survCells, survCells, nil, now)
-		if err != nil {
-			return nil, event.Event{}, err
-		}
-		ops = append(ops, more...)
-	default:
+	if outcome == event.Unchanged && corroborated {
 		// The organisation had confirmed it already: nothing of the event changes, but it must
 		// still be the active event that was read.
 		ops = append(ops, store.CheckOp(EventKey(surv.ID), cond))
+	} else {
+		var v *event.Vote
+		if outcome == event.Unchanged {
+			surv.Version++ // only its corroboration changes
+		} else {
+			v = &vote
+		}
+		more, err := s.changeOps(surv, cond, survCells, survCells, v, now)
+		if err != nil {
+			return event.Event{}, nil, err
+		}
+		ops = append(ops, more...)
 	}
 	entry.ExpiresAfter = surv.ExpiresAt
 	ei, err := s.entryItem(surv, entry, dup.ID)
 	if err != nil {
-		return nil, event.Event{}, err
+		return event.Event{}, nil, err
 	}
 	ops = append(ops, store.PutOp(ei, store.Condition{}))
 	if !corroborated {
 		ops = append(ops, reputation.CountOp(surv.Org, surv.Environment, reputation.Tally{For: 1}, now))
 	}
-	return ops, surv, nil
+	return dup, ops, nil
 }
 
 // distance is from p to ev's extent, in metres, rounded to the metre (docs/network.md §4:

@@ -2,49 +2,24 @@ package eventstore_test
 
 import (
 	"cmp"
-	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"math"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/roadevents/roadevents/shared/apikey"
 	"github.com/roadevents/roadevents/shared/apitest"
-	"github.com/roadevents/roadevents/shared/eventstore"
 	"github.com/roadevents/roadevents/shared/geo"
-	"github.com/roadevents/roadevents/shared/httpapi"
-	"github.com/roadevents/roadevents/shared/metering"
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
 	"github.com/roadevents/roadevents/shared/taxonomy"
 )
 
-// networkEvent is EventPublic with merged_into, which only the network's tests read.
-type networkEvent struct {
-	publicEvent
-	MergedInto *string `json:"merged_into"`
-}
-
-// merged decodes an EventPublic answer with its merged_into, failing unless the status is want.
-func (r reply) merged(t *testing.T, want int) networkEvent {
-	t.Helper()
-	r.expect(t, want)
-	var e networkEvent
-	if err := json.Unmarshal(r.Body, &e); err != nil {
-		t.Fatalf("decode EventPublic %s: %v", r.Body, err)
-	}
-	return e
-}
-
 // checkMergedInto fails unless e is a duplicate merged into survivor (docs/network.md §1,
 // spec 3: status merged).
-func checkMergedInto(t *testing.T, e networkEvent, survivor string) {
+func checkMergedInto(t *testing.T, e publicEvent, survivor string) {
 	t.Helper()
 	if e.Status != "merged" || e.MergedInto == nil || *e.MergedInto != survivor {
 		t.Errorf("%s: status %s, merged_into %v; want merged into %s", e.EventID, e.Status, deref(e.MergedInto), survivor)
@@ -52,7 +27,7 @@ func checkMergedInto(t *testing.T, e networkEvent, survivor string) {
 }
 
 // checkActive fails unless e stands on its own: active, merged into nothing.
-func checkActive(t *testing.T, e networkEvent) {
+func checkActive(t *testing.T, e publicEvent) {
 	t.Helper()
 	if e.Status != "active" || e.MergedInto != nil {
 		t.Errorf("%s: status %s, merged_into %v; want active, merged into nothing", e.EventID, e.Status, deref(e.MergedInto))
@@ -115,13 +90,13 @@ func TestMergeOnPublish(t *testing.T) {
 		tab.Clock.Advance(110 * time.Minute)
 		dupBody := point("accident", 0, 0).with("heading", 100).with("client_event_id", "dup-1").
 			with("description", "two cars").at(north(spot, 60))
-		dup := h.do("POST", "/v1/events", keyB, dupBody).merged(t, http.StatusCreated)
+		dup := h.do("POST", "/v1/events", keyB, dupBody).event(t, http.StatusCreated)
 		checkMergedInto(t, dup, first.EventID)
 		if dup.EventID == first.EventID || dup.Lat != north(spot, 60).Lat || !dup.CreatedAt.Equal(tab.Clock.Now()) {
 			t.Errorf("duplicate = %+v; want an event of its own, as published now", dup)
 		}
 		extended := tab.Clock.Now().Add(15 * time.Minute)
-		surv := h.do("GET", "/v1/events/"+first.EventID, keyA, nil).merged(t, http.StatusOK)
+		surv := h.do("GET", "/v1/events/"+first.EventID, keyA, nil).event(t, http.StatusOK)
 		checkActive(t, surv)
 		if surv.ConfirmCount != 1 || surv.Verification != "confirmed" || !surv.ExpiresAt.Equal(extended) {
 			t.Errorf("survivor after the merge: confirm_count %d, %s, expires_at %v; want 1, confirmed, %v (now + 15 min)",
@@ -130,13 +105,13 @@ func TestMergeOnPublish(t *testing.T) {
 
 		// spec 4.1 rule 1: a replay answers 200 with the same merged event and counts nothing.
 		tab.Clock.Advance(time.Minute)
-		replay := h.do("POST", "/v1/events", keyB, dupBody).merged(t, http.StatusOK)
+		replay := h.do("POST", "/v1/events", keyB, dupBody).event(t, http.StatusOK)
 		if replay.EventID != dup.EventID {
 			t.Errorf("replay = %s; want %s", replay.EventID, dup.EventID)
 		}
 		checkMergedInto(t, replay, first.EventID)
 		// spec 4.1 rule 4: a merged event is still readable.
-		got := h.do("GET", "/v1/events/"+dup.EventID, keyB, nil).merged(t, http.StatusOK)
+		got := h.do("GET", "/v1/events/"+dup.EventID, keyB, nil).event(t, http.StatusOK)
 		checkMergedInto(t, got, first.EventID)
 		// spec 3: over, so signals and revisions are 409.
 		h.do("POST", "/v1/events/"+dup.EventID+"/signals", keyA, map[string]any{"action": "confirm"}).detail(t, http.StatusConflict)
@@ -235,7 +210,7 @@ func TestMergeRule(t *testing.T) {
 						t.Fatalf("the reports are %.1f m apart, merge distance %v: the case is wrong", d, want)
 					}
 				}
-				second := h.do("POST", "/v1/events", keys[cmp.Or(c.secondBy, "org_b/live")], c.second.at(to)).merged(t, http.StatusCreated)
+				second := h.do("POST", "/v1/events", keys[cmp.Or(c.secondBy, "org_b/live")], c.second.at(to)).event(t, http.StatusCreated)
 				survivor := h.do("GET", "/v1/events/"+first.EventID, firstKey, nil).event(t, http.StatusOK)
 				if c.merged {
 					checkMergedInto(t, second, first.EventID)
@@ -271,10 +246,10 @@ func TestMergeIntoAnExtent(t *testing.T) {
 		if geo.Distance(near, start) <= d {
 			t.Fatalf("the point is %.0f m from the queue's first point; the case wants it beyond %v", geo.Distance(near, start), d)
 		}
-		dup := h.do("POST", "/v1/events", keyB, point("congestion", 0, 0).at(near)).merged(t, http.StatusCreated)
+		dup := h.do("POST", "/v1/events", keyB, point("congestion", 0, 0).at(near)).event(t, http.StatusCreated)
 		checkMergedInto(t, dup, queue.EventID)
 
-		beside := h.do("POST", "/v1/events", keyB, point("congestion", 0, 0).at(north(east(start, 1000), d+100))).merged(t, http.StatusCreated)
+		beside := h.do("POST", "/v1/events", keyB, point("congestion", 0, 0).at(north(east(start, 1000), d+100))).event(t, http.StatusCreated)
 		checkActive(t, beside)
 		if got := h.do("GET", "/v1/events/"+queue.EventID, keyA, nil).event(t, http.StatusOK); got.ConfirmCount != 1 {
 			t.Errorf("queue's confirm_count %d; want 1 (the nearby point only)", got.ConfirmCount)
@@ -295,7 +270,7 @@ func TestMergeIntoTheOldest(t *testing.T) {
 		oldest := h.publish(keyA, point("accident", 0, 0).at(spot))
 		tab.Clock.Advance(time.Minute)
 		// Beyond the merge distance of the oldest: a report of its own.
-		younger := h.do("POST", "/v1/events", keyC, point("accident", 0, 0).at(north(spot, d+50))).merged(t, http.StatusCreated)
+		younger := h.do("POST", "/v1/events", keyC, point("accident", 0, 0).at(north(spot, d+50))).event(t, http.StatusCreated)
 		checkActive(t, younger)
 		tab.Clock.Advance(time.Minute)
 		// Within both merge distances, nearer the younger.
@@ -303,7 +278,7 @@ func TestMergeIntoTheOldest(t *testing.T) {
 		if geo.Distance(between, spot) <= geo.Distance(between, north(spot, d+50)) {
 			t.Fatal("the case wants the new report nearer the younger report")
 		}
-		dup := h.do("POST", "/v1/events", keyB, point("accident", 0, 0).at(between)).merged(t, http.StatusCreated)
+		dup := h.do("POST", "/v1/events", keyB, point("accident", 0, 0).at(between)).event(t, http.StatusCreated)
 		checkMergedInto(t, dup, oldest.EventID)
 		if got := h.do("GET", "/v1/events/"+younger.EventID, keyC, nil).event(t, http.StatusOK); got.ConfirmCount != 0 {
 			t.Errorf("younger report's confirm_count %d; want 0", got.ConfirmCount)
@@ -327,7 +302,7 @@ func TestMergeConfirmsOncePerOrganisation(t *testing.T) {
 
 		tab.Clock.Advance(time.Hour)
 		for i := range 2 {
-			dup := h.do("POST", "/v1/events", keyB, point("accident", 0, 0).at(north(spot, float64(10*i)))).merged(t, http.StatusCreated)
+			dup := h.do("POST", "/v1/events", keyB, point("accident", 0, 0).at(north(spot, float64(10*i)))).event(t, http.StatusCreated)
 			checkMergedInto(t, dup, surv.EventID)
 			got := h.do("GET", "/v1/events/"+surv.EventID, keyA, nil).event(t, http.StatusOK)
 			if got.ConfirmCount != 1 || !got.ExpiresAt.Equal(confirmed.ExpiresAt) {
@@ -335,7 +310,7 @@ func TestMergeConfirmsOncePerOrganisation(t *testing.T) {
 					got.ConfirmCount, got.ExpiresAt, confirmed.ExpiresAt)
 			}
 		}
-		h.do("POST", "/v1/events", keyC, point("accident", 0, 0).at(spot)).merged(t, http.StatusCreated)
+		h.do("POST", "/v1/events", keyC, point("accident", 0, 0).at(spot)).event(t, http.StatusCreated)
 		if got := h.do("GET", "/v1/events/"+surv.EventID, keyA, nil).event(t, http.StatusOK); got.ConfirmCount != 2 {
 			t.Errorf("after org_c's duplicate: confirm_count %d; want 2", got.ConfirmCount)
 		}
@@ -361,9 +336,9 @@ func TestMergeOnRevision(t *testing.T) {
 		tab.Clock.Advance(time.Minute)
 		to := north(spot, 30)
 		got := h.do("POST", "/v1/events/"+moved.EventID+"/revisions", keyB, map[string]any{"lat": to.Lat, "lon": to.Lon}).
-			merged(t, http.StatusOK)
+			event(t, http.StatusOK)
 		checkMergedInto(t, got, surv.EventID)
-		checkMergedInto(t, h.do("GET", "/v1/events/"+moved.EventID, keyB, nil).merged(t, http.StatusOK), surv.EventID)
+		checkMergedInto(t, h.do("GET", "/v1/events/"+moved.EventID, keyB, nil).event(t, http.StatusOK), surv.EventID)
 		if s := h.do("GET", "/v1/events/"+surv.EventID, keyA, nil).event(t, http.StatusOK); s.ConfirmCount != 1 || s.Status != "active" {
 			t.Errorf("survivor: confirm_count %d, status %s; want 1, active", s.ConfirmCount, s.Status)
 		}
@@ -422,37 +397,12 @@ func crossProcessRace(t *testing.T, one, two *harness) {
 	checkOneSurvivor(t, publishAtOnce(t, []*harness{one, two}, keys, spot), two, keys[0], spot)
 }
 
-// newProcess is one process serving the events routes on tab as processes sharing a table run
-// them: an event store of its own (its own locks) without the area cache, which only the
-// table's single writer may keep (eventstore.Options.CacheBytes).
-func newProcess(t *testing.T, tab tables.Table) *harness {
-	t.Helper()
-	discard := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	keys := apikey.New(tab, apikey.Options{Clock: tab.Clock, Logger: discard})
-	meter := metering.New(tab, metering.Options{Clock: tab.Clock, Logger: discard, FlushInterval: -1})
-	events, err := eventstore.New(tab, eventstore.Options{IDKey: testIDKey, Clock: tab.Clock, Logger: discard})
-	if err != nil {
-		t.Fatal(err)
-	}
-	api := httpapi.New(httpapi.Config{Logger: discard, Clock: tab.Clock,
-		Middleware: []httpapi.RouteMiddleware{apikey.Middleware(keys, apikey.MiddlewareOptions{})}})
-	api.Handle(eventstore.Routes(eventstore.Deps{Store: events, Meter: meter, Clock: tab.Clock})...)
-	srv := httptest.NewServer(api.Handler())
-	t.Cleanup(func() {
-		srv.Close()
-		if err := keys.Wait(context.Background()); err != nil {
-			t.Errorf("keys.Wait = %v", err)
-		}
-	})
-	return &harness{t: t, tab: tab, url: srv.URL, keys: keys, meter: meter}
-}
-
 // publishAtOnce has organisation i (keys[i]) publish one accident a metre apart from the
 // next around spot, all released at once, through the instances in turn, and returns the
 // answers.
-func publishAtOnce(t *testing.T, through []*harness, keys []string, spot geo.Point) []networkEvent {
+func publishAtOnce(t *testing.T, through []*harness, keys []string, spot geo.Point) []publicEvent {
 	t.Helper()
-	out := make([]networkEvent, len(keys))
+	out := make([]publicEvent, len(keys))
 	start := make(chan struct{})
 	var wg sync.WaitGroup
 	for i, key := range keys {
@@ -476,7 +426,7 @@ func publishAtOnce(t *testing.T, through []*harness, keys []string, spot geo.Poi
 
 // checkOneSurvivor fails unless exactly one of got is active and every other is merged into
 // it, which lists alone around spot with a confirmation from each other organisation.
-func checkOneSurvivor(t *testing.T, got []networkEvent, h *harness, key string, spot geo.Point) {
+func checkOneSurvivor(t *testing.T, got []publicEvent, h *harness, key string, spot geo.Point) {
 	t.Helper()
 	var active []string
 	for _, e := range got {

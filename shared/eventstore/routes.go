@@ -66,6 +66,8 @@ func Routes(d Deps) []httpapi.Route {
 	eventID := schema.Path("event_id", schema.String().Describe("ev_ followed by 26 characters of lower-case base32.")).
 		Describe("The event's id; an unknown or malformed id is 404.")
 	notFound := httpapi.ErrorResponse("Unknown event id, or an event not served to the credential's network.")
+	notPublisher := httpapi.ErrorResponse("Another organisation's event, or the caller's own event " +
+		"under a credential of the other environment.")
 	busy := httpapi.ErrorResponse("The event kept changing under concurrent writes; retry with backoff.")
 	public := event.EventPublicSchema
 	return []httpapi.Route{
@@ -148,9 +150,8 @@ func Routes(d Deps) []httpapi.Route {
 				return event.DecodeRevisionIn(body, "")
 			},
 			Responses: map[int]httpapi.Response{
-				http.StatusOK: httpapi.JSONResponse("Revised.", public),
-				http.StatusForbidden: httpapi.ErrorResponse("Another organisation's event, or the caller's own event " +
-					"under a credential of the other environment."),
+				http.StatusOK:                 httpapi.JSONResponse("Revised.", public),
+				http.StatusForbidden:          notPublisher,
 				http.StatusNotFound:           notFound,
 				http.StatusConflict:           httpapi.ErrorResponse("The event is expired, invalidated or merged."),
 				http.StatusServiceUnavailable: busy,
@@ -167,9 +168,8 @@ func Routes(d Deps) []httpapi.Route {
 			Body:         closeInSchema,
 			OptionalBody: true,
 			Responses: map[int]httpapi.Response{
-				http.StatusOK: httpapi.JSONResponse("Closed: the event, now expired.", public),
-				http.StatusForbidden: httpapi.ErrorResponse("Another organisation's event, or the caller's own event " +
-					"under a credential of the other environment."),
+				http.StatusOK:                 httpapi.JSONResponse("Closed: the event, now expired.", public),
+				http.StatusForbidden:          notPublisher,
 				http.StatusNotFound:           notFound,
 				http.StatusConflict:           httpapi.ErrorResponse("The event is over already: expired, invalidated or merged."),
 				http.StatusServiceUnavailable: busy,

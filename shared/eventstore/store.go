@@ -300,15 +300,11 @@ func (s *Store) Publish(ctx context.Context, c Caller, in event.EventIn) (event.
 				}
 				return stored, false, nil
 			}
-		case ce != nil, errors.Is(err, store.ErrConflict):
-			// A guard or the survivor changed since they were read: look again.
-		default:
+		case !collided(err):
 			return event.Event{}, false, fmt.Errorf("publish %s: %w", id, err)
 		}
-		if attempt >= maxAttempts {
-			return event.Event{}, false, fmt.Errorf("publish %s: %w: %d attempts: %w", id, ErrBusy, attempt, err)
-		}
-		if err := s.backoff(ctx, attempt); err != nil {
+		// A guard or the survivor changed since they were read (or the event expired): look again.
+		if err := s.again(ctx, attempt, err); err != nil {
 			return event.Event{}, false, fmt.Errorf("publish %s: %w", id, err)
 		}
 	}
@@ -323,14 +319,8 @@ func (s *Store) publishOnce(ctx context.Context, c Caller, id string, in event.E
 	if err != nil {
 		return event.Event{}, err
 	}
-	keys, bump, err := guardKeys(ev)
+	guards, unlock, err := s.takeGuards(ctx, ev)
 	if err != nil {
-		return event.Event{}, err
-	}
-	unlock := s.guards.lock(keys)
-	guards, err := s.readGuards(ctx, keys, bump)
-	if err != nil {
-		unlock()
 		return event.Event{}, err
 	}
 	now := s.clock.Now()
@@ -351,37 +341,19 @@ func (s *Store) publishOnce(ctx context.Context, c Caller, id string, in event.E
 	}
 	ops = append(ops, store.PutOp(s.orgItem(ev), store.Condition{}))
 	ops = append(ops, guardOps(guards, now)...)
-	if err := s.transact(ctx, ops); err != nil {
-		return event.Event{}, err
-	}
-	return ev, nil
+	return ev, s.transact(ctx, ops)
 }
 
-// publishMerged stores ev merged into survivor, which it was found to duplicate. The survivor
-// is read again under its lock, so that the reports merging into one hazard queue here rather
-// than collide on its version.
+// publishMerged stores ev merged into survivor, which it was found to duplicate. It holds the
+// survivor's lock, so that the reports merging into one hazard queue here rather than collide
+// on its version.
 func (s *Store) publishMerged(ctx context.Context, ev event.Event, survivor string) (event.Event, error) {
 	defer s.lock(survivor)()
-	surv, prev, survCells, err := s.loadWithVote(ctx, survivor, event.Reporter(ev.Org, nil))
+	merged, ops, err := s.mergeOps(ctx, ev, store.IfNotExists(), nil, survivor, s.clock.Now())
 	if err != nil {
 		return event.Event{}, err
 	}
-	now := s.clock.Now()
-	if !mayMerge(ev, surv, now) {
-		// It ended or changed since the search: search again.
-		return event.Event{}, fmt.Errorf("survivor %s: %w", survivor, store.ErrConflict)
-	}
-	if err := ev.MergeInto(survivor, now); err != nil {
-		return event.Event{}, err
-	}
-	ops, _, err := s.mergeOps(ev, store.IfNotExists(), nil, surv, survCells, prev, now)
-	if err != nil {
-		return event.Event{}, err
-	}
-	if err := s.transact(ctx, ops); err != nil {
-		return event.Event{}, err
-	}
-	return ev, nil
+	return merged, s.transact(ctx, ops)
 }
 
 // Revise applies a revision by the publisher (spec 4.1 rule 5, spec 3) and returns the event
@@ -398,17 +370,10 @@ func (s *Store) Revise(ctx context.Context, c Caller, id string, in event.Revisi
 	defer s.lock(id)()
 	for attempt := 1; ; attempt++ {
 		ev, err := s.reviseOnce(ctx, c, id, in)
-		if err == nil {
-			return ev, nil
+		if err == nil || !collided(err) {
+			return ev, err
 		}
-		var ce *store.ConditionError
-		if !errors.As(err, &ce) && !errors.Is(err, store.ErrConflict) {
-			return event.Event{}, err
-		}
-		if attempt >= maxAttempts {
-			return event.Event{}, fmt.Errorf("revise %s: %w: %d attempts: %w", id, ErrBusy, attempt, err)
-		}
-		if err := s.backoff(ctx, attempt); err != nil {
+		if err := s.again(ctx, attempt, err); err != nil {
 			return event.Event{}, fmt.Errorf("revise %s: %w", id, err)
 		}
 	}
@@ -433,26 +398,27 @@ func (s *Store) reviseOnce(ctx context.Context, c Caller, id string, in event.Re
 	if err != nil {
 		return event.Event{}, err
 	}
-	keys, bump, err := guardKeys(ev)
+	guards, unlock, err := s.takeGuards(ctx, ev)
 	if err != nil {
 		return event.Event{}, err
 	}
-	unlock := s.guards.lock(keys)
 	defer unlock()
-	guards, err := s.readGuards(ctx, keys, bump)
-	if err != nil {
-		return event.Event{}, err
-	}
 	surv, found, err := s.survivor(ctx, ev, now)
 	if err != nil {
 		return event.Event{}, err
 	}
 	cond := store.IfEqual(attrVersion, read)
 	if found {
-		merged, ops, err := s.reviseMerged(ctx, ev, before, cond, cells, surv.ID, now)
+		merged, ops, err := s.mergeOps(ctx, ev, cond, cells, surv.ID, now)
 		if err != nil {
 			return event.Event{}, err
 		}
+		eop, err := s.entryOp(merged, event.Entry{At: now.UTC(), Kind: event.EntryMerged, Duplicate: surv.ID,
+			ExpiresBefore: before, ExpiresAfter: merged.ExpiresAt, Ended: true})
+		if err != nil {
+			return event.Event{}, err
+		}
+		ops = append(ops, eop)
 		// When both extents are so long that the merge does not fit one transaction, the
 		// revision stands on its own (docs/network.md §1).
 		if len(ops) <= store.MaxTransactOps {
@@ -474,28 +440,6 @@ func (s *Store) reviseOnce(ctx context.Context, c Caller, id string, in event.Re
 		ops = append(ops, g...)
 	}
 	return ev, s.transact(ctx, ops)
-}
-
-// reviseMerged returns ev, revised from an expiry of before, merged into survivor, and the
-// transaction that stores it so.
-func (s *Store) reviseMerged(ctx context.Context, ev event.Event, before time.Time, cond store.Condition, cells []string, survivor string, now time.Time) (event.Event, []store.Op, error) {
-	surv, prev, survCells, err := s.loadWithVote(ctx, survivor, event.Reporter(ev.Org, nil))
-	if err != nil {
-		return event.Event{}, nil, err
-	}
-	if !mayMerge(ev, surv, now) {
-		return event.Event{}, nil, fmt.Errorf("survivor %s: %w", survivor, store.ErrConflict)
-	}
-	if err := ev.MergeInto(survivor, now); err != nil {
-		return event.Event{}, nil, err
-	}
-	ops, _, err := s.mergeOps(ev, cond, cells, surv, survCells, prev, now)
-	if err != nil {
-		return event.Event{}, nil, err
-	}
-	eop, err := s.entryOp(ev, event.Entry{At: now.UTC(), Kind: event.EntryMerged, Duplicate: survivor,
-		ExpiresBefore: before, ExpiresAfter: ev.ExpiresAt, Ended: true})
-	return ev, append(ops, eop), err
 }
 
 // Signal applies a confirmation or denial (spec 4.1 rule 6, spec 3) and returns the event as
@@ -651,15 +595,28 @@ func (s *Store) commit(ctx context.Context, ops []store.Op, attempt int) error {
 	case err == nil:
 		return nil
 	case errors.As(err, &ce) && ce.Op == 0, errors.Is(err, store.ErrConflict):
-		if attempt >= maxAttempts {
-			return fmt.Errorf("%w: %d attempts: %w", ErrBusy, attempt, err)
-		}
-		if err := s.backoff(ctx, attempt); err != nil {
+		if err := s.again(ctx, attempt, err); err != nil {
 			return err
 		}
 		return errRetry
 	}
 	return err
+}
+
+// collided tells whether a change failed because what it was computed from changed under it:
+// a condition failed or the table reported a conflicting write.
+func collided(err error) bool {
+	var ce *store.ConditionError
+	return errors.As(err, &ce) || errors.Is(err, store.ErrConflict)
+}
+
+// again waits before attempt+1 of a change that collided with err, or, after maxAttempts,
+// gives up with ErrBusy.
+func (s *Store) again(ctx context.Context, attempt int, err error) error {
+	if attempt >= maxAttempts {
+		return fmt.Errorf("%w: %d attempts: %w", ErrBusy, attempt, err)
+	}
+	return s.backoff(ctx, attempt)
 }
 
 // transact runs a transaction and brings the cache up to date with it.
