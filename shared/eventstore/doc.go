@@ -16,7 +16,7 @@
 //	    data (event.Vote as JSON), ttl                          (latest wins, spec 4.1 rule 6)
 //	pk "area#<environment>#<h3 cell>"   sk "<event_id>"        area index item, one per cell
 //	    d (the record of record.go), ttl                        of the extent at each level
-////	pk "event#<event_id>"               sk "log#<time>#<version>#"  history entry, one per
+//	pk "event#<event_id>"               sk "log#<time>#<version>#"  history entry, one per
 //	    data (event.Entry as JSON), ttl                             change (evidence.go)
 //	pk "orgevents#<org>#<env>#<day>"    sk "<created_at>#<id>"  the publisher's list of
 //	    ttl                                                     events (end.go, InvalidateOrg)
