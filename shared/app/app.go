@@ -173,6 +173,7 @@ func New(d Deps, groups ...routetable.Group) (*API, error) {
 		MaxEventsPerQuery: d.Config.Limits.MaxEventsPerQuery,
 		MaxRadius:         d.Config.Limits.MaxQueryRadiusM,
 		CacheBytes:        areaCacheBytes(d.Config.Store),
+		SoleWriter:        soleWriter(d.Config.Store),
 		Judge:             judge,
 	})
 	if err != nil {
@@ -211,10 +212,16 @@ const embeddedAreaCache = 512 << 20
 // embedded store has a single writing process (its file is locked while it is open), which
 // the cache needs to stay exact; processes sharing a DynamoDB table read it every time.
 func areaCacheBytes(kind config.Store) int64 {
-	if kind == config.StoreEmbedded {
+	if soleWriter(kind) {
 		return embeddedAreaCache
 	}
 	return 0
+}
+
+// soleWriter tells whether the process is its table's only writer (eventstore.Options.SoleWriter):
+// the embedded store, whose file is locked while it is open.
+func soleWriter(kind config.Store) bool {
+	return kind == config.StoreEmbedded
 }
 
 // built holds what New builds once for both the served API and the document.

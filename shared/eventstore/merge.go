@@ -36,7 +36,9 @@ import (
 // of two such reports written at once, if the one that would find the other commits second, a
 // guard it checks has changed: it searches again and merges. The outcome is always that of
 // the reports written one after the other. Within a process the guards are also locked, so
-// that such a collision waits rather than retries.
+// that such a collision waits rather than retries. A Store that is its table's only writer
+// (Options.SoleWriter) has nobody to race but its own requests, which those locks already
+// serialise: it neither reads nor writes guards.
 
 // GuardLevel is the H3 resolution of merge guards: cells of about 5 km², so that a point
 // report bumps one to three guards and a 20 km segment about twenty.
@@ -92,14 +94,18 @@ func guardsOf(ev event.Event) ([]guard, error) {
 	return guards, nil
 }
 
-// takeGuards locks and reads the guards of ev (guardsOf) and returns them with what releases
-// the locks.
+// takeGuards locks the guards of ev (guardsOf) and returns them, their counts read unless the
+// Store is the only writer, with what releases the locks. guardOps writes nothing for guards
+// not read.
 func (s *Store) takeGuards(ctx context.Context, ev event.Event) ([]guard, func(), error) {
 	guards, err := guardsOf(ev)
 	if err != nil {
 		return nil, nil, err
 	}
 	unlock := s.guards.lock(guards)
+	if s.soleWriter {
+		return nil, unlock, nil
+	}
 	if err := s.readGuards(ctx, guards); err != nil {
 		unlock()
 		return nil, nil, err

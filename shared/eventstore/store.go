@@ -146,6 +146,11 @@ type Options struct {
 	// index, in the only process writing it: the embedded store of `go run .`. 0 reads the
 	// table for every query, as several processes sharing DynamoDB must.
 	CacheBytes int64
+	// SoleWriter says that this Store is the only writer of its table, in the only process
+	// writing it: the embedded store of `go run .`. Its own locks then decide merge races
+	// exactly, and it writes no merge guards (merge.go). Processes sharing DynamoDB must leave
+	// it false.
+	SoleWriter bool
 	// Judge hears of every event ended by deny quorum, once it is stored, to judge its
 	// publisher (docs/network.md §2); nil judges nobody.
 	Judge Judge
@@ -171,8 +176,9 @@ type Store struct {
 	maxRadius   float64
 	parallelism int
 
-	cache *partCache // nil without Options.CacheBytes
-	judge Judge
+	cache      *partCache // nil without Options.CacheBytes
+	judge      Judge
+	soleWriter bool
 
 	seed   maphash.Seed
 	locks  [1024]sync.Mutex
@@ -218,6 +224,7 @@ func New(table store.Table, opts Options) (*Store, error) {
 		maxRadius:   opts.MaxRadius,
 		parallelism: opts.Parallelism,
 		judge:       opts.Judge,
+		soleWriter:  opts.SoleWriter,
 		seed:        maphash.MakeSeed(),
 		guards:      guardLocks{seed: maphash.MakeSeed()},
 	}, nil
