@@ -70,27 +70,30 @@ func (e *ExtentError) Error() string {
 func (e *ExtentError) Unwrap() error { return ErrExtentTooLarge }
 
 // indexCells returns the cells, at every level, under which an extent is indexed, as
-// canonical strings, sorted. geo.IndexCells samples the extent so that a padded cover always
-// meets it (spec 4.1 rule 3: a long segment passing the query point is found).
-func indexCells(extent []geo.Point) ([]string, error) {
-	var out []string
+// canonical strings, sorted, and those of FineLevel as cells (the merge guards derive from
+// them). geo.IndexCells samples the extent so that a padded cover always meets it (spec 4.1
+// rule 3: a long segment passing the query point is found).
+func indexCells(extent []geo.Point) (all []string, fine []h3.Cell, err error) {
 	for _, res := range levels {
 		cells, err := geo.IndexCells(extent, res)
 		if errors.Is(err, geo.ErrExtentTooLong) {
-			return nil, &ExtentError{Cells: len(out), Length: geo.Length(extent)}
+			return nil, nil, &ExtentError{Cells: len(all), Length: geo.Length(extent)}
 		}
 		if err != nil {
-			return nil, fmt.Errorf("index cells at level %d: %w", res, err)
+			return nil, nil, fmt.Errorf("index cells at level %d: %w", res, err)
+		}
+		if res == FineLevel {
+			fine = cells
 		}
 		for _, c := range cells {
-			out = append(out, geo.CellString(c))
+			all = append(all, geo.CellString(c))
 		}
-		if len(out) > MaxIndexCells {
-			return nil, &ExtentError{Cells: len(out), Length: geo.Length(extent)}
+		if len(all) > MaxIndexCells {
+			return nil, nil, &ExtentError{Cells: len(all), Length: geo.Length(extent)}
 		}
 	}
-	slices.Sort(out)
-	return out, nil
+	slices.Sort(all)
+	return all, fine, nil
 }
 
 // cover is the set of cells a query reads.

@@ -28,20 +28,22 @@ import (
 //
 //	pk "merge#<environment>#<type>#<h3 cell at GuardLevel>"  sk "guard"   v (a counter), ttl
 //
-// An active report bumps the guards of the cells its extent is indexed under at GuardLevel
-// (geo.IndexCells) and checks those of the cells covering its merge distance around its point
-// (geo.CoverCircle), all on condition that they hold the counts read before searching. When a
-// new report's point lies within the merge distance of another's extent, the cover of the one
-// and the extent cells of the other share a cell (the property the area index rests on). So
-// of two such reports written at once, if the one that would find the other commits second, a
+// The duplicates of a report are searched in the cells at FineLevel that cover its merge
+// distance around its point (dupSearch). An active report bumps the guards of the parents, at
+// GuardLevel, of the cells its extent is indexed under at FineLevel, and checks those of the
+// parents of its search cells, all on condition that they hold the counts read before
+// searching. When a new report's point lies within the merge distance of another's extent,
+// its search cells and the other's index cells share a cell (the property the area query
+// rests on, and by which the search finds the other), so their parents share a guard. So of
+// two such reports written at once, if the one that would find the other commits second, a
 // guard it checks has changed: it searches again and merges. The outcome is always that of
 // the reports written one after the other. Within a process the guards are also locked, so
 // that such a collision waits rather than retries. A Store that is its table's only writer
 // (Options.SoleWriter) has nobody to race but its own requests, which those locks already
 // serialise: it neither reads nor writes guards.
 
-// GuardLevel is the H3 resolution of merge guards: cells of about 5 km², so that a point
-// report bumps one to three guards and a 20 km segment about twenty.
+// GuardLevel is the H3 resolution of merge guards: cells of about 5 km², seven times
+// FineLevel's, so that a point report bumps one guard and a 20 km segment about twenty.
 const GuardLevel = 7
 
 const (
@@ -60,34 +62,53 @@ type guard struct {
 	bump  bool // a cell of the extent: bumped, not only checked
 }
 
-// guardsOf returns the guards ev bumps or checks when it stays active, sorted by key, their
-// counts not read yet.
-func guardsOf(ev event.Event) ([]guard, error) {
+// dupSearch returns the cells where the reports ev may duplicate are searched: those at
+// FineLevel covering the type's merge distance around ev's point, none for a type that never
+// merges. Every extent is indexed at FineLevel, and a merge distance's cover there stays a
+// handful of cells.
+func dupSearch(ev event.Event) ([]h3.Cell, error) {
 	t, ok := taxonomy.Lookup(ev.Type)
 	if !ok || t.MergeDistance <= 0 {
 		return nil, nil
 	}
-	cells, err := geo.IndexCells(ev.Extent(), GuardLevel)
+	cells, err := geo.CoverCircle(ev.Point(), t.MergeDistance, FineLevel)
 	if err != nil {
-		return nil, fmt.Errorf("guard cells of %s: %w", ev.ID, err)
+		return nil, fmt.Errorf("duplicate search of %s: %w", ev.ID, err)
 	}
-	cover, err := geo.CoverCircle(ev.Point(), t.MergeDistance, GuardLevel)
-	if err != nil {
-		return nil, fmt.Errorf("guard cover of %s: %w", ev.ID, err)
+	return cells, nil
+}
+
+// guardsOf returns the guards ev bumps or checks when it stays active, sorted by key, their
+// counts not read yet: the parents of its index cells at FineLevel (fine) are bumped, those of
+// its search cells (search) checked. A report searching nowhere has none.
+func guardsOf(ev event.Event, fine, search []h3.Cell) ([]guard, error) {
+	if len(search) == 0 {
+		return nil, nil
 	}
-	bumped := make(map[h3.Cell]bool, len(cells))
-	guards := make([]guard, 0, len(cells)+len(cover))
-	add := func(c h3.Cell, bump bool) {
-		k := store.Key{PK: guardPrefix + ev.Environment + "#" + ev.Type + "#" + geo.CellString(c), SK: guardSK}
+	guards := make([]guard, 0, len(fine)+len(search))
+	at := make(map[h3.Cell]int, len(fine)+len(search)) // parent -> its guard
+	add := func(c h3.Cell, bump bool) error {
+		p, err := c.Parent(GuardLevel)
+		if err != nil {
+			return fmt.Errorf("guard of %s: %w", ev.ID, err)
+		}
+		if i, ok := at[p]; ok {
+			guards[i].bump = guards[i].bump || bump
+			return nil
+		}
+		at[p] = len(guards)
+		k := store.Key{PK: guardPrefix + ev.Environment + "#" + ev.Type + "#" + geo.CellString(p), SK: guardSK}
 		guards = append(guards, guard{key: k, bump: bump})
+		return nil
 	}
-	for _, c := range cells {
-		bumped[c] = true
-		add(c, true)
+	for _, c := range fine {
+		if err := add(c, true); err != nil {
+			return nil, err
+		}
 	}
-	for _, c := range cover {
-		if !bumped[c] {
-			add(c, false)
+	for _, c := range search {
+		if err := add(c, false); err != nil {
+			return nil, err
 		}
 	}
 	slices.SortFunc(guards, func(a, b guard) int { return cmp.Compare(a.key.PK, b.key.PK) })
@@ -97,8 +118,8 @@ func guardsOf(ev event.Event) ([]guard, error) {
 // takeGuards locks the guards of ev (guardsOf) and returns them, their counts read unless the
 // Store is the only writer, with what releases the locks. guardOps writes nothing for guards
 // not read.
-func (s *Store) takeGuards(ctx context.Context, ev event.Event) ([]guard, func(), error) {
-	guards, err := guardsOf(ev)
+func (s *Store) takeGuards(ctx context.Context, ev event.Event, fine, search []h3.Cell) ([]guard, func(), error) {
+	guards, err := guardsOf(ev, fine, search)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -186,14 +207,15 @@ const maxCandidates = 25
 
 // survivor returns the report ev duplicates at now, if any: the oldest active event of
 // another source reporting the same hazard (event.Event.SameHazard) whose extent lies within
-// the type's merge distance of ev's point, as the area query measures (docs/network.md §1).
-// ok is false when there is none.
-func (s *Store) survivor(ctx context.Context, ev event.Event, now time.Time) (event.Event, bool, error) {
-	t, known := taxonomy.Lookup(ev.Type)
-	if !known || t.MergeDistance <= 0 {
+// the type's merge distance of ev's point, as the area query measures, searched in the cells
+// search (dupSearch) (docs/network.md §1). ok is false when there is none.
+func (s *Store) survivor(ctx context.Context, ev event.Event, search []h3.Cell, now time.Time) (event.Event, bool, error) {
+	if len(search) == 0 {
 		return event.Event{}, false, nil
 	}
-	res, err := s.area(ctx, []string{ev.Environment}, AreaQuery{Center: ev.Point(), Radius: t.MergeDistance, Types: []string{ev.Type}})
+	t, _ := taxonomy.Lookup(ev.Type)
+	q := AreaQuery{Center: ev.Point(), Radius: t.MergeDistance, Types: []string{ev.Type}}
+	res, err := s.areaIn(ctx, []string{ev.Environment}, q, cover{level: FineLevel, cells: search})
 	if err != nil {
 		return event.Event{}, false, fmt.Errorf("search duplicates of %s: %w", ev.ID, err)
 	}

@@ -91,6 +91,11 @@ func (s *Store) area(ctx context.Context, envs []string, q AreaQuery) (*AreaResu
 	if err != nil {
 		return nil, err
 	}
+	return s.areaIn(ctx, envs, q, cov)
+}
+
+// areaIn answers q, checked already, from the index cells of cov.
+func (s *Store) areaIn(ctx context.Context, envs []string, q AreaQuery, cov cover) (*AreaResult, error) {
 	res := &AreaResult{Level: cov.level}
 	m := newMatcher(q, s.clock.Now().UnixNano(), s.maxPerQuery)
 	defer m.release()
@@ -105,6 +110,7 @@ func (s *Store) area(ctx context.Context, envs []string, q AreaQuery) (*AreaResu
 	waves := [][]h3.Cell{cov.cells}
 	var bounds []float64 // lower bound of the distance to the first cell of each wave
 	if cov.level != levels[0] && len(cov.cells) > 1 {
+		var err error
 		waves, bounds, err = nearestFirst(q.Center, cov)
 		if err != nil {
 			return nil, err

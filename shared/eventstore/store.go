@@ -322,16 +322,20 @@ func (s *Store) Publish(ctx context.Context, c Caller, in event.EventIn) (event.
 // exists.
 func (s *Store) publishOnce(ctx context.Context, c Caller, id string, in event.EventIn) (event.Event, error) {
 	ev := event.New(in, c.Org, c.Environment, id, s.clock.Now())
-	cells, err := indexCells(ev.Extent())
+	cells, fine, err := indexCells(ev.Extent())
 	if err != nil {
 		return event.Event{}, err
 	}
-	guards, unlock, err := s.takeGuards(ctx, ev)
+	search, err := dupSearch(ev)
+	if err != nil {
+		return event.Event{}, err
+	}
+	guards, unlock, err := s.takeGuards(ctx, ev, fine, search)
 	if err != nil {
 		return event.Event{}, err
 	}
 	now := s.clock.Now()
-	surv, found, err := s.survivor(ctx, ev, now)
+	surv, found, err := s.survivor(ctx, ev, search, now)
 	if err != nil || found {
 		unlock()
 	}
@@ -401,16 +405,20 @@ func (s *Store) reviseOnce(ctx context.Context, c Caller, id string, in event.Re
 	if _, err := ev.Revise(in, now); err != nil {
 		return event.Event{}, overError(err, ev, now)
 	}
-	next, err := indexCells(ev.Extent())
+	next, fine, err := indexCells(ev.Extent())
 	if err != nil {
 		return event.Event{}, err
 	}
-	guards, unlock, err := s.takeGuards(ctx, ev)
+	search, err := dupSearch(ev)
+	if err != nil {
+		return event.Event{}, err
+	}
+	guards, unlock, err := s.takeGuards(ctx, ev, fine, search)
 	if err != nil {
 		return event.Event{}, err
 	}
 	defer unlock()
-	surv, found, err := s.survivor(ctx, ev, now)
+	surv, found, err := s.survivor(ctx, ev, search, now)
 	if err != nil {
 		return event.Event{}, err
 	}
