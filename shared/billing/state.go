@@ -9,7 +9,7 @@ import (
 	"github.com/roadevents/roadevents/shared/store"
 )
 
-// Storage layout (single-table design, ARCHITECTURE.md "Storage"):
+// Storage layout (single-table design, docs/architecture.md §2):
 //
 //	pk "org#<org_id>"              sk "billing"  the organisation's billing state
 //	    org_id, customer_id, subscription_id, status, plan_id, event_at, event_rank,

@@ -53,7 +53,7 @@ func TestSameHazard(t *testing.T) {
 	}
 }
 
-// docs/network.md §1 and §3, spec 3: merging, closing and invalidating end an active event at
+// docs/network.md §1 and §3, docs/api.md §3: merging, closing and invalidating end an active event at
 // that moment, each with its status; an event over already refuses with ErrOver. A report
 // merged as it is published keeps version 1 (the stream sees it born over).
 func TestEndings(t *testing.T) {

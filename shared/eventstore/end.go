@@ -100,7 +100,7 @@ func (s *Store) InvalidateOrg(ctx context.Context, org, env string, since time.T
 	return n, nil
 }
 
-// mayRevise tells whether the caller may change ev as its publisher (spec 4.1 rule 5):
+// mayRevise tells whether the caller may change ev as its publisher (docs/api.md §4.1 rule 5):
 // ErrNotFound for an event of a network it is not served, ErrNotPublisher for another
 // organisation's, ErrOtherNetwork for its own under the other environment's credential.
 func (c Caller) mayRevise(ev event.Event) error {

@@ -20,7 +20,7 @@ import (
 	"github.com/roadevents/roadevents/shared/schema"
 )
 
-// Test-only payloads shaped like the spec's (EventIn of spec 2.2, SignalIn of contract 2);
+// Test-only payloads shaped like the documented ones (EventIn of docs/api.md §2.2, SignalIn of §10.2);
 // the real declarations belong to the domain packages.
 const tokenPattern = `^[A-Za-z0-9_.:-]{1,64}$`
 

@@ -31,7 +31,7 @@ func (l smallBuffers) Accept() (net.Conn, error) {
 	return c, err
 }
 
-// Issue item 3 and spec 6 rule 3: one subscriber that reads nothing does not delay 100 healthy
+// Issue item 3 and docs/api.md §6 rule 3: one subscriber that reads nothing does not delay 100 healthy
 // ones, which receive every delta in order; the stalled one's queue keeps the newest 256 and
 // drops the oldest, and its keepalive reports exactly how many: every delta is either
 // received or counted as dropped. Counts, not timings, are asserted.
