@@ -16,8 +16,8 @@ import (
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
 )
 
-// docs/api.md §4.4: GET /console/plans is open and lists the catalogue; docs/api.md §10.3: the Stripe price
-// id never appears in a body.
+// docs/api.md §4.4: GET /console/plans is open and lists the catalogue; docs/api.md §10.3: the
+// Stripe price id never appears in a body.
 func TestPlansRoute(t *testing.T) {
 	t.Parallel()
 	r := newRig(t, tables.Embedded(t), rigOptions{})

@@ -15,9 +15,9 @@ import (
 const purposeEmailCode = "email-code"
 
 // RequestCode e-mails a fresh sign-in code to email, whether or not it has an account
-// (docs/api.md §4.2: an unknown address gets its account when the code is verified), and returns the
-// normalised address. The new code replaces any earlier one. It is capped per address for
-// every address (docs/api.md §10.3): past the cap it returns a *ratelimit.LimitedError and sends nothing.
+// (docs/api.md §4.2: an unknown address gets its account when the code is verified), and returns
+// the normalised address. The new code replaces any earlier one. It is capped per address for every
+// address (docs/api.md §10.3): past the cap it returns a *ratelimit.LimitedError and sends nothing.
 func (s *Service) RequestCode(ctx context.Context, email string) (string, error) {
 	email = normalizeEmail(email)
 	now := s.clock.Now()

@@ -1,16 +1,15 @@
-// Package consoleauth is the console's identity (route group console-auth, docs/architecture.md §4):
-// sign-up and sign-in by an e-mailed one-time code, sessions, TOTP with recovery codes, the
-// profile, and the middleware that authenticates every /console route (docs/api.md §1, §2.9, §3,
-// §4.2, §5 "Console authentication", §7 and §10.3).
+// Package consoleauth is the console's identity (route group console-auth,
+// docs/architecture.md §4): sign-up and sign-in by an e-mailed one-time code, sessions, TOTP with
+// recovery codes, the profile, and the middleware that authenticates every /console route
+// (docs/api.md §1, §2.9, §3, §4.2, §5 "Console authentication", §7 and §10.3).
 //
 // # Sign-in (docs/api.md §3)
 //
-// request-code e-mails a 6-digit code to any address, known or not, and answers the same for
-// both. verify-code consumes the code; an unknown address gets its account there. A user with
-// TOTP gets an AuthChallenge holding a temp_token instead of a session; verify-totp or
-// verify-recovery with that token (the user is taken from it, never from the body) returns the
-// session. Every failure of verify-code is the same 400 (docs/api.md §4.2), so it tells nobody whether
-// an address has an account.
+// request-code e-mails a 6-digit code to any address, known or not, and answers the same for both.
+// verify-code consumes the code; an unknown address gets its account there. A user with TOTP gets
+// an AuthChallenge holding a temp_token instead of a session; verify-totp or verify-recovery with
+// that token (the user is taken from it, never from the body) returns the session. Every failure of
+// verify-code is the same 400 (docs/api.md §4.2), so it tells nobody whether an address has an account.
 //
 // # Credentials at rest (docs/api.md §10.3)
 //
@@ -64,7 +63,7 @@ import (
 	"github.com/roadevents/roadevents/shared/store"
 )
 
-// Lifetimes and counts of the issue and docs/api.md §10.3.
+// Lifetimes and counts of sign-in (the session and temp_token ones: docs/api.md §10.3).
 const (
 	// CodeTTL is how long an e-mailed code is valid.
 	CodeTTL = 10 * time.Minute

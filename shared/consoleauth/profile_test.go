@@ -74,8 +74,9 @@ func TestValidationErrors(t *testing.T) {
 		s := e.signIn("ada@example.com")
 		e.enableTOTP(s.Token)
 		temp := e.challenge("ada@example.com")
-		// 268 characters, each part within its own RFC 5321 limit: over the 254 of docs/api.md §10.3, which
-		// the e-mail format itself refuses (value_error, as Pydantic's EmailStr does).
+		// 268 characters, each part within its own RFC 5321 limit: over the 254 of
+		// docs/api.md §10.3, which the e-mail format itself refuses (value_error, as
+		// Pydantic's EmailStr does).
 		long := strings.Repeat("a", 60) + "@" + strings.Repeat(strings.Repeat("b", 50)+".", 4) + "com"
 		cases := []struct {
 			name, path, method, token, body string

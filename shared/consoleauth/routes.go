@@ -10,8 +10,8 @@ import (
 	"github.com/roadevents/roadevents/shared/schema"
 )
 
-// Payload and record schemas, named as docs/api.md §10.3 names them. OkResponseSchema is shared with
-// the console's other groups (one component, one name).
+// Payload and record schemas, named as docs/api.md §10.3 names them. OkResponseSchema is shared
+// with the console's other groups (one component, one name).
 var (
 	email = schema.Email().MaxLen(254).Describe("E-mail address; compared without regard to case.")
 
@@ -147,8 +147,8 @@ type codeIn struct {
 	Code string `json:"code"`
 }
 
-// profileIn keeps each member raw, so that an absent member (nil) and null differ (docs/api.md §4.2:
-// only fields sent are written).
+// profileIn keeps each member raw, so that an absent member (nil) and null differ
+// (docs/api.md §4.2: only fields sent are written).
 type profileIn struct {
 	DisplayName json.RawMessage `json:"display_name"`
 	Locale      json.RawMessage `json:"locale"`

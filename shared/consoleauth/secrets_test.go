@@ -27,7 +27,7 @@ type secrets struct {
 func (s *secrets) addCode(c string) {
 	s.short = append(s.short, c)
 	// A bare SHA-256 of a 6-digit code is as good as the code (10^6 tries): it must not be
-	// stored either (docs/api.md §10.3 with the issue: a keyed hash).
+	// stored either (docs/security.md §1: a keyed hash).
 	sum := sha256.Sum256([]byte(c))
 	s.long = append(s.long, hex.EncodeToString(sum[:]))
 }

@@ -65,8 +65,8 @@ func TestSignInWithoutTOTP(t *testing.T) {
 	})
 }
 
-// docs/api.md §4.2 and §7: verify-code gives one generic 400 for an unknown address and for a bad or
-// expired code, byte-identical, so it never tells whether an address has an account.
+// docs/api.md §4.2 and §7: verify-code gives one generic 400 for an unknown address and for a bad
+// or expired code, byte-identical, so it never tells whether an address has an account.
 func TestVerifyCodeIsGeneric(t *testing.T) {
 	t.Parallel()
 	tables.Each(t, func(t *testing.T, tab tables.Table) {

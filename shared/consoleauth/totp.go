@@ -75,8 +75,8 @@ func (s *Service) SetupTOTP(ctx context.Context, userID string) (Enrolment, erro
 }
 
 // ConfirmTOTP turns TOTP on with a valid code of the pending secret (docs/api.md §3: enrolment
-// pending -> on) and returns the recovery codes, in clear this once (docs/api.md §5 rule 4). The code
-// is consumed: it cannot be replayed at sign-in.
+// pending -> on) and returns the recovery codes, in clear this once (docs/api.md §5 rule 4). The
+// code is consumed: it cannot be replayed at sign-in.
 func (s *Service) ConfirmTOTP(ctx context.Context, userID, code string) (RecoveryCodes, error) {
 	a, err := s.getAccount(ctx, userID)
 	if err != nil {

@@ -204,8 +204,8 @@ func TestTOTPReplay(t *testing.T) {
 	})
 }
 
-// docs/api.md §4.2 and §5 rules 2 and 4: verify-recovery signs in with a recovery code, burned on use
-// (a reuse is refused); regenerate needs a live TOTP code and invalidates the old set.
+// docs/api.md §4.2 and §5 rules 2 and 4: verify-recovery signs in with a recovery code, burned on
+// use (a reuse is refused); regenerate needs a live TOTP code and invalidates the old set.
 func TestRecoveryCodes(t *testing.T) {
 	t.Parallel()
 	tables.Each(t, func(t *testing.T, tab tables.Table) {

@@ -1,7 +1,7 @@
 // Package event is the domain of road events, pure and without I/O: the payloads and their
 // validation (docs/api.md §2.2-§2.5, §10.1 and §10.2), the stored event and how it is shown
-// (docs/api.md §2.3), its lifecycle (docs/api.md §3: expiry, extension by confirmation, deny quorum,
-// revision), confidence and verification, and event ids.
+// (docs/api.md §2.3), its lifecycle (docs/api.md §3: expiry, extension by confirmation, deny
+// quorum, revision), confidence and verification, and event ids.
 //
 // Storage, HTTP and streaming sit on top of it: a handler validates a payload
 // (ValidateEventIn or EventIn.Validate), builds or loads an Event, calls New, Revise or

@@ -405,8 +405,8 @@ func TestSignalVote(t *testing.T) {
 	}
 }
 
-// TestConfidence checks the formula of docs/api.md §10.2, (confirm + 2) / (confirm + deny + 3) rounded
-// to 3 decimals, and the verification names.
+// TestConfidence checks the formula of docs/api.md §10.2, (confirm + 2) / (confirm + deny + 3)
+// rounded to 3 decimals, and the verification names.
 func TestConfidence(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
@@ -579,9 +579,9 @@ func TestReviseRefused(t *testing.T) {
 	}
 }
 
-// TestReviseCappedAtCeiling checks the cap on a revision (docs/api.md §10.2): an accident kept alive by
-// confirmations and revised 11 h 30 min after publication expires at created_at + 12 h, not
-// a full 2 h TTL later.
+// TestReviseCappedAtCeiling checks the cap on a revision (docs/api.md §10.2): an accident kept
+// alive by confirmations and revised 11 h 30 min after publication expires at created_at + 12 h,
+// not a full 2 h TTL later.
 func TestReviseCappedAtCeiling(t *testing.T) {
 	t.Parallel()
 	clk := clock.NewFake(t0)

@@ -6,8 +6,8 @@ import (
 	"github.com/roadevents/roadevents/shared/geo"
 )
 
-// FormatTime renders a timestamp the one way the service sends them (docs/api.md §9 rule 6,
-// §10.1): RFC 3339 in UTC with a Z suffix, fractional seconds only when there are any.
+// FormatTime renders a timestamp the one way the service sends them (docs/api.md §9 rule 6, §10.1):
+// RFC 3339 in UTC with a Z suffix, fractional seconds only when there are any.
 func FormatTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
 // formatTimePtr is FormatTime for an optional timestamp.

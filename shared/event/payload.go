@@ -138,8 +138,8 @@ var (
 	}
 )
 
-// LineStringSchema declares LineString (docs/api.md §2.2): type constant "LineString" (the default),
-// 2 to 512 positions.
+// LineStringSchema declares LineString (docs/api.md §2.2): type constant "LineString" (the
+// default), 2 to 512 positions.
 var LineStringSchema = schema.Object(
 	schema.Prop("type", schema.Const(GeometryType).WithDefault(GeometryType)),
 	schema.Req("coordinates", schema.Array(position).Count(MinPoints, MaxPoints).Describe(

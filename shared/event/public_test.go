@@ -32,8 +32,8 @@ func TestFormatTime(t *testing.T) {
 	}
 }
 
-// TestNewNormalises checks the normalisation on write (docs/api.md §2.2): coordinates (point and every
-// geometry position) rounded to 5 decimals, occurred_at in UTC; and that the stored event
+// TestNewNormalises checks the normalisation on write (docs/api.md §2.2): coordinates (point and
+// every geometry position) rounded to 5 decimals, occurred_at in UTC; and that the stored event
 // does not share memory with the payload.
 func TestNewNormalises(t *testing.T) {
 	t.Parallel()

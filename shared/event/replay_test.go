@@ -92,8 +92,8 @@ func TestReplayAfterRevision(t *testing.T) {
 	}
 }
 
-// TestCheckReplay checks the publish 409s of docs/api.md §7: different content, or the id already used
-// in the other environment; a faithful replay is nil (200).
+// TestCheckReplay checks the publish 409s of docs/api.md §7: different content, or the id already
+// used in the other environment; a faithful replay is nil (200).
 func TestCheckReplay(t *testing.T) {
 	t.Parallel()
 	stored := event.New(publishedIn(), "org-a", event.EnvironmentLive, event.NewID(), t0)

@@ -29,10 +29,9 @@ import (
 // bodyLoc is the root of every payload error (docs/api.md §10.1).
 func bodyLoc(parts ...any) []any { return append([]any{"body"}, parts...) }
 
-// ValidateEventIn validates a decoded POST /v1/events body (a JSON value decoded with
-// UseNumber, as schema.Validate takes it) against EventInSchema and the cross-field rules of
-// docs/api.md §2.2, with now as the server's clock for the occurred_at slack. It returns every error,
-// or nil.
+// ValidateEventIn validates a decoded POST /v1/events body (a JSON value decoded with UseNumber, as
+// schema.Validate takes it) against EventInSchema and the cross-field rules of docs/api.md §2.2,
+// with now as the server's clock for the occurred_at slack. It returns every error, or nil.
 func ValidateEventIn(body any, now time.Time) schema.Errors {
 	_, errs := DecodeEventIn(body, now)
 	return errs

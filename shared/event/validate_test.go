@@ -209,8 +209,8 @@ func TestValueErrorMessages(t *testing.T) {
 	}
 }
 
-// TestValidateRevisionIn covers the revision 422s of docs/api.md §7: unknown field, subtype under the
-// stored type, coordinate out of range, lat/lon not matching the geometry start.
+// TestValidateRevisionIn covers the revision 422s of docs/api.md §7: unknown field, subtype under
+// the stored type, coordinate out of range, lat/lon not matching the geometry start.
 func TestValidateRevisionIn(t *testing.T) {
 	t.Parallel()
 	const full = `{"lat":48.13743,"lon":11.57549,"geometry":{"coordinates":[[11.57549,48.13743],[11.58,48.14]]},

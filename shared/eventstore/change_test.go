@@ -15,8 +15,8 @@ import (
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
 )
 
-// docs/api.md §7, GET /v1/events/{event_id}: any status; 404 for an unknown or malformed id and for an
-// event of a network the credential is not served (docs/api.md §4.1 rule 4: never 403).
+// docs/api.md §7, GET /v1/events/{event_id}: any status; 404 for an unknown or malformed id and for
+// an event of a network the credential is not served (docs/api.md §4.1 rule 4: never 403).
 func TestGet(t *testing.T) {
 	t.Parallel()
 	tables.Each(t, func(t *testing.T, tab tables.Table) {
@@ -205,8 +205,8 @@ func TestSignal(t *testing.T) {
 		// A sandbox credential signals sandbox events.
 		signal(sandboxKey, sandboxEvent.EventID, map[string]any{"action": "confirm"}).expect(t, http.StatusOK)
 
-		// The deny quorum (docs/api.md §10.2): 3 denials outnumbering the confirmations end the event
-		// at once; a late denial is 409 (docs/api.md §7).
+		// The deny quorum (docs/api.md §10.2): 3 denials outnumbering the confirmations end the
+		// event at once; a late denial is 409 (docs/api.md §7).
 		d := h.publish(liveKey, point("object_on_road", 41, -74))
 		for i := range 3 {
 			got = signal(otherLive, d.EventID, map[string]any{"action": "deny", "reporter_token": fmt.Sprint("d", i)}).event(t, http.StatusOK)
@@ -228,10 +228,10 @@ func TestSignal(t *testing.T) {
 }
 
 // docs/api.md §8: the hourly signal ceiling per organisation and environment is 429 with
-// Retry-After, and a throttled signal is still metered (docs/api.md §8 rule 3). On the embedded store
-// only: using up 3000 signals takes about a minute on DynamoDB Local, the ceiling itself is
-// tested on both adapters in package ratelimit, and what follows its answer here is the same
-// code on both.
+// Retry-After, and a throttled signal is still metered (docs/api.md §8 rule 3). On the
+// embedded store only: using up 3000 signals takes about a minute on DynamoDB Local, the
+// ceiling itself is tested on both adapters in package ratelimit, and what follows its answer
+// here is the same code on both.
 func TestSignalCeiling(t *testing.T) {
 	t.Parallel()
 	tab := tables.Embedded(t)
@@ -275,7 +275,7 @@ func TestSignalCeiling(t *testing.T) {
 	h.do("POST", "/v1/events/"+e.EventID+"/signals", key, map[string]any{"action": "confirm"}).expect(t, http.StatusOK)
 }
 
-// issue item 4: 100 reporters signalling one event at once lose no vote.
+// docs/api.md §4.1 rule 6: 100 reporters signalling one event at once lose no vote.
 func TestSignalRace(t *testing.T) {
 	t.Parallel()
 	tables.Each(t, func(t *testing.T, tab tables.Table) {

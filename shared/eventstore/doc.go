@@ -25,15 +25,14 @@
 // The reporter of a vote is event.Reporter: the organisation and the reporter_token.
 //
 // Every change is conditioned on the version read (optimistic concurrency, event.Event.Version):
-// publishing on the event item not existing (so of concurrent identical publishes one creates
-// the event and the others find it, docs/api.md §4.1 rule 1), revising and signalling on the version
+// publishing on the event item not existing (so of concurrent identical publishes one creates the
+// event and the others find it, docs/api.md §4.1 rule 1), revising and signalling on the version
 // being the one the change was computed from. Within a process the changes of one event are
-// serialised, so a burst of signals on one event queues rather than collides; a change that
-// lost to another process reads the event again and is redone, with backoff (Store.Signal).
-// A signal writes the event, the reporter's vote and every index item (the items carry the
-// confidence, tallies and expiry the signal changed); a revision moves the index to the new
-// extent in the same transaction, deleting the cells no longer touched; an event ended by the
-// deny quorum loses its index items.
+// serialised, so a burst of signals on one event queues rather than collides; a change that lost to
+// another process reads the event again and is redone, with backoff (Store.Signal). A signal writes
+// the event, the reporter's vote and every index item (the items carry the confidence, tallies and
+// expiry the signal changed); a revision moves the index to the new extent in the same transaction,
+// deleting the cells no longer touched; an event ended by the deny quorum loses its index items.
 //
 // TTLs. The event and its votes carry the TTL created_at + the type's ceiling + Retention (14
 // days): past the latest moment the event can leave active, so it stays readable by id at
@@ -62,14 +61,14 @@
 //	9780 m     7      61 - 76.7 - 118       396 km²
 //
 // Level 8 serves the default radius with the fewest items within the budget (at the benchmark
-// city's 40 events per km², about 380 items read for 140 answered, against about 740 at level
-// 7); up to 1.1 km its cover stays within 20 cells (up to 1.6 km for half the centres). Larger
-// radii read level 6: the widest query reads 12 to 24 cells (1.6 % of centres over 20), where
-// level 5 would read a third of the cells but twice the items, and level 7 five times the
-// cells. A sandbox credential is served both environments (docs/api.md §1) and reads both partitions
-// of each cell. At level 6 the cells are read nearest first, in waves of growing size, and the
-// query stops once 500 events (MaxEventsPerQuery, docs/api.md §8) are nearer than any unread cell
-// could hold: over a dense city the widest query reads the 3 or 4 cells around its centre.
+// city's 40 events per km², about 380 items read for 140 answered, against about 740 at level 7);
+// up to 1.1 km its cover stays within 20 cells (up to 1.6 km for half the centres). Larger radii
+// read level 6: the widest query reads 12 to 24 cells (1.6 % of centres over 20), where level 5
+// would read a third of the cells but twice the items, and level 7 five times the cells. A sandbox
+// credential is served both environments (docs/api.md §1) and reads both partitions of each cell.
+// At level 6 the cells are read nearest first, in waves of growing size, and the query stops once
+// 500 events (MaxEventsPerQuery, docs/api.md §8) are nearer than any unread cell could hold: over a
+// dense city the widest query reads the 3 or 4 cells around its centre.
 //
 // Each record also carries what lets a query skip most exact distances (record.go, cache.go):
 // a point whose chord to the centre is longer than the bound's (geo.ChordSquared; the bound is

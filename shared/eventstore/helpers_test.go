@@ -163,8 +163,8 @@ type problem struct {
 	Loc  string // the loc as JSON, e.g. ["body","lat"]
 }
 
-// problems checks a validation error (docs/api.md §7 shape 2: {"detail": [{type, loc, msg, input}]})
-// and returns its items.
+// problems checks a validation error (docs/api.md §7 shape 2: {"detail": [{type, loc, msg,
+// input}]}) and returns its items.
 func (r reply) problems(t *testing.T) []problem {
 	t.Helper()
 	var out []problem

@@ -22,8 +22,8 @@ const (
 	CoarseLevel = 6
 )
 
-// QueryLevel is the H3 resolution GET /v1/meta/limits reports as query_level (docs/api.md §10.2): the
-// fine level, which a query of the default radius reads.
+// QueryLevel is the H3 resolution GET /v1/meta/limits reports as query_level (docs/api.md §10.2):
+// the fine level, which a query of the default radius reads.
 const QueryLevel = FineLevel
 
 // levels lists the index levels, finest first: a query takes the first whose cover needs at

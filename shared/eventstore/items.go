@@ -150,10 +150,10 @@ func ceiling(typ string) time.Duration {
 	return longest
 }
 
-// areaItem is the index item of ev under partition pk, carrying rec (record.go). Its TTL is
-// the event's expiry, rounded up to the second: the table may drop it from then on, and reads
-// filter on the exact expires_at in rec anyway (docs/api.md §3: expiry is when expires_at is reached,
-// and DynamoDB deletes expired items up to days late).
+// areaItem is the index item of ev under partition pk, carrying rec (record.go). Its TTL is the
+// event's expiry, rounded up to the second: the table may drop it from then on, and reads filter on
+// the exact expires_at in rec anyway (docs/api.md §3: expiry is when expires_at is reached, and
+// DynamoDB deletes expired items up to days late).
 func areaItem(pk, id string, expires time.Time, rec []byte) store.Item {
 	return store.Item{
 		store.AttrPK:  pk,

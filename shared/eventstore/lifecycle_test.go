@@ -9,8 +9,8 @@ import (
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
 )
 
-// docs/api.md §2.1: every type's default TTL, from the documented table (not from the taxonomy package, so
-// that a drift between the two fails here).
+// docs/api.md §2.1: every type's default TTL, from the documented table (not from the taxonomy
+// package, so that a drift between the two fails here).
 func TestDefaultTTL(t *testing.T) {
 	t.Parallel()
 	ttl := map[string]time.Duration{
@@ -34,9 +34,9 @@ func TestDefaultTTL(t *testing.T) {
 }
 
 // docs/api.md §2.1 and §10.2: a first confirmation from a new reporter extends expiry to at least
-// now + the type's extension, capped at created_at + the ceiling; an unconfirmed report
-// expires on schedule (docs/api.md §2.1 rule 3). Each case keeps an event alive with a new reporter a
-// minute before each expiry until the ceiling stops it, on the injected clock.
+// now + the type's extension, capped at created_at + the ceiling; an unconfirmed report expires on
+// schedule (docs/api.md §2.1 rule 3). Each case keeps an event alive with a new reporter a minute
+// before each expiry until the ceiling stops it, on the injected clock.
 func TestExtensionAndCeiling(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
@@ -117,8 +117,8 @@ func maxTime(a, b time.Time) time.Time {
 }
 
 // docs/api.md §3: natural expiry happens when expires_at is reached, with no sweeper: the event is
-// readable by id as expired and gone from GET /v1/events at that very moment (issue item 9:
-// the table deletes expired items late, so every read filters on expires_at itself).
+// readable by id as expired and gone from GET /v1/events at that very moment (the
+// table deletes expired items late, so every read filters on expires_at itself).
 func TestNaturalExpiry(t *testing.T) {
 	t.Parallel()
 	tables.Each(t, func(t *testing.T, tab tables.Table) {

@@ -75,8 +75,9 @@ func mergeDistance(t *testing.T, typ string) float64 {
 
 // docs/network.md §1, docs/api.md §3 and §4.1 rules 1, 3 and 4: another organisation's report of
 // the same hazard is answered 201 merged into the report already there, counts as that
-// organisation's confirmation on it (docs/api.md §4.1 rule 6, with the extension of docs/api.md §2.1), and is
-// then over: replayed as it is, readable, refused signals and revisions, never listed.
+// organisation's confirmation on it (docs/api.md §4.1 rule 6, with the extension of
+// docs/api.md §2.1), and is then over: replayed as it is, readable, refused signals and
+// revisions, never listed.
 func TestMergeOnPublish(t *testing.T) {
 	t.Parallel()
 	tables.Each(t, func(t *testing.T, tab tables.Table) {
@@ -229,8 +230,8 @@ func TestMergeRule(t *testing.T) {
 }
 
 // docs/network.md §1: the merge distance is to the survivor's whole extent, as the area query
-// measures (docs/api.md §4.1 rule 3): a point near the middle of a long queue merges into it, though
-// far from its first point.
+// measures (docs/api.md §4.1 rule 3): a point near the middle of a long queue merges into it,
+// though far from its first point.
 func TestMergeIntoAnExtent(t *testing.T) {
 	t.Parallel()
 	tables.Each(t, func(t *testing.T, tab tables.Table) {
@@ -353,9 +354,8 @@ func TestMergeOnRevision(t *testing.T) {
 	})
 }
 
-// issue 21 §1 (races): 20 organisations publishing one hazard at once leave exactly one
-// active report, the 19 others merged into it (docs/network.md §1), one event to the area
-// query.
+// docs/network.md §1 (concurrent reports): 20 organisations publishing one hazard at once
+// leave exactly one active report, the 19 others merged into it, one event to the area query.
 func TestMergeRace(t *testing.T) {
 	t.Parallel()
 	tables.Each(t, func(t *testing.T, tab tables.Table) {

@@ -93,8 +93,8 @@ func TestPublishIdempotency(t *testing.T) {
 		if !strings.Contains(d, "environment") {
 			t.Errorf("other environment: detail %q; want it to say the id is used in the other environment", d)
 		}
-		// Another organisation's client_event_id is its own (docs/api.md §10.2: the id is derived from
-		// the pair).
+		// Another organisation's client_event_id is its own (docs/api.md §10.2: the id is
+		// derived from the pair).
 		if other := h.publish(otherOrg, body); other.EventID == first.EventID {
 			t.Errorf("org_b's event has org_a's id %s", other.EventID)
 		}
@@ -109,7 +109,7 @@ func TestPublishIdempotency(t *testing.T) {
 	})
 }
 
-// issue item 4: 20 identical concurrent publishes create exactly one event.
+// docs/api.md §4.1 rule 1: 20 identical concurrent publishes create exactly one event.
 func TestPublishRace(t *testing.T) {
 	t.Parallel()
 	tables.Each(t, func(t *testing.T, tab tables.Table) {

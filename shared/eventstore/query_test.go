@@ -235,9 +235,9 @@ func TestListVisibility(t *testing.T) {
 	})
 }
 
-// The issue's lookup budget, over the globe (covers grow towards the poles and at pentagons):
-// a 1000 m query reads at most 20 cells at the fine level; the widest reads the coarse level's
-// 12 to 24 cells (package doc, "Area index"); a sandbox credential reads both environments'
+// The lookup budget of docs/performance.md §1, over the globe (covers grow towards the poles and at
+// pentagons): a 1000 m query reads at most 20 cells at the fine level; the widest reads the coarse
+// level's 12 to 24 cells (package doc, "Area index"); a sandbox credential reads both environments'
 // partitions of the same cells.
 func TestAreaLookupBudget(t *testing.T) {
 	t.Parallel()
@@ -280,8 +280,8 @@ func TestAreaLookupBudget(t *testing.T) {
 	}
 }
 
-// The area index follows revisions and ends (issue item 9): an event moved by a revision is
-// found at its new place only, and an event ended by the deny quorum is no longer listed.
+// The area index follows revisions and ends (docs/api.md §4.1 rule 3): an event moved by a revision
+// is found at its new place only, and an event ended by the deny quorum is no longer listed.
 func TestListFollowsChanges(t *testing.T) {
 	t.Parallel()
 	tables.Each(t, func(t *testing.T, tab tables.Table) {

@@ -25,10 +25,10 @@ import (
 //	extent      uvarint n, then n positions of two big-endian int32: lat and lon times 1e5
 //	body        the rest: the event's EventPublic as JSON, as GET /v1/events sends it
 //
-// Positions are exact: coordinates are stored rounded to 5 decimals (docs/api.md §2.2), so lat*1e5 is
-// a whole number and dividing it by 1e5 gives back the very float64 that was rounded.
-// Format 1 (without reach) was never released beyond development data folders; such records
-// are skipped as unreadable. Format 2 (without source) is read, its source unknown.
+// Positions are exact: coordinates are stored rounded to 5 decimals (docs/api.md §2.2), so lat*1e5
+// is a whole number and dividing it by 1e5 gives back the very float64 that was rounded. Format 1
+// (without reach) was never released beyond development data folders; such records are skipped as
+// unreadable. Format 2 (without source) is read, its source unknown.
 const recordFormat = 3
 
 const recordHeader = 1 + 8 + 8 + 8 + 4 + 1

@@ -47,12 +47,12 @@ var (
 	// ErrNotFound is returned for an unknown or malformed event id, and for an event the
 	// caller's network is not served (docs/api.md §4.1 rule 4: 404, never 403).
 	ErrNotFound = errors.New("events: event not found")
-	// ErrNotPublisher is returned by Revise for another organisation's event (docs/api.md §4.1 rule 5,
-	// docs/api.md §7: 403).
+	// ErrNotPublisher is returned by Revise for another organisation's event
+	// (docs/api.md §4.1 rule 5, docs/api.md §7: 403).
 	ErrNotPublisher = errors.New("events: only the publishing organisation may revise an event")
-	// ErrOtherNetwork is returned by Revise for the caller's own event under a credential of
-	// the other environment, and by Signal for a sandbox credential on a live event (docs/api.md §1:
-	// a sandbox credential may read but not vote on or revise live events; docs/api.md §7: 403).
+	// ErrOtherNetwork is returned by Revise for the caller's own event under a credential of the
+	// other environment, and by Signal for a sandbox credential on a live event (docs/api.md §1: a
+	// sandbox credential may read but not vote on or revise live events; docs/api.md §7: 403).
 	ErrOtherNetwork = errors.New("events: the event belongs to the other environment")
 	// ErrThrottled is returned (in a *ThrottledError) by Signal past the organisation's
 	// hourly signal ceiling (docs/api.md §8: 429 with Retry-After).
@@ -251,8 +251,8 @@ func (s *Store) load(ctx context.Context, id string) (event.Event, []string, err
 	return decodeEvent(it)
 }
 
-// Get returns event id as the caller may read it, in any status (docs/api.md §4.1 rule 4). An unknown
-// or malformed id, or an event of a network the caller is not served, is ErrNotFound.
+// Get returns event id as the caller may read it, in any status (docs/api.md §4.1 rule 4). An
+// unknown or malformed id, or an event of a network the caller is not served, is ErrNotFound.
 func (s *Store) Get(ctx context.Context, c Caller, id string) (event.Event, error) {
 	if !event.ValidID(id) {
 		return event.Event{}, fmt.Errorf("event id %q: %w", id, ErrNotFound)
@@ -267,21 +267,20 @@ func (s *Store) Get(ctx context.Context, c Caller, id string) (event.Event, erro
 	return ev, nil
 }
 
-// Publish stores the event published as in by the caller (docs/api.md §4.1 rules 1 and 2) and returns
-// it with created true. The event inherits the caller's environment, and its expiry comes from
-// the taxonomy (event.New). in must have passed validation (event.ValidateEventIn).
+// Publish stores the event published as in by the caller (docs/api.md §4.1 rules 1 and 2) and
+// returns it with created true. The event inherits the caller's environment, and its expiry comes
+// from the taxonomy (event.New). in must have passed validation (event.ValidateEventIn).
 //
 // A report of a hazard another source already reports is stored merged into that report
 // (docs/network.md §1): status merged, and one confirmation from the caller's organisation on
 // the survivor. Otherwise the event is stored active, bumping its merge guards (merge.go).
 //
-// With a client_event_id the id is derived from (organisation, client_event_id) (docs/api.md §10.2),
-// and the event item is written on condition that none exists: of concurrent identical
-// publishes exactly one creates the event. When the id is taken, the stored event decides
-// (event.CheckReplay): a faithful replay returns it with created false and writes nothing;
-// other content is event.ErrReplayDiffers naming the first differing field, and the other
-// environment event.ErrOtherEnvironment (both 409). An extent over MaxIndexCells cells is an
-// *ExtentError.
+// With a client_event_id the id is derived from (organisation, client_event_id)
+// (docs/api.md §10.2), and the event item is written on condition that none exists: of concurrent
+// identical publishes exactly one creates the event. When the id is taken, the stored event decides
+// (event.CheckReplay): a faithful replay returns it with created false and writes nothing; other
+// content is event.ErrReplayDiffers naming the first differing field, and the other environment
+// event.ErrOtherEnvironment (both 409). An extent over MaxIndexCells cells is an *ExtentError.
 func (s *Store) Publish(ctx context.Context, c Caller, in event.EventIn) (event.Event, bool, error) {
 	id := event.NewID()
 	if in.ClientEventID != nil {

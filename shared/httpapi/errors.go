@@ -62,8 +62,8 @@ func (e *Error) WithHeader(key, value string) *Error {
 }
 
 // Unauthorized is the credential failure of docs/api.md §5 (API key rule 5): 401 with
-// WWW-Authenticate: Bearer, which every /v1 401 carries (docs/api.md §7). Auth middleware returns it
-// with a detail saying the key is missing, or invalid or revoked.
+// WWW-Authenticate: Bearer, which every /v1 401 carries (docs/api.md §7). Auth middleware returns
+// it with a detail saying the key is missing, or invalid or revoked.
 func Unauthorized(detail string) *Error {
 	return NewError(http.StatusUnauthorized, detail, nil).WithHeader("WWW-Authenticate", "Bearer")
 }
@@ -247,10 +247,10 @@ type ErrorRule struct {
 	Detail string
 }
 
-// ErrorTable maps a domain package's sentinel errors to statuses and public sentences: one
-// table per package, declared beside its routes, instead of a switch in every handler,
-// so the status of every error is read in one place. The first matching row wins. A 401 carries WWW-Authenticate: Bearer;
-// an error that says when to retry (Retrier) sends Retry-After, and a 503 row always does.
+// ErrorTable maps a domain package's sentinel errors to statuses and public sentences: one table
+// per package, declared beside its routes, instead of a switch in every handler, so the status of
+// every error is read in one place. The first matching row wins. A 401 carries WWW-Authenticate:
+// Bearer; an error that says when to retry (Retrier) sends Retry-After, and a 503 row always does.
 type ErrorTable []ErrorRule
 
 // Retrier is an error that knows how long the caller should wait before trying again, such

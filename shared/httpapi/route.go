@@ -54,15 +54,15 @@ type Route struct {
 	// OptionalBody lets a request leave the declared Body out (no body, or JSON null); one
 	// that sends it is validated as usual.
 	OptionalBody bool
-	// Validate, when set, validates the decoded body instead of Body.Validate: for payloads
-	// with cross-field rules that a schema cannot state (docs/api.md §2.2: geometry start, occurred_at
+	// Validate, when set, validates the decoded body instead of Body.Validate: for payloads with
+	// cross-field rules that a schema cannot state (docs/api.md §2.2: geometry start, occurred_at
 	// slack, subtype under its type), so that they are reported in the same 422 as the schema's
 	// errors (docs/api.md §10.1: every error of a payload is reported). It receives the body as
-	// Body.Validate does (decoded with UseNumber) and must include Body's own errors. Body
-	// still documents, normalises and types the body. Validate may also return the body
-	// already decoded into the type the handler reads it as (nil otherwise): JSON then
-	// hands that over rather than encoding and decoding the body once more, a cost that shows
-	// on the publish path (docs/performance.md §2).
+	// Body.Validate does (decoded with UseNumber) and must include Body's own errors. Body still
+	// documents, normalises and types the body. Validate may also return the body already decoded
+	// into the type the handler reads it as (nil otherwise): JSON then hands that over rather than
+	// encoding and decoding the body once more, a cost that shows on the publish path
+	// (docs/performance.md §2).
 	Validate func(body any) (decoded any, errs schema.Errors)
 	// MaxBodyBytes overrides Config.MaxBodyBytes for this route.
 	MaxBodyBytes int64

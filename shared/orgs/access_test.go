@@ -52,10 +52,10 @@ func orgRoutes(org, userID, inviteID, keyID string) []apitest.Scenario {
 	}
 }
 
-// docs/api.md §4.3 and §7: organisation routes resolve the caller's membership first, so a caller of
-// another organisation gets 404 on every route of this one, whatever ids they name, and a
-// resource id of another organisation is not found inside one's own (also 404). Nothing of
-// the other organisation changes.
+// docs/api.md §4.3 and §7: organisation routes resolve the caller's membership first, so a caller
+// of another organisation gets 404 on every route of this one, whatever ids they name, and a
+// resource id of another organisation is not found inside one's own (also 404). Nothing of the
+// other organisation changes.
 func TestOtherOrganisationIsNotFound(t *testing.T) {
 	t.Parallel()
 	tables.Each(t, func(t *testing.T, tab tables.Table) {

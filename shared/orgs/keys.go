@@ -20,8 +20,8 @@ func (s *Service) ListKeys(ctx context.Context, m Membership, env string, includ
 	return keys, err
 }
 
-// IssueKey issues a key (owner act, docs/api.md §5 API key rules 1-4). When the caller's own account
-// has TOTP, totpCode must be a valid, unused code (ErrTOTPRequired otherwise; the code is
+// IssueKey issues a key (owner act, docs/api.md §5 API key rules 1-4). When the caller's own
+// account has TOTP, totpCode must be a valid, unused code (ErrTOTPRequired otherwise; the code is
 // consumed). Issuance is capped per organisation per hour (docs/api.md §10.3), live keys by the
 // plan's cap (apikey.ErrLiveKeyCap, 409), and the other owners are e-mailed.
 func (s *Service) IssueKey(ctx context.Context, m Membership, c consoleauth.Caller, label, env string, totpCode *string) (string, apikey.Key, error) {

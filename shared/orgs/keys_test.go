@@ -15,8 +15,8 @@ import (
 
 var rawKey = regexp.MustCompile(`^svc_[0-9A-Za-z]{43}$`)
 
-// docs/api.md §5 API key rules 1-3 and §4.4: a key is svc_ + 43 base62, shown once; the listing shows
-// the prefix, never the secret, with created_by_email and last_used_at; live keys are capped
+// docs/api.md §5 API key rules 1-3 and §4.4: a key is svc_ + 43 base62, shown once; the listing
+// shows the prefix, never the secret, with created_by_email and last_used_at; live keys are capped
 // (Free: 1, 409 past it), sandbox keys are not; the filters environment and include_revoked;
 // revocation is effective on the next /v1 request (401), needs no TOTP, and is audited.
 func TestIssueListAndRevokeKeys(t *testing.T) {

@@ -10,8 +10,7 @@ import (
 )
 
 // InviteLink is the link of an invitation e-mail: the console's accept page with the token in
-// the fragment, so that it never reaches a server's log (the lead's decision; ConsoleURL ends
-// in "/").
+// the fragment, so that it never reaches a server's log (ConsoleURL ends in "/").
 func InviteLink(consoleURL, token string) string {
 	return consoleURL + "accept-invite#token=" + token
 }

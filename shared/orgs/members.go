@@ -104,10 +104,10 @@ func (s *Service) Owners(ctx context.Context, orgID string) (Organisation, []str
 }
 
 // Invite invites email with role (owner act, docs/api.md §4.3). The seat cap of the plan counts
-// members and live invitations together (ErrSeatCap past it); the invitation is written under
-// the condition that the organisation's members did not change since they were counted, so
-// concurrent invitations cannot exceed the cap. Capped per actor and per recipient
-// (docs/api.md §10.3). The invitation e-mail carries the token in its link; the token is returned nowhere.
+// members and live invitations together (ErrSeatCap past it); the invitation is written under the
+// condition that the organisation's members did not change since they were counted, so concurrent
+// invitations cannot exceed the cap. Capped per actor and per recipient (docs/api.md §10.3). The
+// invitation e-mail carries the token in its link; the token is returned nowhere.
 func (s *Service) Invite(ctx context.Context, m Membership, actor Actor, email, role string) (Invitation, error) {
 	if err := ownerOnly(m); err != nil {
 		return Invitation{}, err

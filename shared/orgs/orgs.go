@@ -6,12 +6,12 @@
 //
 // Every /console/orgs/{org_id}/... route resolves the caller's membership before anything else,
 // with one BatchGet of the organisation item and the caller's member item: no membership (or no
-// such organisation) is 404, and a member asking for an owner act is 403 (docs/api.md §10.3 (Roles)).
-// Resources named in the path (user_id, invite_id, key_id) are then read inside the caller's
-// organisation's partition only, so an id of another organisation is not found (docs/api.md §4.3).
-// MembershipMiddleware does the resolving for the organisation-scoped routes of every group
-// (usage and billing included), before the router validates query and body, so a non-member
-// gets 404 whatever they send, never 422.
+// such organisation) is 404, and a member asking for an owner act is 403 (docs/api.md §10.3
+// (Roles)). Resources named in the path (user_id, invite_id, key_id) are then read inside the
+// caller's organisation's partition only, so an id of another organisation is not found
+// (docs/api.md §4.3). MembershipMiddleware does the resolving for the organisation-scoped routes of
+// every group (usage and billing included), before the router validates query and body, so a
+// non-member gets 404 whatever they send, never 422.
 //
 // # Storage layout
 //
@@ -32,8 +32,8 @@
 //     seats (members plus live invitations, docs/api.md §4.3) and writes under the condition that rev
 //     is still what it read, so two concurrent invitations cannot both take the last seat.
 //
-// Invitation tokens are 256-bit random strings stored only as SHA-256 (docs/api.md §10.3); they appear
-// in the invitation e-mail's link and nowhere else, never in a response or in the audit log.
+// Invitation tokens are 256-bit random strings stored only as SHA-256 (docs/api.md §10.3); they
+// appear in the invitation e-mail's link and nowhere else, never in a response or in the audit log.
 package orgs
 
 import (
@@ -123,7 +123,7 @@ var (
 	ErrEmailMismatch = errors.New("orgs: invitation is for another address")
 	// ErrTOTPRequired is a key issuance without a valid totp_code by a caller with TOTP: 403.
 	ErrTOTPRequired = errors.New("orgs: a valid TOTP code is required")
-	// ErrInvalid is an argument outside what docs/api.md §8 and §10.3 allow (a name too long, an unknown role).
+	// ErrInvalid is an argument outside docs/api.md §8 and §10.3 (a name too long, an unknown role).
 	ErrInvalid = errors.New("orgs: invalid request")
 	// ErrLimited is a capped request: ratelimit's sentinel, so errors.As with
 	// *ratelimit.LimitedError gives the rule and the Retry-After.
@@ -393,12 +393,12 @@ func (s *Service) Access(ctx context.Context, orgID, userID string) (role, plan 
 	return m.Org.Role, m.Org.Plan, true, nil
 }
 
-// ListOrgs returns the organisations userID is a member of, each with the user's role, ordered
-// by name (code point order) then org_id; empty when none. GET /console/orgs serves it: an
-// addition to docs/api.md §4.3, which lists no route for a returning user to find their organisations
-// (README, "Console organisations"). One Query of the user's partition, then one BatchGet of
-// each organisation item and the user's member item: the member item, not the partition's
-// copy of the role, decides, so an organisation the user has left never appears.
+// ListOrgs returns the organisations userID is a member of, each with the user's role, ordered by
+// name (code point order) then org_id; empty when none. GET /console/orgs serves it, so that a
+// returning user on a new browser finds their organisations (README, "Console organisations"). One
+// Query of the user's partition, then one BatchGet of each organisation item and the user's member
+// item: the member item, not the partition's copy of the role, decides, so an organisation the user
+// has left never appears.
 func (s *Service) ListOrgs(ctx context.Context, userID string) ([]Organisation, error) {
 	out := []Organisation{}
 	if userID == "" {

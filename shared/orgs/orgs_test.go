@@ -19,8 +19,8 @@ import (
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
 )
 
-// docs/api.md §4.3 POST, GET and PATCH /console/orgs: the creator is the owner, a new organisation is
-// on the free plan (docs/api.md §10.3), the record carries the caller's role, and a rename is an
+// docs/api.md §4.3 POST, GET and PATCH /console/orgs: the creator is the owner, a new organisation
+// is on the free plan (docs/api.md §10.3), the record carries the caller's role, and a rename is an
 // owner act recorded as org.updated.
 func TestCreateGetAndRenameOrganisation(t *testing.T) {
 	t.Parallel()
@@ -210,7 +210,7 @@ func newService(t *testing.T, tab tables.Table, caps func(string) (int, int)) (*
 	return s, auth
 }
 
-// The lead's decision for billing: Access gives role and plan of a member, ok=false for a
+// What billing relies on: Access gives role and plan of a member, ok=false for a
 // non-member or an unknown organisation; SetPlan moves the organisation to a plan, whose
 // caps (Options.Caps) then apply; an unknown organisation is ErrNotFound.
 func TestAccessAndSetPlan(t *testing.T) {

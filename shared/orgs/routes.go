@@ -226,9 +226,8 @@ func Routes(s *Service) []httpapi.Route {
 		{
 			Method: http.MethodGet, Path: "/console/orgs", OperationID: "listOrgs", Tags: orgTags, Security: session,
 			Summary: "The caller's organisations, with the caller's role in each",
-			Description: "An addition to docs/api.md §4.3, which has no route for a returning user (a new browser) to find " +
-				"their organisations and switch between them. Ordered by name, then org_id; an empty array when " +
-				"the caller belongs to none.",
+			Description: "Lets a returning user (a new browser) find their organisations and switch between them. " +
+				"Ordered by name, then org_id; an empty array when the caller belongs to none.",
 			Responses: map[int]httpapi.Response{
 				http.StatusOK: httpapi.JSONResponse("Every organisation the caller is a member of.", schema.Array(OrganisationSchema)),
 			},
@@ -454,8 +453,8 @@ func notFoundAs(detail string) httpapi.ErrorTable {
 }
 
 // asMember adapts an operation on the caller's membership of {org_id} (404 without one,
-// docs/api.md §4.3). MembershipMiddleware has resolved it before the router validated the input; it is
-// resolved here only when the route is served without it.
+// docs/api.md §4.3). MembershipMiddleware has resolved it before the router validated the input; it
+// is resolved here only when the route is served without it.
 func asMember[In, Out any](s *Service, f func(r *httpapi.Request[In], c consoleauth.Caller, m Membership) (Out, error)) func(*httpapi.Request[In]) (Out, error) {
 	return consoleauth.AsCaller(func(r *httpapi.Request[In], c consoleauth.Caller) (Out, error) {
 		m, ok := MembershipFrom(r.Context())

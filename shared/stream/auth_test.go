@@ -156,8 +156,8 @@ func mustKeyID(t testing.TB, r *rig, raw string) string {
 	return p.KeyID
 }
 
-// docs/api.md §5 ticket rules 2, 3 and 5: a ticket binds organisation and environment, not the area;
-// it may open several streams within 300 s; an open stream outlives it.
+// docs/api.md §5 ticket rules 2, 3 and 5: a ticket binds organisation and environment, not the
+// area; it may open several streams within 300 s; an open stream outlives it.
 func TestTicketStreams(t *testing.T) {
 	t.Parallel()
 	tables.Each(t, func(t *testing.T, tab tables.Table) {

@@ -14,8 +14,8 @@ import (
 // which delta a change emits is decided here, from the two events (Classify).
 func NewDecoder(isEvent func(store.Key) bool, decode func(store.Item) (event.Event, error)) Decoder {
 	return keyedDecoder{wants: isEvent, DecoderFunc: func(ch store.Change) (EventChange, bool, error) {
-		// A removal emits nothing: TTL deletion is natural expiry, which sends no delta (docs/api.md §6
-		// rule 4), and the service deletes no active event.
+		// A removal emits nothing: TTL deletion is natural expiry, which sends no delta
+		// (docs/api.md §6 rule 4), and the service deletes no active event.
 		if !isEvent(ch.Key) || ch.Kind == store.ChangeRemove || ch.New == nil {
 			return EventChange{}, false, nil
 		}

@@ -195,10 +195,11 @@ const streamDescription = "Server-sent events. Every frame has an id that increa
 	"POST /v1/stream/tickets; when an Authorization header is present it decides. Credentials and filters are " +
 	"checked before the stream starts (401, 422). A live key is streamed live events, a sandbox key both."
 
-// Routes returns GET /v1/stream (docs/api.md §4.1 rule 7, §6). Authentication is apikey.Middleware's
-// (an API key, or a ticket when no Authorization header came: docs/api.md §5 ticket rule 4), and the
-// query is validated by the router, both before the handler, so a refusal is a status with the
-// usual body (docs/api.md §6 rule 1); once the stream has begun only a bye frame can end it.
+// Routes returns GET /v1/stream (docs/api.md §4.1 rule 7, §6). Authentication is
+// apikey.Middleware's (an API key, or a ticket when no Authorization header came: docs/api.md §5
+// ticket rule 4), and the query is validated by the router, both before the handler, so a refusal
+// is a status with the usual body (docs/api.md §6 rule 1); once the stream has begun only a bye
+// frame can end it.
 func Routes(d Deps) []httpapi.Route {
 	d.defaults()
 	params := append(QueryParams(d.MaxRadius, d.DefaultRadius),

@@ -70,8 +70,8 @@ func subscribe(t testing.TB, h *stream.Hub, v stream.Viewer, f stream.Filter) *s
 	return s
 }
 
-// The hub routes a change only to the subscriptions it concerns (issue item 3; docs/api.md §6 rules
-// 1 and 6; docs/api.md §10.2: old or new extent).
+// The hub routes a change only to the subscriptions it concerns (docs/architecture.md §3;
+// docs/api.md §6 rules 1 and 6, §10.2: old or new extent).
 func TestDispatchReachesOnlyMatchingSubscriptions(t *testing.T) {
 	t.Parallel()
 	near := newEvent(t, "ev_near", "accident", event.EnvironmentLive, offset(center, 500))
@@ -118,8 +118,8 @@ func TestDispatchReachesOnlyMatchingSubscriptions(t *testing.T) {
 	}
 }
 
-// A LineString is matched on its full extent, not its first point (docs/api.md §4.1 rule 3 holds for
-// streams as for queries).
+// A LineString is matched on its full extent, not its first point (docs/api.md §4.1 rule 3 holds
+// for streams as for queries).
 func TestDispatchMatchesALineStringPassingBy(t *testing.T) {
 	t.Parallel()
 	start, end := geo.Point{Lat: 48.1, Lon: 11.5}, geo.Point{Lat: 48.2, Lon: 11.66} // ~15 km, passes the centre

@@ -79,8 +79,8 @@ func TestMergeByRevisionSendsEnded(t *testing.T) {
 	})
 }
 
-// docs/network.md §3 and docs/api.md §10.2 (Stream): a closed event sends an ended delta with status
-// expired and expires_at at the close.
+// docs/network.md §3 and docs/api.md §10.2 (Stream): a closed event sends an ended delta with
+// status expired and expires_at at the close.
 func TestCloseSendsEnded(t *testing.T) {
 	t.Parallel()
 	tables.Each(t, func(t *testing.T, tab tables.Table) {
@@ -100,8 +100,8 @@ func TestCloseSendsEnded(t *testing.T) {
 	})
 }
 
-// issue 21 §1 (races): 20 organisations publishing one hazard at once show a subscriber one
-// event: one created delta, then a signal delta per duplicate merged into it.
+// docs/network.md §1 (concurrent reports): 20 organisations publishing one hazard at once show a
+// subscriber one event: one created delta, then a signal delta per duplicate merged into it.
 func TestMergeRaceStreamsOneEvent(t *testing.T) {
 	t.Parallel()
 	tables.Each(t, func(t *testing.T, tab tables.Table) {

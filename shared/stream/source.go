@@ -80,7 +80,8 @@ var _ Snapshotter = SnapshotFunc(nil)
 // Kind is the kind of an event delta (docs/api.md §10.2 (Stream)).
 type Kind string
 
-// The delta kinds of docs/api.md §10.2. Natural expiry and TTL removals emit none (docs/api.md §6 rule 4).
+// The delta kinds of docs/api.md §10.2. Natural expiry and TTL removals emit none
+// (docs/api.md §6 rule 4).
 const (
 	// KindCreated: the event was published.
 	KindCreated Kind = "created"

@@ -89,8 +89,8 @@ func TestSnapshotThenDeltas(t *testing.T) {
 				t.Errorf("ended delta status %q; want expired (deny quorum)", got.Status)
 			}
 		}
-		// A repeated signal changes nothing (docs/api.md §3) and sends nothing: the next delta is the
-		// next change.
+		// A repeated signal changes nothing (docs/api.md §3) and sends nothing: the next delta is
+		// the next change.
 		after := r.publish(t, r.liveKey, "accident", offset(center, 10))
 		r.signal(t, r.otherKey, after.EventID, event.ActionConfirm, "x")
 		r.signal(t, r.otherKey, after.EventID, event.ActionConfirm, "x")
