@@ -1,5 +1,5 @@
 // Package billing sells the self-serve plans through Stripe and keeps each organisation's
-// plan in step with its subscription (spec 4.4, 6 "billing webhooks"; contract 3 and 4):
+// plan in step with its subscription (docs/api.md §4.4, §6 "billing webhooks", §10.3 and §10.4):
 //
 //   - GET /console/plans: the catalogue (package plans), open.
 //   - GET /console/orgs/{org_id}/billing: the BillingSummary of the current calendar month
@@ -11,7 +11,7 @@
 //   - POST /console/billing/webhook: Stripe reports checkout completion and subscription
 //     changes; the signature (Stripe-Signature) is verified with stripe-go's webhook package.
 //
-// Billing is off unless a Stripe key is configured (contract 4): checkout and portal answer
+// Billing is off unless a Stripe key is configured (docs/api.md §10.4): checkout and portal answer
 // 503 and the summary says billing_configured false.
 //
 // # Webhooks: idempotent and ordered
@@ -69,7 +69,7 @@ type Meter interface {
 
 var _ Meter = (*metering.Meter)(nil)
 
-// The audit actions of contract 3.
+// The audit actions of docs/api.md §10.3.
 const (
 	ActionCheckoutStarted     = "billing.checkout_started"
 	ActionSubscriptionChanged = "billing.subscription_changed"
@@ -81,7 +81,7 @@ const (
 	MetaPlanID = "plan_id"
 )
 
-// RoleOwner is the role of contract 3 that may start checkout and open the portal.
+// RoleOwner is the role of docs/api.md §10.3 that may start checkout and open the portal.
 const RoleOwner = "owner"
 
 // Errors of the package. Check them with errors.Is.
@@ -96,7 +96,7 @@ type Options struct {
 	Audit Auditor
 	Meter Meter
 	Plans *plans.Catalogue
-	// Provider sells the plans; nil means billing is off (contract 4: no STRIPE_SECRET_KEY).
+	// Provider sells the plans; nil means billing is off (docs/api.md §10.4: no STRIPE_SECRET_KEY).
 	Provider Provider
 	// WebhookSecret verifies Stripe-Signature (whsec_...); empty refuses every webhook.
 	WebhookSecret string
@@ -151,7 +151,7 @@ func New(table store.Table, opts Options) (*Service, error) {
 	}, nil
 }
 
-// Configured reports whether billing is on (contract 4).
+// Configured reports whether billing is on (docs/api.md §10.4).
 func (s *Service) Configured() bool { return s.provider != nil }
 
 // record writes an audit entry; a failure is logged and does not undo what was done (the

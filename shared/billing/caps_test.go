@@ -16,10 +16,10 @@ import (
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
 )
 
-// Issue 7: "a plan change updates the live-key and seat caps". With the real organisations
-// and audit log: a completed checkout of team lifts the live-key cap from the free plan's 1 to
-// team's 3 and the seat cap from 3 to 10; the subscription's deletion brings back free's caps;
-// the audit log holds the changes.
+// docs/api.md §5 API key rule 3 and §10.3: a plan change updates the live-key and seat caps.
+// With the real organisations and audit log: a completed checkout of team lifts the live-key
+// cap from the free plan's 1 to team's 3 and the seat cap from 3 to 10; the subscription's
+// deletion brings back free's caps; the audit log holds the changes.
 func TestPlanChangeMovesCaps(t *testing.T) {
 	t.Parallel()
 	tables.Each(t, func(t *testing.T, tab tables.Table) {

@@ -12,10 +12,10 @@ import (
 	"github.com/roadevents/roadevents/shared/store"
 )
 
-// Overage reporting (README "Reads beyond included_reads"; spec 8: no request is refused for
-// exceeding a plan, the excess is charged). ReportOverage is one pass of the hourly job: for
-// every organisation with an active subscription it sets the usage of the subscription's
-// metered item to the period's reads beyond included_reads, in units of ReadsPerUnit.
+// Overage reporting (README "Reads beyond included_reads"; docs/api.md §8: no request is refused
+// for exceeding a plan, the excess is charged). ReportOverage is one pass of the hourly job: for
+// every organisation with an active subscription it sets the usage of the subscription's metered
+// item to the period's reads beyond included_reads, in units of ReadsPerUnit.
 
 // ReadsPerUnit is how many reads one unit of a metered price stands for.
 const ReadsPerUnit = 1000

@@ -18,7 +18,7 @@ import (
 	"github.com/roadevents/roadevents/shared/schema"
 )
 
-// Public sentences of the handler errors (spec 7, shape 1).
+// Public sentences of the handler errors (docs/api.md §7, shape 1).
 const (
 	DetailOrgNotFound     = "Organisation not found"
 	DetailOwnerOnly       = "Only an owner of the organisation can manage its billing"
@@ -35,7 +35,7 @@ const (
 // maxWebhookBytes bounds a webhook body; Stripe's events are a few KB.
 const maxWebhookBytes = 256 << 10
 
-// Schemas, named as spec 2.9 names them.
+// Schemas, named as docs/api.md §2.9 names them.
 var (
 	CheckoutPayloadSchema = schema.Object(
 		schema.Req("plan", schema.String().Len(1, 40).Describe("A plan id of GET /console/plans, never a payment-provider price id.")),
@@ -58,7 +58,7 @@ var (
 	).Named("WebhookReceived")
 )
 
-// Summary is the BillingSummary record (spec 2.9).
+// Summary is the BillingSummary record (docs/api.md §2.9).
 type Summary struct {
 	OrgID              string              `json:"org_id"`
 	Plan               plans.Public        `json:"plan"`
@@ -70,7 +70,7 @@ type Summary struct {
 	SubscriptionActive bool                `json:"subscription_active"`
 }
 
-// SessionOut is the BillingSessionPublic record (spec 2.9).
+// SessionOut is the BillingSessionPublic record (docs/api.md §2.9).
 type SessionOut struct {
 	URL string `json:"url"`
 }
@@ -79,7 +79,7 @@ type checkoutIn struct {
 	Plan string `json:"plan"`
 }
 
-// Routes returns the billing group (spec 4.4, 6): plans, billing summary, checkout, portal
+// Routes returns the billing group (docs/api.md §4.4, §6): plans, billing summary, checkout, portal
 // and the webhook. The console routes declare httpapi.SecuritySession: mount
 // consoleauth.Middleware in the API.
 func Routes(s *Service) []httpapi.Route {
@@ -161,7 +161,7 @@ func (s *Service) listPlans(*httpapi.Request[httpapi.NoBody]) ([]plans.Public, e
 	return out, nil
 }
 
-// access is who the caller is in the path's organisation (spec 4.3: not a member is 404).
+// access is who the caller is in the path's organisation (docs/api.md §4.3: not a member is 404).
 type access struct {
 	org, role, plan string
 	caller          consoleauth.Caller
@@ -183,8 +183,8 @@ func (s *Service) access(r *http.Request) (access, error) {
 	return access{org: org, role: role, plan: plan, caller: c}, nil
 }
 
-// ownerAct resolves the caller as an owner of a configured billing (contract 3: checkout and
-// portal are owner acts; contract 4: 503 while billing is off).
+// ownerAct resolves the caller as an owner of a configured billing (docs/api.md §10.3: checkout and
+// portal are owner acts; docs/api.md §10.4: 503 while billing is off).
 func (s *Service) ownerAct(r *http.Request) (access, error) {
 	a, err := s.access(r)
 	if err != nil {
@@ -242,7 +242,7 @@ func (s *Service) checkout(in *httpapi.Request[checkoutIn]) (SessionOut, error) 
 	case !ok:
 		return SessionOut{}, httpapi.BadRequest(DetailUnknownPlan)
 	case !p.SelfServe || p.PriceID == "":
-		// Free and enterprise are never sold through checkout (spec 4.4), nor a self-serve
+		// Free and enterprise are never sold through checkout (docs/api.md §4.4), nor a self-serve
 		// plan whose price this deployment did not configure.
 		return SessionOut{}, httpapi.BadRequest(DetailNotSelfServe)
 	}

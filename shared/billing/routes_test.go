@@ -16,8 +16,8 @@ import (
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
 )
 
-// Spec 4.4: GET /console/plans is open and lists the catalogue; contract 3: the Stripe price
-// id never appears in a body.
+// docs/api.md §4.4: GET /console/plans is open and lists the catalogue; docs/api.md §10.3: the
+// Stripe price id never appears in a body.
 func TestPlansRoute(t *testing.T) {
 	t.Parallel()
 	r := newRig(t, tables.Embedded(t), rigOptions{})
@@ -44,8 +44,8 @@ func TestPlansRoute(t *testing.T) {
 	}
 }
 
-// Spec 4.4: the billing summary covers the current calendar month (UTC), live traffic only,
-// and is readable by any member; contract 4: billing_configured false while billing is off.
+// docs/api.md §4.4: the billing summary covers the current calendar month (UTC), live traffic only,
+// and is readable by any member; docs/api.md §10.4: billing_configured false while billing is off.
 func TestSummaryMonthBoundary(t *testing.T) {
 	t.Parallel()
 	tables.Each(t, func(t *testing.T, tab tables.Table) {
@@ -87,7 +87,7 @@ func TestSummaryMonthBoundary(t *testing.T) {
 	})
 }
 
-// Spec 4.4 and 7, contract 3 and 4: every status of checkout and portal that is decided
+// docs/api.md §4.4, §7, §10.3 and §10.4: every status of checkout and portal that is decided
 // before Stripe is called; none of these requests reaches the provider.
 func TestCheckoutAndPortalStatuses(t *testing.T) {
 	t.Parallel()
@@ -143,9 +143,9 @@ func TestCheckoutAndPortalStatuses(t *testing.T) {
 	})
 }
 
-// Contract 3 records: GET /console/plans answers PlanPublic[] and the billing summary a
+// docs/api.md §10.3 records: GET /console/plans answers PlanPublic[] and the billing summary a
 // BillingSummary with exactly their fields (the schemas refuse extra members), with the
-// nulls contract 3 gives (enterprise: no price, no included reads, no caps), both while
+// nulls docs/api.md §10.3 gives (enterprise: no price, no included reads, no caps), both while
 // billing is off and on.
 func TestRecordsMatchContract(t *testing.T) {
 	t.Parallel()

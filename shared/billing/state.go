@@ -9,7 +9,7 @@ import (
 	"github.com/roadevents/roadevents/shared/store"
 )
 
-// Storage layout (single-table design, ARCHITECTURE.md "Storage"):
+// Storage layout (single-table design, docs/architecture.md §2):
 //
 //	pk "org#<org_id>"              sk "billing"  the organisation's billing state
 //	    org_id, customer_id, subscription_id, status, plan_id, event_at, event_rank,
@@ -229,8 +229,8 @@ const (
 )
 
 // newer reports whether c may replace st: a later event, or one of the same second that
-// comes later in a subscription's life. The ordering rule of issue 7: an out-of-order older
-// event does not overwrite a newer state.
+// comes later in a subscription's life. The provider may deliver events late and out of
+// order, and an out-of-order older event must not overwrite a newer state.
 func newer(c change, st State) bool {
 	if !st.hasSubscription() {
 		return true

@@ -13,8 +13,8 @@ import (
 	"github.com/stripe/stripe-go/v76/usagerecord"
 )
 
-// Provider is the payment provider the console sells plans through (ARCHITECTURE.md: the
-// payment provider is an adapter); *Stripe is the one the service uses.
+// Provider is the payment provider the console sells plans through, an adapter like the
+// table and the mailer; *Stripe is the one the service uses.
 type Provider interface {
 	// CreateCustomer creates the billing account of an organisation, with the e-mail address
 	// receipts go to. idempotencyKey makes a retried or concurrent call create one customer,

@@ -10,7 +10,7 @@ import (
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
 )
 
-// Issue 7 against stripe-mock: checkout is a Checkout Session in subscription mode for the
+// docs/api.md §4.4 against stripe-mock: checkout is a Checkout Session in subscription mode for the
 // plan's configured price; the organisation's customer is created once and reused; the url
 // answered is the session's; the portal opens for that customer. stripe-mock answers canned
 // objects, so the test asserts what billing sends and what it does with the answers.

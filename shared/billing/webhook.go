@@ -18,7 +18,7 @@ type Event struct {
 	Object  json.RawMessage
 }
 
-// The event types that change billing state (spec 6: "billing webhooks ... change billing
+// The event types that change billing state (docs/api.md §6: "billing webhooks ... change billing
 // state"); every other type is acknowledged and ignored.
 const (
 	EventCheckoutCompleted   = "checkout.session.completed"

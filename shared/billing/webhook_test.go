@@ -26,7 +26,7 @@ func completed(id string, created time.Time, plan string) []byte {
 	})
 }
 
-// Contract 3: an unsigned or badly signed call is 400 and changes nothing.
+// docs/api.md §10.3: an unsigned or badly signed call is 400 and changes nothing.
 func TestWebhookRefusesBadSignatures(t *testing.T) {
 	t.Parallel()
 	tables.Each(t, func(t *testing.T, tab tables.Table) {
@@ -73,8 +73,9 @@ func signatureOf(payload []byte, ts time.Time) string {
 	return signedHeader(payload, webhookSecret, ts)
 }
 
-// Issue 7: a completed checkout moves the organisation to its plan (and the caps with it),
-// the same event delivered twice changes state once, and the change is audited once.
+// docs/api.md §6 and §10.3 (billing webhooks): a completed checkout moves the organisation to
+// its plan (and the caps with it), the same event delivered twice changes state once, and the
+// change is audited once.
 func TestWebhookCheckoutCompletedIdempotent(t *testing.T) {
 	t.Parallel()
 	tables.Each(t, func(t *testing.T, tab tables.Table) {
@@ -108,8 +109,9 @@ func TestWebhookCheckoutCompletedIdempotent(t *testing.T) {
 	})
 }
 
-// Issue 7: an out-of-order older event does not overwrite a newer state; the subscription's
-// events find the organisation by metadata or by its stored customer; deletion ends the plan.
+// The provider may deliver webhooks out of order: an older event does not overwrite a newer
+// state; the subscription's events find the organisation by metadata or by its stored customer;
+// deletion ends the plan.
 func TestWebhookOrdering(t *testing.T) {
 	t.Parallel()
 	tables.Each(t, func(t *testing.T, tab tables.Table) {

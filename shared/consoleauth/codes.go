@@ -14,10 +14,10 @@ import (
 
 const purposeEmailCode = "email-code"
 
-// RequestCode e-mails a fresh sign-in code to email, whether or not it has an account (spec
-// 4.2: an unknown address gets its account when the code is verified), and returns the
-// normalised address. The new code replaces any earlier one. It is capped per address for
-// every address (contract 3): past the cap it returns a *ratelimit.LimitedError and sends nothing.
+// RequestCode e-mails a fresh sign-in code to email, whether or not it has an account
+// (docs/api.md §4.2: an unknown address gets its account when the code is verified), and returns
+// the normalised address. The new code replaces any earlier one. It is capped per address for every
+// address (docs/api.md §10.3): past the cap it returns a *ratelimit.LimitedError and sends nothing.
 func (s *Service) RequestCode(ctx context.Context, email string) (string, error) {
 	email = normalizeEmail(email)
 	now := s.clock.Now()
@@ -77,7 +77,7 @@ func (s *Service) codeMessage(email, code string) mail.Message {
 	}
 }
 
-// Challenge is the answer of a verified code for an account with TOTP (spec 2.9
+// Challenge is the answer of a verified code for an account with TOTP (docs/api.md §2.9
 // AuthChallenge): the session waits for VerifyTOTP or VerifyRecovery with TempToken.
 type Challenge struct {
 	TempToken string
@@ -86,7 +86,7 @@ type Challenge struct {
 
 // VerifyCode consumes the e-mailed code of email and signs the address in, creating its
 // account on first use. Without TOTP it returns a Session; with TOTP a Challenge and no
-// session (spec 4.2). Every failure is ErrInvalidCode: unknown address, wrong code, expired
+// session (docs/api.md §4.2). Every failure is ErrInvalidCode: unknown address, wrong code, expired
 // code (10 minutes), used code (single-use), dead code (5 tries).
 //
 // Each try is counted before the code is compared, in one conditional write, so that

@@ -1,18 +1,17 @@
-// Package consoleauth is the console's identity (route group console-auth, ARCHITECTURE.md):
-// sign-up and sign-in by an e-mailed one-time code, sessions, TOTP with recovery codes, the
-// profile, and the middleware that authenticates every /console route (spec 1, 2.9, 3, 4.2,
-// 5 "Console authentication", 7; contract 3).
+// Package consoleauth is the console's identity (route group console-auth,
+// docs/architecture.md §4): sign-up and sign-in by an e-mailed one-time code, sessions, TOTP with
+// recovery codes, the profile, and the middleware that authenticates every /console route
+// (docs/api.md §1, §2.9, §3, §4.2, §5 "Console authentication", §7 and §10.3).
 //
-// # Sign-in (spec 3)
+// # Sign-in (docs/api.md §3)
 //
-// request-code e-mails a 6-digit code to any address, known or not, and answers the same for
-// both. verify-code consumes the code; an unknown address gets its account there. A user with
-// TOTP gets an AuthChallenge holding a temp_token instead of a session; verify-totp or
-// verify-recovery with that token (the user is taken from it, never from the body) returns the
-// session. Every failure of verify-code is the same 400 (spec 4.2), so it tells nobody whether
-// an address has an account.
+// request-code e-mails a 6-digit code to any address, known or not, and answers the same for both.
+// verify-code consumes the code; an unknown address gets its account there. A user with TOTP gets
+// an AuthChallenge holding a temp_token instead of a session; verify-totp or verify-recovery with
+// that token (the user is taken from it, never from the body) returns the session. Every failure of
+// verify-code is the same 400 (docs/api.md §4.2), so it tells nobody whether an address has an account.
 //
-// # Credentials at rest (contract 3)
+// # Credentials at rest (docs/api.md §10.3)
 //
 // Nothing that opens an account is stored in clear:
 //
@@ -41,7 +40,7 @@
 // Get of the session, one Get of the account) refuses a token of an older epoch. Logout and
 // totp/disable add one to the epoch.
 //
-// # Caps (contract 3)
+// # Caps (docs/api.md §10.3)
 //
 // Code requests: 5 per address per 15 minutes, for every address, existing or not. TOTP and
 // recovery attempts: 5 per account per 15 minutes in one bucket shared by verify-totp,
@@ -64,19 +63,19 @@ import (
 	"github.com/roadevents/roadevents/shared/store"
 )
 
-// Lifetimes and counts of the issue and contract 3.
+// Lifetimes and counts of sign-in (the session and temp_token ones: docs/api.md §10.3).
 const (
 	// CodeTTL is how long an e-mailed code is valid.
 	CodeTTL = 10 * time.Minute
 	// MaxCodeAttempts is how many tries one code allows, right or wrong; the code is dead after.
 	MaxCodeAttempts = 5
-	// SessionTTL is the lifetime of a session token (contract 3: 30 days).
+	// SessionTTL is the lifetime of a session token (docs/api.md §10.3: 30 days).
 	SessionTTL = 30 * 24 * time.Hour
-	// TempTokenTTL is the lifetime of a temp_token (contract 3: 5 minutes).
+	// TempTokenTTL is the lifetime of a temp_token (docs/api.md §10.3: 5 minutes).
 	TempTokenTTL = 5 * time.Minute
 	// RecoveryCodeCount is how many recovery codes confirm and regenerate hand out.
 	RecoveryCodeCount = 10
-	// DefaultLocale is MePublic.locale until the user sets one (spec 2.9).
+	// DefaultLocale is MePublic.locale until the user sets one (docs/api.md §2.9).
 	DefaultLocale = "en"
 	// DefaultIssuer names the service in authenticator apps.
 	DefaultIssuer = "Road Events"
@@ -84,7 +83,7 @@ const (
 	MinHashKeyBytes = 32
 )
 
-// The caps of contract 3 (deployment values; spec 8 rule 5 leaves them open).
+// The caps of docs/api.md §10.3 (deployment values; docs/api.md §8 rule 5 leaves them open).
 var (
 	CodeRequestCap = ratelimit.Rule{Name: "console-code-requests", Limit: 5, Window: 15 * time.Minute}
 	TOTPAttemptCap = ratelimit.Rule{Name: "console-totp-attempts", Limit: 5, Window: 15 * time.Minute}
@@ -93,13 +92,13 @@ var (
 // Errors of the package. Check them with errors.Is.
 var (
 	// ErrInvalidCode is every failure of VerifyCode: unknown address, wrong, expired, used or
-	// dead code. They are one error on purpose (spec 4.2).
+	// dead code. They are one error on purpose (docs/api.md §4.2).
 	ErrInvalidCode = errors.New("consoleauth: invalid or expired code")
 	// ErrInvalidTOTP is a TOTP code that is wrong, or right but already used (a replay).
 	ErrInvalidTOTP = errors.New("consoleauth: invalid TOTP code")
 	// ErrInvalidRecoveryCode is a recovery code that is unknown or already used.
 	ErrInvalidRecoveryCode = errors.New("consoleauth: invalid recovery code")
-	// ErrTOTPEnabled is returned by SetupTOTP and ConfirmTOTP while TOTP is on (contract 3: 409).
+	// ErrTOTPEnabled is returned by SetupTOTP and ConfirmTOTP while TOTP is on (docs/api.md §10.3: 409).
 	ErrTOTPEnabled = errors.New("consoleauth: TOTP is already enabled")
 	// ErrTOTPNotEnabled is returned where a TOTP code is needed but the account has none.
 	ErrTOTPNotEnabled = errors.New("consoleauth: TOTP is not enabled")
@@ -119,7 +118,7 @@ var (
 	ErrConflict = errors.New("consoleauth: concurrent change, retry")
 )
 
-// User is an account as the console shows it (MePublic, spec 2.9).
+// User is an account as the console shows it (MePublic, docs/api.md §2.9).
 type User struct {
 	ID          string
 	Email       string
@@ -157,7 +156,7 @@ type Options struct {
 	ConsoleURL string
 	// OnTOTPChange, when set, is called after TOTP was turned on ("auth.totp_enabled") or off
 	// ("auth.totp_disabled"), for the audit log of every organisation the user belongs to
-	// (contract 3); its failure is the hook's to log.
+	// (docs/api.md §10.3); its failure is the hook's to log.
 	OnTOTPChange func(ctx context.Context, u User, action string)
 }
 

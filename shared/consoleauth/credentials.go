@@ -10,7 +10,7 @@ import (
 	"strings"
 )
 
-// Token prefixes (contract 3).
+// Token prefixes (docs/api.md §10.3).
 const (
 	SessionPrefix = "ses_"
 	TempPrefix    = "tmp_"
@@ -54,7 +54,7 @@ func wellFormed(token, prefix string) bool {
 	return true
 }
 
-// tokenHash is the SHA-256 a token is stored and looked up by (contract 3). A 256-bit random
+// tokenHash is the SHA-256 a token is stored and looked up by (docs/api.md §10.3). A 256-bit random
 // token needs no key: its hash cannot be reversed by trying values.
 func tokenHash(token string) string {
 	sum := sha256.Sum256([]byte(token))

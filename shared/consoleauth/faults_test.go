@@ -11,7 +11,7 @@ import (
 	"github.com/roadevents/roadevents/shared/store/dynamodb/faulttest"
 )
 
-// docs/operations.md §1 and spec 4.2: a sign-in whose writes the table refuses answers 503
+// docs/operations.md §1 and docs/api.md §4.2: a sign-in whose writes the table refuses answers 503
 // and leaves its e-mailed code usable, so that the client's retry signs in; the code is used
 // up only with the session (or the TOTP challenge) it buys. For a new address, an account
 // already signed in, and an account with TOTP.

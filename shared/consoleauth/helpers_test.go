@@ -135,7 +135,7 @@ func (e *env) enableTOTP(token string) (string, []string) {
 	return consoletest.EnableTOTP(e.Client, token, e.clock.Now())
 }
 
-// nextWindow moves the clock past the current 15-minute cap window (contract 3), to the
+// nextWindow moves the clock past the current 15-minute cap window (docs/api.md §10.3), to the
 // start of the next TOTP step.
 func (e *env) nextWindow() {
 	now := e.clock.Now()

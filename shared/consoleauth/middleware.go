@@ -11,7 +11,7 @@ import (
 	"github.com/roadevents/roadevents/shared/httpapi"
 )
 
-// The public sentences of the console's 401 answers (spec 7: {"detail": <sentence>}).
+// The public sentences of the console's 401 answers (docs/api.md §7: {"detail": <sentence>}).
 const (
 	DetailMissingSession = "Missing session token"
 	DetailInvalidSession = "Invalid or expired session token"
@@ -34,7 +34,7 @@ var _ Authenticator = (*Service)(nil)
 // The token comes from Authorization: Bearer only. A missing header is 401 with the "missing"
 // detail; anything else that does not open the route is 401 with the "invalid" detail: a
 // malformed, unknown, expired or logged-out token, a temp_token where a session is needed or
-// the reverse, and an API key (spec 4: /console takes session tokens, /v1 API keys; package
+// the reverse, and an API key (docs/api.md §4: /console takes session tokens, /v1 API keys; package
 // apikey refuses a session token on /v1 the same way). The 401 carries WWW-Authenticate:
 // Bearer, as every 401 of httpapi does. A failure of the table is 500, not 401. Tokens are
 // never logged.

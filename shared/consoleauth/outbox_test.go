@@ -16,8 +16,8 @@ import (
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
 )
 
-// Contract 4 through the service: request-code writes <data>/outbox/<time>-<id>.eml, a valid
-// RFC 5322 message (net/mail, mime/multipart) whose plain-text part holds the code that
+// docs/api.md §10.4 through the service: request-code writes <data>/outbox/<time>-<id>.eml, a
+// valid RFC 5322 message (net/mail, mime/multipart) whose plain-text part holds the code that
 // verify-code then accepts, and says what it is for and how long it lasts; the summary line
 // logged holds no code.
 func TestOutboxMessage(t *testing.T) {
@@ -72,7 +72,7 @@ func TestOutboxMessage(t *testing.T) {
 	})
 }
 
-// Contract 3 and the issue: no credential in a log. A whole flow, with failures (which log
+// docs/security.md §1: no credential in a log. A whole flow, with failures (which log
 // their causes at debug level), leaves no code, token, recovery code or secret in the service
 // log.
 func TestNoCredentialInLogs(t *testing.T) {

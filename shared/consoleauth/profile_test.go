@@ -13,7 +13,7 @@ import (
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
 )
 
-// Spec 4.2: PATCH /console/auth/me writes only the fields sent; display_name null clears it.
+// docs/api.md §4.2: PATCH /console/auth/me writes only the fields sent; display_name null clears it.
 func TestProfileUpdate(t *testing.T) {
 	t.Parallel()
 	tables.Each(t, func(t *testing.T, tab tables.Table) {
@@ -64,7 +64,7 @@ type validationItem struct {
 	Loc  []any  `json:"loc"`
 }
 
-// Spec 7 shape 2 and contract 1: 422 {detail: [{type, loc, msg, input}]} with Pydantic's
+// docs/api.md §7 shape 2 and §10.1: 422 {detail: [{type, loc, msg, input}]} with Pydantic's
 // types and locations, every error reported, on every console-auth route with a body.
 func TestValidationErrors(t *testing.T) {
 	t.Parallel()
@@ -74,8 +74,9 @@ func TestValidationErrors(t *testing.T) {
 		s := e.signIn("ada@example.com")
 		e.enableTOTP(s.Token)
 		temp := e.challenge("ada@example.com")
-		// 268 characters, each part within its own RFC 5321 limit: over contract 3's 254, which
-		// the e-mail format itself refuses (value_error, as Pydantic's EmailStr does).
+		// 268 characters, each part within its own RFC 5321 limit: over the 254 of
+		// docs/api.md §10.3, which the e-mail format itself refuses (value_error, as
+		// Pydantic's EmailStr does).
 		long := strings.Repeat("a", 60) + "@" + strings.Repeat(strings.Repeat("b", 50)+".", 4) + "com"
 		cases := []struct {
 			name, path, method, token, body string
@@ -130,7 +131,7 @@ func TestValidationErrors(t *testing.T) {
 	})
 }
 
-// docs/api.md §2: a display name refuses control characters, bidirectional marks and text
+// docs/api.md §11.2: a display name refuses control characters, bidirectional marks and text
 // with nothing visible (it reaches invitation e-mails and other members' lists), with a 422
 // value_error at ["body","display_name"], and writes nothing; other scripts, accents and emoji
 // are kept as sent.

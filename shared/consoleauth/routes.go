@@ -10,8 +10,8 @@ import (
 	"github.com/roadevents/roadevents/shared/schema"
 )
 
-// Payload and record schemas, named as contract 3 names them. OkResponseSchema is shared with
-// the console's other groups (one component, one name).
+// Payload and record schemas, named as docs/api.md §10.3 names them. OkResponseSchema is shared
+// with the console's other groups (one component, one name).
 var (
 	email = schema.Email().MaxLen(254).Describe("E-mail address; compared without regard to case.")
 
@@ -71,7 +71,7 @@ var (
 	).Named("OkResponse")
 )
 
-// MePublic is the console's view of the signed-in user (spec 2.9).
+// MePublic is the console's view of the signed-in user (docs/api.md §2.9).
 type MePublic struct {
 	UserID      string     `json:"user_id"`
 	Email       string     `json:"email"`
@@ -95,21 +95,21 @@ func (u User) Public() MePublic {
 	return out
 }
 
-// SessionOut is the Session record (contract 3).
+// SessionOut is the Session record (docs/api.md §10.3).
 type SessionOut struct {
 	Token     string    `json:"token"`
 	ExpiresAt time.Time `json:"expires_at"`
 	User      MePublic  `json:"user"`
 }
 
-// AuthChallengeOut is the AuthChallenge record (spec 2.9).
+// AuthChallengeOut is the AuthChallenge record (docs/api.md §2.9).
 type AuthChallengeOut struct {
 	Method    string  `json:"method"`
 	Email     *string `json:"email"`
 	TempToken *string `json:"temp_token"`
 }
 
-// TotpEnrolmentOut is the TotpEnrolment record (contract 3).
+// TotpEnrolmentOut is the TotpEnrolment record (docs/api.md §10.3).
 type TotpEnrolmentOut struct {
 	Secret     string `json:"secret"`
 	OTPAuthURL string `json:"otpauth_url"`
@@ -117,19 +117,19 @@ type TotpEnrolmentOut struct {
 	Account    string `json:"account"`
 }
 
-// RecoveryCodesOut is the RecoveryCodes record (contract 3).
+// RecoveryCodesOut is the RecoveryCodes record (docs/api.md §10.3).
 type RecoveryCodesOut struct {
 	Codes       []string  `json:"codes"`
 	GeneratedAt time.Time `json:"generated_at"`
 }
 
-// RecoveryCodesStatusOut is the RecoveryCodesStatus record (contract 3).
+// RecoveryCodesStatusOut is the RecoveryCodesStatus record (docs/api.md §10.3).
 type RecoveryCodesStatusOut struct {
 	Remaining int `json:"remaining"`
 	Total     int `json:"total"`
 }
 
-// OkResponse is the OkResponse record (contract 3).
+// OkResponse is the OkResponse record (docs/api.md §10.3).
 type OkResponse struct {
 	OK bool `json:"ok"`
 }
@@ -147,16 +147,16 @@ type codeIn struct {
 	Code string `json:"code"`
 }
 
-// profileIn keeps each member raw, so that an absent member (nil) and null differ (spec 4.2:
-// only fields sent are written).
+// profileIn keeps each member raw, so that an absent member (nil) and null differ
+// (docs/api.md §4.2: only fields sent are written).
 type profileIn struct {
 	DisplayName json.RawMessage `json:"display_name"`
 	Locale      json.RawMessage `json:"locale"`
 }
 
-// Public sentences of the handler errors (spec 7, shape 1).
+// Public sentences of the handler errors (docs/api.md §7, shape 1).
 const (
-	// DetailInvalidCode is verify-code's one answer to every failure (spec 4.2, spec 7).
+	// DetailInvalidCode is verify-code's one answer to every failure (docs/api.md §4.2, §7).
 	DetailInvalidCode     = "Invalid or expired code"
 	DetailInvalidTOTP     = "Invalid TOTP code"
 	DetailInvalidRecovery = "Invalid recovery code"
@@ -168,7 +168,7 @@ const (
 	DetailBusy            = "The account changed while this request ran; retry"
 )
 
-// Routes returns the console-auth group (spec 4.2): sign-in, TOTP, recovery codes, profile
+// Routes returns the console-auth group (docs/api.md §4.2): sign-in, TOTP, recovery codes, profile
 // and logout. Mount Middleware(s) in the API's Config.Middleware so that the routes' Security
 // is enforced.
 func Routes(s *Service) []httpapi.Route {
@@ -328,7 +328,7 @@ type handlers struct {
 	s *Service
 }
 
-// ErrorTable gives the package's errors their status and public sentence (spec 7, shape 1);
+// ErrorTable gives the package's errors their status and public sentence (docs/api.md §7, shape 1);
 // the cause is logged, never sent. A token valid a moment ago (logged out or used meanwhile)
 // is 401 with the session's sentence; the temp-token routes use tempErrors.
 var ErrorTable = httpapi.ErrorTable{

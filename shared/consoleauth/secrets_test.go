@@ -27,7 +27,7 @@ type secrets struct {
 func (s *secrets) addCode(c string) {
 	s.short = append(s.short, c)
 	// A bare SHA-256 of a 6-digit code is as good as the code (10^6 tries): it must not be
-	// stored either (contract 3 with the issue: a keyed hash).
+	// stored either (docs/security.md §1: a keyed hash).
 	sum := sha256.Sum256([]byte(c))
 	s.long = append(s.long, hex.EncodeToString(sum[:]))
 }
@@ -71,7 +71,7 @@ func (s *secrets) find(v any) string {
 	return ""
 }
 
-// Contract 3: tokens, codes and recovery codes are stored only as hashes, and TOTP secrets
+// docs/api.md §10.3: tokens, codes and recovery codes are stored only as hashes, and TOTP secrets
 // only sealed. After a full sign-up, TOTP enrolment, TOTP sign-in, recovery sign-in,
 // regeneration, renewal, disable and logout, no item the table ever held (every version of
 // every item, read from the table's change feed, deleted ones included) holds any of them.

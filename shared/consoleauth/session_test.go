@@ -12,7 +12,7 @@ import (
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
 )
 
-// Spec 4.2 and contract 3: GET /console/auth/me renews (a new token, 30 days from now) and the
+// docs/api.md §4.2 and §10.3: GET /console/auth/me renews (a new token, 30 days from now) and the
 // old token stays valid until its own expiry; a session ends at 30 days, a temp_token at 5
 // minutes, on the injected clock.
 func TestSessionRenewalAndExpiry(t *testing.T) {
@@ -57,7 +57,7 @@ func TestSessionRenewalAndExpiry(t *testing.T) {
 	})
 }
 
-// Spec 5 rule 5: logout ends every outstanding token of the user: all sessions (signed in
+// docs/api.md §5 rule 5: logout ends every outstanding token of the user: all sessions (signed in
 // twice, renewed) and a pending temp_token; other users' sessions stay.
 func TestLogoutEndsEveryToken(t *testing.T) {
 	t.Parallel()
@@ -90,7 +90,7 @@ func TestLogoutEndsEveryToken(t *testing.T) {
 	})
 }
 
-// Spec 4 and 5: /console takes session tokens and /v1 API keys, never the other way round;
+// docs/api.md §4 and §5: /console takes session tokens and /v1 API keys, never the other way round;
 // temp_token only on verify-totp and verify-recovery. Every refusal is 401 {detail}.
 func TestCredentialsDoNotCross(t *testing.T) {
 	t.Parallel()

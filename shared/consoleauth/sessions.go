@@ -124,13 +124,13 @@ func (s *Service) authenticate(ctx context.Context, token, prefix string, key fu
 	return Caller{User: a.User, TokenHash: h, account: a}, nil
 }
 
-// Renew mints a new session for the caller (spec 4.2 GET /console/auth/me: a fresh token);
-// the caller's token stays valid until its own expiry or a logout (contract 3).
+// Renew mints a new session for the caller (docs/api.md §4.2 GET /console/auth/me: a fresh token);
+// the caller's token stays valid until its own expiry or a logout (docs/api.md §10.3).
 func (s *Service) Renew(ctx context.Context, c Caller) (*Session, error) {
 	return s.mintSession(ctx, c.account, nil)
 }
 
-// Logout ends every session and temp token of the user (spec 5 rule 5) by moving the
+// Logout ends every session and temp token of the user (docs/api.md §5 rule 5) by moving the
 // account's epoch; no token needs to be found.
 func (s *Service) Logout(ctx context.Context, userID string) error {
 	_, err := s.table.Update(ctx, userKey(userID), store.Update{Add: map[string]int64{attrEpoch: 1}}, store.IfExists())

@@ -16,9 +16,9 @@ import (
 
 var sessionToken = regexp.MustCompile(`^ses_[0-9A-Za-z]{43}$`)
 
-// Spec 3 sign-in machine, account without TOTP: code requested -> verify-code -> session.
-// Spec 4.2: sign-up and sign-in are one route; an unknown address gets its account at
-// verify-code. Contract 3: the session is ses_ + 43 base62 and lasts 30 days.
+// docs/api.md §3 sign-in machine, account without TOTP: code requested -> verify-code -> session.
+// docs/api.md §4.2: sign-up and sign-in are one route; an unknown address gets its account at
+// verify-code. docs/api.md §10.3: the session is ses_ + 43 base62 and lasts 30 days.
 func TestSignInWithoutTOTP(t *testing.T) {
 	t.Parallel()
 	tables.Each(t, func(t *testing.T, tab tables.Table) {
@@ -37,15 +37,15 @@ func TestSignInWithoutTOTP(t *testing.T) {
 		e.Expect(r, http.StatusOK, consoleauth.SessionSchema, "verify-code")
 		s := apitest.Decode[consoleauth.SessionOut](t, r)
 		if !sessionToken.MatchString(s.Token) {
-			t.Errorf("token %q; want ses_ + 43 base62 (contract 3)", s.Token)
+			t.Errorf("token %q; want ses_ + 43 base62 (docs/api.md §10.3)", s.Token)
 		}
 		if want := start.Add(30 * 24 * time.Hour); !s.ExpiresAt.Equal(want) {
-			t.Errorf("expires_at %v; want %v (contract 3: 30 days)", s.ExpiresAt, want)
+			t.Errorf("expires_at %v; want %v (docs/api.md §10.3: 30 days)", s.ExpiresAt, want)
 		}
 		u := s.User
 		if !strings.HasPrefix(u.UserID, "usr_") || u.Email != "ada@example.com" || u.DisplayName != nil ||
 			u.Locale != "en" || u.TOTPEnabled || !u.CreatedAt.Equal(start) || u.LastSeenAt == nil || !u.LastSeenAt.Equal(start) {
-			t.Errorf("user = %+v; want a new account of ada@example.com, locale en, no TOTP, seen now (spec 2.9)", u)
+			t.Errorf("user = %+v; want a new account of ada@example.com, locale en, no TOTP, seen now (docs/api.md §2.9)", u)
 		}
 
 		// The session opens the console; the next sign-in of the address finds the same account.
@@ -65,8 +65,8 @@ func TestSignInWithoutTOTP(t *testing.T) {
 	})
 }
 
-// Spec 4.2 and 7: verify-code gives one generic 400 for an unknown address and for a bad or
-// expired code, byte-identical, so it never tells whether an address has an account.
+// docs/api.md §4.2 and §7: verify-code gives one generic 400 for an unknown address and for a bad
+// or expired code, byte-identical, so it never tells whether an address has an account.
 func TestVerifyCodeIsGeneric(t *testing.T) {
 	t.Parallel()
 	tables.Each(t, func(t *testing.T, tab tables.Table) {
@@ -96,7 +96,7 @@ func TestVerifyCodeIsGeneric(t *testing.T) {
 	})
 }
 
-// Spec 4.2: request-code answers the same for an address with an account and one without
+// docs/api.md §4.2: request-code answers the same for an address with an account and one without
 // (the body differs only by the address it echoes), and both get a code.
 func TestRequestCodeAnswersAlike(t *testing.T) {
 	t.Parallel()
@@ -200,7 +200,7 @@ func TestCodeRules(t *testing.T) {
 	})
 }
 
-// Contract 3: code requests are capped at 5 per address per 15 minutes, for every address,
+// docs/api.md §10.3: code requests are capped at 5 per address per 15 minutes, for every address,
 // existing or not; the 6th is 429 with Retry-After (the whole seconds left in the window) and
 // sends nothing. Other addresses are not affected; the next window allows again.
 func TestCodeRequestCap(t *testing.T) {

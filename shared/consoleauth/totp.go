@@ -27,7 +27,7 @@ const purposeRecovery = "recovery-code"
 // sealContext binds a sealed TOTP secret to its user (package seal).
 func sealContext(userID string) string { return "totp-secret:" + userID }
 
-// Enrolment is what SetupTOTP hands out (TotpEnrolment, contract 3): the secret in base32
+// Enrolment is what SetupTOTP hands out (TotpEnrolment, docs/api.md §10.3): the secret in base32
 // and the otpauth:// URL an authenticator app reads from a QR code.
 type Enrolment struct {
 	Secret     string
@@ -36,15 +36,15 @@ type Enrolment struct {
 	Account    string
 }
 
-// RecoveryCodes is a new set of recovery codes, shown once (spec 5 rule 4).
+// RecoveryCodes is a new set of recovery codes, shown once (docs/api.md §5 rule 4).
 type RecoveryCodes struct {
 	Codes       []string
 	GeneratedAt time.Time
 }
 
-// SetupTOTP starts an enrolment (spec 3: off -> enrolment pending): a new secret, sealed on
+// SetupTOTP starts an enrolment (docs/api.md §3: off -> enrolment pending): a new secret, sealed on
 // the account until ConfirmTOTP. A second setup before confirming replaces the first. While
-// TOTP is on it returns ErrTOTPEnabled (contract 3: 409).
+// TOTP is on it returns ErrTOTPEnabled (docs/api.md §10.3: 409).
 func (s *Service) SetupTOTP(ctx context.Context, userID string) (Enrolment, error) {
 	a, err := s.getAccount(ctx, userID)
 	if err != nil {
@@ -74,9 +74,9 @@ func (s *Service) SetupTOTP(ctx context.Context, userID string) (Enrolment, erro
 	return Enrolment{Secret: key.Secret(), OTPAuthURL: key.URL(), Issuer: s.issuer, Account: a.Email}, nil
 }
 
-// ConfirmTOTP turns TOTP on with a valid code of the pending secret (spec 3: enrolment
-// pending -> on) and returns the recovery codes, in clear this once (spec 5 rule 4). The code
-// is consumed: it cannot be replayed at sign-in.
+// ConfirmTOTP turns TOTP on with a valid code of the pending secret (docs/api.md §3: enrolment
+// pending -> on) and returns the recovery codes, in clear this once (docs/api.md §5 rule 4). The
+// code is consumed: it cannot be replayed at sign-in.
 func (s *Service) ConfirmTOTP(ctx context.Context, userID, code string) (RecoveryCodes, error) {
 	a, err := s.getAccount(ctx, userID)
 	if err != nil {
@@ -122,10 +122,10 @@ func (s *Service) ConfirmTOTP(ctx context.Context, userID, code string) (Recover
 	return rc, nil
 }
 
-// VerifyTOTP checks a live TOTP code of userID and consumes it (spec 5 rule 2: a code is
+// VerifyTOTP checks a live TOTP code of userID and consumes it (docs/api.md §5 rule 2: a code is
 // consumed when accepted and cannot be replayed, at verify or at key issuance). The console's
 // key issuance calls it when the issuer's account has TOTP. Each call counts in the account's
-// attempt cap, shared with verify-recovery (contract 3).
+// attempt cap, shared with verify-recovery (docs/api.md §10.3).
 //
 // Errors: *ratelimit.LimitedError (ErrLimited) past the cap; ErrTOTPNotEnabled; ErrInvalidTOTP for a
 // wrong code or a replay; ErrUserNotFound.
@@ -166,7 +166,7 @@ func (s *Service) verifyTOTP(ctx context.Context, userID, code string) (account,
 	return accountFrom(it), nil
 }
 
-// countAttempt counts one TOTP or recovery attempt of the account (contract 3).
+// countAttempt counts one TOTP or recovery attempt of the account (docs/api.md §10.3).
 func (s *Service) countAttempt(ctx context.Context, userID string) error {
 	if err := s.totpCap.Admit(ctx, userID, s.clock.Now()); err != nil {
 		return fmt.Errorf("consoleauth: TOTP attempt cap: %w", err)
@@ -202,7 +202,7 @@ func (s *Service) matchStep(ctx context.Context, userID string, sealed []byte, c
 	return found, nil
 }
 
-// SignInTOTP is verify-totp (spec 4.2): the user comes from the temp token's caller, never
+// SignInTOTP is verify-totp (docs/api.md §4.2): the user comes from the temp token's caller, never
 // from the body. The code is checked and consumed as by VerifyTOTP; then the temp token is
 // consumed and a session minted, in one transaction.
 func (s *Service) SignInTOTP(ctx context.Context, c Caller, code string) (*Session, error) {
@@ -213,7 +213,7 @@ func (s *Service) SignInTOTP(ctx context.Context, c Caller, code string) (*Sessi
 	return s.finishSignIn(ctx, a, c, nil)
 }
 
-// SignInRecovery is verify-recovery (spec 4.2, spec 5 rule 2): a recovery code of the temp
+// SignInRecovery is verify-recovery (docs/api.md §4.2, §5 rule 2): a recovery code of the temp
 // token's user, burned on use; it counts in the same attempt cap as verify-totp. The code is
 // burned, the temp token consumed and the session minted in one transaction, so a code is
 // never burned for nothing and never used twice.
@@ -250,9 +250,9 @@ func (s *Service) finishSignIn(ctx context.Context, a account, c Caller, extra [
 	return sess, err
 }
 
-// DisableTOTP turns TOTP off with a valid code (spec 3: on -> off): the secret and the
+// DisableTOTP turns TOTP off with a valid code (docs/api.md §3: on -> off): the secret and the
 // recovery codes are discarded and every session of the user ends, the caller's included;
-// the returned session is the caller's new one (contract 3). One transaction.
+// the returned session is the caller's new one (docs/api.md §10.3). One transaction.
 func (s *Service) DisableTOTP(ctx context.Context, userID, code string) (*Session, error) {
 	a, err := s.verifyTOTP(ctx, userID, code)
 	if err != nil {
@@ -309,7 +309,7 @@ func (s *Service) RecoveryStatus(ctx context.Context, userID string) (remaining,
 }
 
 // RegenerateRecovery replaces the recovery codes with a new set, after a live TOTP code
-// (spec 5 rule 4); the old set stops working in the same transaction.
+// (docs/api.md §5 rule 4); the old set stops working in the same transaction.
 func (s *Service) RegenerateRecovery(ctx context.Context, userID, code string) (RecoveryCodes, error) {
 	a, err := s.verifyTOTP(ctx, userID, code)
 	if err != nil {

@@ -18,7 +18,7 @@ import (
 
 var tempToken = regexp.MustCompile(`^tmp_[0-9A-Za-z]{43}$`)
 
-// Spec 3 TOTP machine, every transition, and the sign-in machine with TOTP:
+// docs/api.md §3 TOTP machine, every transition, and the sign-in machine with TOTP:
 // off -> pending (setup) -> pending again (setup replaces) -> on (confirm, recovery codes once)
 // -> setup refused 409 while on -> sign-in gives a challenge, never a session -> verify-totp
 // gives the session -> off (disable with a valid code: every session ends, the caller gets a
@@ -86,14 +86,14 @@ func TestTOTPLifecycle(t *testing.T) {
 		if !me.User.TOTPEnabled {
 			t.Errorf("me.totp_enabled = false after confirm")
 		}
-		// on: setup and confirm are 409 (contract 3).
+		// on: setup and confirm are 409 (docs/api.md §10.3).
 		r = e.Call("POST", "/console/auth/totp/setup", s.Token, "")
 		if got := e.ExpectDetail(r, http.StatusConflict, "setup while on"); got != consoleauth.DetailTOTPEnabled {
 			t.Errorf("detail %q; want %q", got, consoleauth.DetailTOTPEnabled)
 		}
 		e.Expect(e.Call("POST", "/console/auth/totp/confirm", s.Token, `{"code":"123456"}`), http.StatusConflict, nil, "confirm while on")
 
-		// Sign-in with TOTP: verify-code gives the challenge and no session (spec 4.2).
+		// Sign-in with TOTP: verify-code gives the challenge and no session (docs/api.md §4.2).
 		r = e.verifyCode("ada@example.com", e.requestCode("ada@example.com"))
 		e.Expect(r, http.StatusOK, consoleauth.AuthChallengeSchema, "verify-code with TOTP")
 		ch := apitest.Decode[consoleauth.AuthChallengeOut](t, r)
@@ -126,7 +126,7 @@ func TestTOTPLifecycle(t *testing.T) {
 		if fresh.User.TOTPEnabled || fresh.Token == s.Token || !sessionToken.MatchString(fresh.Token) {
 			t.Errorf("disable answered %+v; want a new session of a user without TOTP", fresh)
 		}
-		// Contract 3: every session ends, the caller's included; the new one works.
+		// docs/api.md §10.3: every session ends, the caller's included; the new one works.
 		for name, tok := range map[string]string{"caller": s.Token, "other": signedIn.Token, "renewed": me.Token} {
 			e.Expect(e.Call("GET", "/console/auth/me", tok, ""), http.StatusUnauthorized, nil, "GET me with the "+name+" session after disable")
 		}
@@ -145,7 +145,7 @@ func TestTOTPLifecycle(t *testing.T) {
 	})
 }
 
-// Spec 5 rule 2: a TOTP code is consumed when accepted and refused if replayed, at
+// docs/api.md §5 rule 2: a TOTP code is consumed when accepted and refused if replayed, at
 // verify-totp and at key issuance (VerifyTOTP, which the key-issuance route calls), whichever
 // came first; a code of the next step is accepted.
 func TestTOTPReplay(t *testing.T) {
@@ -204,8 +204,8 @@ func TestTOTPReplay(t *testing.T) {
 	})
 }
 
-// Spec 4.2 and 5 rules 2 and 4: verify-recovery signs in with a recovery code, burned on use
-// (a reuse is refused); regenerate needs a live TOTP code and invalidates the old set.
+// docs/api.md §4.2 and §5 rules 2 and 4: verify-recovery signs in with a recovery code, burned on
+// use (a reuse is refused); regenerate needs a live TOTP code and invalidates the old set.
 func TestRecoveryCodes(t *testing.T) {
 	t.Parallel()
 	tables.Each(t, func(t *testing.T, tab tables.Table) {
@@ -252,7 +252,7 @@ func TestRecoveryCodes(t *testing.T) {
 	})
 }
 
-// Contract 3 and spec 5 rule 3: TOTP and recovery attempts are capped at 5 per account per
+// docs/api.md §10.3 and §5 rule 3: TOTP and recovery attempts are capped at 5 per account per
 // 15 minutes in one bucket shared by verify-totp and verify-recovery (and the other TOTP
 // checks); past it, even a right code is 429 with Retry-After. Another account is not
 // affected; the next window allows again.

@@ -138,7 +138,7 @@ func (s *Service) userByEmail(ctx context.Context, email string) (account, error
 }
 
 // signUpOrIn returns the account of a normalised address, creating it when there is none
-// (spec 4.2: sign-up and sign-in are the same route). Two first sign-ins racing create one
+// (docs/api.md §4.2: sign-up and sign-in are the same route). Two first sign-ins racing create one
 // account: the address item is written only if absent, in the same transaction.
 func (s *Service) signUpOrIn(ctx context.Context, email string) (account, error) {
 	for range 3 {
@@ -178,7 +178,7 @@ type ProfileChange struct {
 	Locale *string
 }
 
-// UpdateProfile writes only the fields of ch that were sent (spec 4.2) and returns the user.
+// UpdateProfile writes only the fields of ch that were sent (docs/api.md §4.2) and returns the user.
 func (s *Service) UpdateProfile(ctx context.Context, userID string, ch ProfileChange) (User, error) {
 	u := store.Update{Set: map[string]any{}}
 	if ch.SetDisplayName {

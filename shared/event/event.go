@@ -1,7 +1,7 @@
 // Package event is the domain of road events, pure and without I/O: the payloads and their
-// validation (spec 2.2-2.5, contract 1 and 2), the stored event and how it is shown
-// (spec 2.3), its lifecycle (spec 3: expiry, extension by confirmation, deny quorum,
-// revision), confidence and verification, and event ids.
+// validation (docs/api.md §2.2-§2.5, §10.1 and §10.2), the stored event and how it is shown
+// (docs/api.md §2.3), its lifecycle (docs/api.md §3: expiry, extension by confirmation, deny
+// quorum, revision), confidence and verification, and event ids.
 //
 // Storage, HTTP and streaming sit on top of it: a handler validates a payload
 // (ValidateEventIn or EventIn.Validate), builds or loads an Event, calls New, Revise or
@@ -17,11 +17,11 @@ import (
 	"github.com/roadevents/roadevents/shared/taxonomy"
 )
 
-// SchemaVersion is the schema_version of every EventPublic (contract 2, spec 9 rule 2).
+// SchemaVersion is the schema_version of every EventPublic (docs/api.md §10.2, §9 rule 2).
 const SchemaVersion = 1
 
-// Status values (contract 2). Only StatusActive is served by area queries and streams; the
-// others are over states, still readable by id (spec 3).
+// Status values (docs/api.md §10.2). Only StatusActive is served by area queries and streams; the
+// others are over states, still readable by id (docs/api.md §3).
 const (
 	StatusActive      = "active"
 	StatusExpired     = "expired"
@@ -29,7 +29,7 @@ const (
 	StatusMerged      = "merged"
 )
 
-// Verification values (contract 2).
+// Verification values (docs/api.md §10.2).
 const (
 	// VerificationUnverified: no signal yet.
 	VerificationUnverified = "unverified"
@@ -39,7 +39,7 @@ const (
 	VerificationDisputed = "disputed"
 )
 
-// Source kinds (contract 2).
+// Source kinds (docs/api.md §10.2).
 const (
 	// SourcePublisher is an event published through POST /v1/events.
 	SourcePublisher = "publisher"
@@ -47,14 +47,14 @@ const (
 	SourceFeed = "feed"
 )
 
-// Environments (spec 1): every credential, and so every event, belongs to one.
+// Environments (docs/api.md §1): every credential, and so every event, belongs to one.
 const (
 	EnvironmentLive    = "live"
 	EnvironmentSandbox = "sandbox"
 )
 
 // DenyQuorum is the number of denials that, when they also outnumber the confirmations,
-// end an event (contract 2).
+// end an event (docs/api.md §10.2).
 const DenyQuorum = 3
 
 // Event is everything stored about one event. The JSON tags are its stored form (the
@@ -62,8 +62,8 @@ const DenyQuorum = 3
 // Timestamps are kept in UTC.
 type Event struct {
 	ID          string `json:"event_id"`
-	Org         string `json:"org_id"`      // the publishing organisation, from its credential (spec 1)
-	Environment string `json:"environment"` // inherited from the publishing credential (spec 1)
+	Org         string `json:"org_id"`      // the publishing organisation, from its credential (docs/api.md §1)
+	Environment string `json:"environment"` // inherited from the publishing credential (docs/api.md §1)
 	SourceKind  string `json:"source_kind"`
 
 	Type          string      `json:"type"`
@@ -81,7 +81,7 @@ type Event struct {
 
 	CreatedAt time.Time  `json:"created_at"`
 	ExpiresAt time.Time  `json:"expires_at"`
-	UpdatedAt *time.Time `json:"updated_at,omitempty"` // the last revision (spec 2.3)
+	UpdatedAt *time.Time `json:"updated_at,omitempty"` // the last revision (docs/api.md §2.3)
 
 	// Status is the stored status; StatusAt(now) is the one to show (an active event whose
 	// expiry has passed is expired without any sweeper).
@@ -94,7 +94,7 @@ type Event struct {
 	// reputation (docs/network.md §2).
 	Corroborated bool `json:"corroborated,omitempty"`
 
-	// Feed provenance, set only for SourceFeed events (contract 2).
+	// Feed provenance, set only for SourceFeed events (docs/api.md §10.2).
 	FeedID            *string    `json:"feed_id,omitempty"`
 	License           *string    `json:"license,omitempty"`
 	UpstreamUpdatedAt *time.Time `json:"upstream_updated_at,omitempty"`
@@ -102,7 +102,7 @@ type Event struct {
 
 	// Published is the content as first published, normalised. An idempotent replay is
 	// compared with it, not with the current fields: after a revision, resending the
-	// original publication is still the 200 path spec 7's retry rules promise.
+	// original publication is still the 200 path the retry rules of docs/api.md §7 promise.
 	Published *EventIn `json:"published,omitempty"`
 
 	// Version counts the changes made through New, Revise and Signal, for optimistic
@@ -112,8 +112,8 @@ type Event struct {
 }
 
 // New builds the event published as in by organisation org in environment env, with id
-// (NewID or DerivedID) at now. in must have passed Validate; New normalises it (spec 2.2).
-// Expiry is the type's default TTL (spec 2.1).
+// (NewID or DerivedID) at now. in must have passed Validate; New normalises it (docs/api.md §2.2).
+// Expiry is the type's default TTL (docs/api.md §2.1).
 func New(in EventIn, org, env, id string, now time.Time) Event {
 	in = in.Normalize()
 	now = now.UTC()
@@ -144,7 +144,7 @@ func New(in EventIn, org, env, id string, now time.Time) Event {
 }
 
 // StatusAt is the status to show at now: an event stored as active whose expires_at has been
-// reached is expired (spec 3: "expires_at reached"), whether or not a sweeper has run.
+// reached is expired (docs/api.md §3: "expires_at reached"), whether or not a sweeper has run.
 func (e Event) StatusAt(now time.Time) string {
 	if e.Status == StatusActive && !now.Before(e.ExpiresAt) {
 		return StatusExpired
@@ -154,11 +154,11 @@ func (e Event) StatusAt(now time.Time) string {
 
 // IsOver reports whether the event is in an over state at now (expired, by time or by deny
 // quorum, invalidated or merged), in which signals and revisions are refused with 409
-// (spec 3).
+// (docs/api.md §3).
 func (e Event) IsOver(now time.Time) bool { return e.StatusAt(now) != StatusActive }
 
 // Extent returns the points an event covers: its geometry's positions, or its point alone.
-// Distances (spec 4.1) and the area index are computed on it.
+// Distances (docs/api.md §4.1) and the area index are computed on it.
 func (e Event) Extent() []geo.Point { return extent(e.Lat, e.Lon, e.Geometry) }
 
 func extent(lat, lon float64, g *LineString) []geo.Point {
@@ -172,14 +172,14 @@ func extent(lat, lon float64, g *LineString) []geo.Point {
 	return pts
 }
 
-// Confidence is the trust score of contract 2: (confirm + 2) / (confirm + deny + 3),
+// Confidence is the trust score of docs/api.md §10.2: (confirm + 2) / (confirm + deny + 3),
 // rounded to 3 decimals; a fresh event has 0.667.
 func Confidence(confirm, deny int) float64 {
 	c := float64(confirm+2) / float64(confirm+deny+3)
 	return math.Round(c*1000) / 1000
 }
 
-// Verification names the state of the tallies (contract 2).
+// Verification names the state of the tallies (docs/api.md §10.2).
 func Verification(confirm, deny int) string {
 	switch {
 	case confirm == 0 && deny == 0:
@@ -191,12 +191,12 @@ func Verification(confirm, deny int) string {
 	}
 }
 
-// Public returns the event as served at now (spec 2.3). The network-owned fields (status,
+// Public returns the event as served at now (docs/api.md §2.3). The network-owned fields (status,
 // verification, confidence, tallies) are computed here, so they cannot be set by anyone.
 func (e Event) Public(now time.Time) EventPublic {
 	env := e.Environment
 	if env == "" {
-		env = EnvironmentLive // spec 2.3: environment defaults to live
+		env = EnvironmentLive // docs/api.md §2.3: environment defaults to live
 	}
 	source := e.SourceKind
 	if source == "" {

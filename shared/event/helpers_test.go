@@ -43,7 +43,7 @@ func object(t testing.TB, s string, edits map[string]any) map[string]any {
 	return m
 }
 
-// brief reduces errors to "type@loc" strings, the machine-readable part (spec 7).
+// brief reduces errors to "type@loc" strings, the machine-readable part (docs/api.md §7).
 func brief(errs schema.Errors) []string {
 	out := make([]string, 0, len(errs))
 	for _, e := range errs {

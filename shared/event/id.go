@@ -9,7 +9,7 @@ import (
 	"strings"
 )
 
-// IDPattern is the shape of every event id (contract 2): "ev_" and 26 characters of
+// IDPattern is the shape of every event id (docs/api.md §10.2): "ev_" and 26 characters of
 // lower-case base32 (RFC 4648 alphabet, a-z and 2-7).
 const IDPattern = `^ev_[a-z2-7]{26}$`
 
@@ -28,7 +28,7 @@ var (
 )
 
 // NewID returns a random event id, for an event published without client_event_id
-// (contract 2).
+// (docs/api.md §10.2).
 func NewID() string {
 	// crypto/rand.Text is 26 characters of the upper-case RFC 4648 alphabet (at least 128
 	// random bits), exactly the id's shape once lower-cased.
@@ -36,10 +36,10 @@ func NewID() string {
 }
 
 // DerivedID returns the event id for client_event_id clientEventID of organisation org
-// (contract 2): a keyed hash, so the same pair always names the same event, in either
+// (docs/api.md §10.2): a keyed hash, so the same pair always names the same event, in either
 // environment, and nobody without key can predict or forge another organisation's ids.
 // The id does not depend on the environment: that is what lets the service refuse a
-// client_event_id reused across the live/sandbox line (spec 7, 409).
+// client_event_id reused across the live/sandbox line (docs/api.md §7, 409).
 func DerivedID(key []byte, org, clientEventID string) string {
 	mac := hmac.New(sha256.New, key)
 	mac.Write([]byte(derivationContext))

@@ -7,7 +7,7 @@ import (
 	"github.com/roadevents/roadevents/shared/event"
 )
 
-var idShape = regexp.MustCompile(`^ev_[a-z2-7]{26}$`) // contract 2
+var idShape = regexp.MustCompile(`^ev_[a-z2-7]{26}$`) // docs/api.md §10.2
 
 func TestNewID(t *testing.T) {
 	t.Parallel()
@@ -24,7 +24,7 @@ func TestNewID(t *testing.T) {
 	}
 }
 
-// TestDerivedID checks contract 2: with a client_event_id the id is a keyed hash of
+// TestDerivedID checks docs/api.md §10.2: with a client_event_id the id is a keyed hash of
 // (organisation, client_event_id), the same in either environment.
 func TestDerivedID(t *testing.T) {
 	t.Parallel()

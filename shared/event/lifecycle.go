@@ -12,7 +12,7 @@ import (
 // Errors of the lifecycle. Match them with errors.Is.
 var (
 	// ErrOver is returned by Revise and Signal for an event that is expired (by time or by
-	// deny quorum), invalidated or merged (spec 3, spec 7: 409). A late denial of an event
+	// deny quorum), invalidated or merged (docs/api.md §3, §7: 409). A late denial of an event
 	// the quorum already cleared gets it too.
 	ErrOver = errors.New("event: the event is no longer active")
 	// ErrUnknownAction is returned by Signal for an action other than confirm or deny, which
@@ -23,15 +23,15 @@ var (
 	ErrVoteMismatch = errors.New("event: previous vote belongs to another reporter")
 )
 
-// Revise applies a revision by the publisher at now (spec 3, contract 2) and returns the
+// Revise applies a revision by the publisher at now (docs/api.md §3, §10.2) and returns the
 // extent the event had before, which the area index and the stream's "updated" delta need
-// (contract 2: a delta reaches subscribers of the old or the new extent).
+// (docs/api.md §10.2: a delta reaches subscribers of the old or the new extent).
 //
 // The revision is applied, not merged: lat and lon are replaced, and geometry, severity and
 // subtype take the payload's values, an omitted one clearing the field (an omitted geometry
 // collapses the event to its point). Type, created_at, client_event_id and the network-owned
 // fields (tallies, status) do not change. expires_at goes to a full TTL capped at the
-// ceiling, except for wrong_way_vehicle, which a publisher cannot extend (spec 3 table).
+// ceiling, except for wrong_way_vehicle, which a publisher cannot extend (docs/api.md §3 table).
 //
 // Errors: ErrOver for an over state; schema.Errors (422) when the payload breaks a rule,
 // the subtype under the stored type included. On error e is unchanged.
@@ -57,7 +57,7 @@ func (e *Event) Revise(in RevisionIn, now time.Time) (previous []geo.Point, err 
 	return previous, nil
 }
 
-// Reporter returns the identity a signal counts under (spec 4.1 rule 6): the reporter_token
+// Reporter returns the identity a signal counts under (docs/api.md §4.1 rule 6): the reporter_token
 // when given, otherwise the organisation as a whole ("without it the whole organisation
 // counts as one reporter"). The token is qualified by the organisation, so equal tokens of
 // two organisations are two reporters. The form is org + "/" + token, or org + "/" for the
@@ -77,7 +77,7 @@ type Vote struct {
 	// Action is the reporter's latest action, ActionConfirm or ActionDeny.
 	Action string `json:"action"`
 	// Confirmed records that this reporter has confirmed the event at least once, so only a
-	// reporter's first confirmation ever extends expiry (spec 2.1, spec 3), however often it
+	// reporter's first confirmation ever extends expiry (docs/api.md §2.1, §3), however often it
 	// switches between deny and confirm.
 	Confirmed bool `json:"confirmed"`
 	// Position is where the reporter was, rounded to 5 decimals, when it gave Action; nil if
@@ -88,12 +88,12 @@ type Vote struct {
 }
 
 // Outcome says what a signal did, for the storage layer (what to write) and the stream
-// (which delta to send, contract 2).
+// (which delta to send, docs/api.md §10.2).
 type Outcome int
 
 const (
 	// Unchanged: the reporter repeated its standing action; nothing changes and nothing is
-	// written (spec 3: "200, nothing changes").
+	// written (docs/api.md §3: "200, nothing changes").
 	Unchanged Outcome = iota
 	// Counted: the tallies changed, and expiry too for a first confirmation from a new
 	// reporter; the stream sends a "signal" delta.
@@ -119,7 +119,7 @@ func (o Outcome) String() string {
 // Signal applies action (ActionConfirm or ActionDeny) from reporter (see Reporter) at now.
 // prev is that reporter's standing vote on this event, nil if it never signalled it;
 // position is the reporter's position, or nil. It returns the reporter's vote to store and
-// what happened (spec 3, contract 2):
+// what happened (docs/api.md §3, §10.2):
 //
 //   - an over event refuses the signal with ErrOver (409);
 //   - the same action again changes nothing (Unchanged, prev returned as it was);

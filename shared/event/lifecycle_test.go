@@ -41,7 +41,7 @@ func (v *voter) signal(t *testing.T, e *event.Event, reporter, action string, no
 	return outcome
 }
 
-// TestDefaultTTL checks spec 2.1's default TTL of every type: expires_at = created_at + TTL.
+// TestDefaultTTL checks the default TTL of every type (docs/api.md §2.1): expires_at = created_at + TTL.
 func TestDefaultTTL(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
@@ -76,7 +76,7 @@ func TestDefaultTTL(t *testing.T) {
 	}
 }
 
-// TestExtension checks spec 2.1 and contract 2: a first confirmation from a new reporter
+// TestExtension checks docs/api.md §2.1 and §10.2: a first confirmation from a new reporter
 // sets expires_at = max(expires_at, now + extension), capped at created_at + ceiling.
 func TestExtension(t *testing.T) {
 	t.Parallel()
@@ -122,8 +122,8 @@ func TestExtension(t *testing.T) {
 }
 
 // TestCeiling keeps an event alive with a first confirmation from a new reporter shortly
-// before every expiry, and checks it lives exactly until created_at + ceiling (spec 2.1
-// table, spec 3: "capped at the ceiling"), then expires.
+// before every expiry, and checks it lives exactly until created_at + ceiling (docs/api.md §2.1
+// table, docs/api.md §3: "capped at the ceiling"), then expires.
 func TestCeiling(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
@@ -171,7 +171,7 @@ func TestCeiling(t *testing.T) {
 	}
 }
 
-// TestSignals checks the signal rows of spec 3 with contract 2's quorum: one reporter one
+// TestSignals checks the signal rows of docs/api.md §3 with the quorum of §10.2: one reporter one
 // vote (latest wins), repeats change nothing, only a reporter's first confirmation extends,
 // and the deny quorum expires the event.
 func TestSignals(t *testing.T) {
@@ -285,7 +285,7 @@ func TestSignals(t *testing.T) {
 	}
 }
 
-// TestSignalOverStates checks spec 3 and spec 7: signals on an expired, invalidated or
+// TestSignalOverStates checks docs/api.md §3 and §7: signals on an expired, invalidated or
 // merged event are refused with 409 (ErrOver), a late denial of a cleared event included,
 // and the event is left as it was.
 func TestSignalOverStates(t *testing.T) {
@@ -326,7 +326,7 @@ func TestSignalOverStates(t *testing.T) {
 	}
 }
 
-// TestReporterIdentity checks spec 4.1 rule 6: the reporter is the reporter_token when
+// TestReporterIdentity checks docs/api.md §4.1 rule 6: the reporter is the reporter_token when
 // given, else the organisation as one reporter; tokens of two organisations do not collide.
 func TestReporterIdentity(t *testing.T) {
 	t.Parallel()
@@ -405,8 +405,8 @@ func TestSignalVote(t *testing.T) {
 	}
 }
 
-// TestConfidence checks contract 2's formula, (confirm + 2) / (confirm + deny + 3) rounded
-// to 3 decimals, and the verification names.
+// TestConfidence checks the formula of docs/api.md §10.2, (confirm + 2) / (confirm + deny + 3)
+// rounded to 3 decimals, and the verification names.
 func TestConfidence(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
@@ -436,7 +436,7 @@ func TestConfidence(t *testing.T) {
 	}
 }
 
-// TestRevise checks the revision rows of spec 3 and contract 2: applied not merged,
+// TestRevise checks the revision rows of docs/api.md §3 and §10.2: applied not merged,
 // expires_at = min(now + TTL, created_at + ceiling) except for wrong_way_vehicle, immutable
 // and network-owned fields untouched.
 func TestRevise(t *testing.T) {
@@ -521,9 +521,9 @@ func TestRevise(t *testing.T) {
 	}
 }
 
-// TestReviseRefused checks the revision refusals: 409 for over states (spec 3) and 422
+// TestReviseRefused checks the revision refusals: 409 for over states (docs/api.md §3) and 422
 // value_error for a subtype under the stored type or a geometry not starting at lat/lon
-// (spec 7); a refused revision leaves the event as it was.
+// (docs/api.md §7); a refused revision leaves the event as it was.
 func TestReviseRefused(t *testing.T) {
 	t.Parallel()
 	merged := publish(t, "road_damage", t0)
@@ -579,9 +579,9 @@ func TestReviseRefused(t *testing.T) {
 	}
 }
 
-// TestReviseCappedAtCeiling checks contract 2's cap on a revision: an accident kept alive by
-// confirmations and revised 11 h 30 min after publication expires at created_at + 12 h, not
-// a full 2 h TTL later.
+// TestReviseCappedAtCeiling checks the cap on a revision (docs/api.md §10.2): an accident kept
+// alive by confirmations and revised 11 h 30 min after publication expires at created_at + 12 h,
+// not a full 2 h TTL later.
 func TestReviseCappedAtCeiling(t *testing.T) {
 	t.Parallel()
 	clk := clock.NewFake(t0)

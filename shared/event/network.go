@@ -49,7 +49,7 @@ func (e Event) Point() geo.Point { return geo.Point{Lat: e.Lat, Lon: e.Lon} }
 // MergeInto makes e, a report of the hazard survivor already reports, a duplicate of it at
 // now: status merged, merged_into set, and expires_at now, the moment it left active. An event
 // merged as it is published keeps version 1, so the stream sees it born over and sends no
-// "created" delta (contract 2); an active event merged by a revision (which counted the
+// "created" delta (docs/api.md §10.2); an active event merged by a revision (which counted the
 // version up) gets its "ended".
 func (e *Event) MergeInto(survivor string, now time.Time) error {
 	return e.end(StatusMerged, now, false, func() { e.MergedInto = &survivor })
@@ -59,7 +59,7 @@ func (e *Event) MergeInto(survivor string, now time.Time) error {
 // now (docs/network.md §3).
 func (e *Event) Close(now time.Time) error { return e.end(StatusExpired, now, true, nil) }
 
-// Invalidate ends e at now on a verdict about its publisher (spec 3: invalidated is a
+// Invalidate ends e at now on a verdict about its publisher (docs/api.md §3: invalidated is a
 // verdict, never the outcome of a signal).
 func (e *Event) Invalidate(now time.Time) error { return e.end(StatusInvalidated, now, true, nil) }
 

@@ -53,9 +53,9 @@ func TestSameHazard(t *testing.T) {
 	}
 }
 
-// docs/network.md §1 and §3, spec 3: merging, closing and invalidating end an active event at
-// that moment, each with its status; an event over already refuses with ErrOver. A report
-// merged as it is published keeps version 1 (the stream sees it born over).
+// docs/network.md §1 and §3, docs/api.md §3: merging, closing and invalidating end an active event
+// at that moment, each with its status; an event over already refuses with ErrOver. A report merged
+// as it is published keeps version 1 (the stream sees it born over).
 func TestEndings(t *testing.T) {
 	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
 	fresh := func() Event {

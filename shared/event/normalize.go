@@ -6,9 +6,8 @@ import (
 	"github.com/roadevents/roadevents/shared/geo"
 )
 
-// FormatTime renders a timestamp the one way the service sends them (spec conventions,
-// spec 9 rule 6, contract 1): RFC 3339 in UTC with a Z suffix, fractional seconds only when
-// there are any.
+// FormatTime renders a timestamp the one way the service sends them (docs/api.md §9 rule 6, §10.1):
+// RFC 3339 in UTC with a Z suffix, fractional seconds only when there are any.
 func FormatTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
 // formatTimePtr is FormatTime for an optional timestamp.
@@ -20,7 +19,7 @@ func formatTimePtr(t *time.Time) *string {
 	return &s
 }
 
-// Normalize returns in as it is stored (spec 2.2): lat, lon and every geometry position
+// Normalize returns in as it is stored (docs/api.md §2.2): lat, lon and every geometry position
 // rounded to 5 decimals, occurred_at in UTC, the geometry's type set. The result shares no
 // memory with in, so the caller may keep using it.
 func (in EventIn) Normalize() EventIn {
@@ -38,7 +37,7 @@ func (in EventIn) Normalize() EventIn {
 	return out
 }
 
-// Normalize returns in as it is applied: coordinates rounded to 5 decimals (spec 2.2).
+// Normalize returns in as it is applied: coordinates rounded to 5 decimals (docs/api.md §2.2).
 func (in RevisionIn) Normalize() RevisionIn {
 	return RevisionIn{
 		Lat:      geo.Round5(in.Lat),

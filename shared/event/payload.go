@@ -7,11 +7,11 @@ import (
 	"github.com/roadevents/roadevents/shared/taxonomy"
 )
 
-// TokenPattern is the rule for subtype, client_event_id and reporter_token (spec 2.2, spec 8:
+// TokenPattern is the rule for subtype, client_event_id and reporter_token (docs/api.md §2.2, §8:
 // 1..64 characters of [A-Za-z0-9_.:-]).
 const TokenPattern = `^[A-Za-z0-9_.:-]{1,64}$`
 
-// Limits of spec 2.2 and spec 8.
+// Limits of docs/api.md §2.2 and §8.
 const (
 	// MaxDescription is the longest description, in characters.
 	MaxDescription = 280
@@ -23,30 +23,30 @@ const (
 	FutureSlack = 300 * time.Second
 )
 
-// Severity values (spec 2.2); the publisher's own assessment, not part of the trust score.
+// Severity values (docs/api.md §2.2); the publisher's own assessment, not part of the trust score.
 const (
 	SeverityLow    = "low"
 	SeverityMedium = "medium"
 	SeverityHigh   = "high"
 )
 
-// Signal actions (spec 2.5).
+// Signal actions (docs/api.md §2.5).
 const (
 	ActionConfirm = "confirm"
 	ActionDeny    = "deny"
 )
 
-// GeometryType is the only geometry the service accepts (spec 2.2).
+// GeometryType is the only geometry the service accepts (docs/api.md §2.2).
 const GeometryType = "LineString"
 
-// LineString is an event's extent beyond its point (spec 2.2). Coordinates are GeoJSON
+// LineString is an event's extent beyond its point (docs/api.md §2.2). Coordinates are GeoJSON
 // positions, [longitude, latitude]: the reverse of lat/lon everywhere else.
 type LineString struct {
 	Type        string       `json:"type"`
 	Coordinates [][2]float64 `json:"coordinates"`
 }
 
-// EventIn is an event as published with POST /v1/events (spec 2.2). Optional fields are nil
+// EventIn is an event as published with POST /v1/events (docs/api.md §2.2). Optional fields are nil
 // when absent or null; the two are the same thing on input.
 type EventIn struct {
 	Type          string      `json:"type"`
@@ -63,7 +63,7 @@ type EventIn struct {
 	ReporterToken *string     `json:"reporter_token"`
 }
 
-// RevisionIn is the body of POST /v1/events/{event_id}/revisions (spec 2.4, contract 2): the
+// RevisionIn is the body of POST /v1/events/{event_id}/revisions (docs/api.md §2.4, §10.2): the
 // five restatable fields. It is applied, not merged: an omitted optional field is cleared.
 type RevisionIn struct {
 	Lat      float64     `json:"lat"`
@@ -73,7 +73,7 @@ type RevisionIn struct {
 	Subtype  *string     `json:"subtype"`
 }
 
-// SignalIn is the body of POST /v1/events/{event_id}/signals (spec 2.5, contract 2). Lat and
+// SignalIn is the body of POST /v1/events/{event_id}/signals (docs/api.md §2.5, §10.2). Lat and
 // Lon are the reporter's position, both or neither.
 type SignalIn struct {
 	Action        string   `json:"action"`
@@ -82,10 +82,10 @@ type SignalIn struct {
 	Lon           *float64 `json:"lon"`
 }
 
-// EventPublic is an event as returned (spec 2.3), fields in the spec's order. Timestamps are
-// already formatted (FormatTime) so every response carries the one format of contract 1.
-// Nullable fields have no omitempty: an absent value is sent as null, as the spec's
-// "X or null" says.
+// EventPublic is an event as returned (docs/api.md §2.3), fields in the documented order.
+// Timestamps are already formatted (FormatTime) so every response carries the one format of
+// docs/api.md §10.1. Nullable fields have no omitempty: an absent value is sent as null, as
+// the documented "X or null" says.
 type EventPublic struct {
 	EventID           string      `json:"event_id"`
 	SchemaVersion     int         `json:"schema_version"`
@@ -138,15 +138,15 @@ var (
 	}
 )
 
-// LineStringSchema declares LineString (spec 2.2): type constant "LineString" (the default),
-// 2 to 512 positions.
+// LineStringSchema declares LineString (docs/api.md §2.2): type constant "LineString" (the
+// default), 2 to 512 positions.
 var LineStringSchema = schema.Object(
 	schema.Prop("type", schema.Const(GeometryType).WithDefault(GeometryType)),
 	schema.Req("coordinates", schema.Array(position).Count(MinPoints, MaxPoints).Describe(
 		"2 to 512 positions, each [longitude, latitude] (GeoJSON order, the reverse of lat/lon elsewhere).")),
 ).Named("LineString").Describe("A GeoJSON LineString: the event's extent beyond its point.")
 
-// EventInSchema declares EventIn (spec 2.2). Unknown fields are rejected, environment
+// EventInSchema declares EventIn (docs/api.md §2.2). Unknown fields are rejected, environment
 // included. The cross-field rules (geometry start, occurred_at slack, subtype under its type)
 // are not expressible here; ValidateEventIn adds them.
 var EventInSchema = schema.Object(
@@ -169,7 +169,7 @@ var EventInSchema = schema.Object(
 	schema.Prop("reporter_token", token().OrNull().Describe("Identifies the reporting vehicle.")),
 ).Named("EventIn").Describe("A road event as published.")
 
-// RevisionInSchema declares RevisionIn (spec 2.4, contract 2).
+// RevisionInSchema declares RevisionIn (docs/api.md §2.4, §10.2).
 var RevisionInSchema = schema.Object(
 	schema.Req("lat", latitude().Describe("Latitude in decimal degrees.")),
 	schema.Req("lon", longitude().Describe("Longitude in decimal degrees.")),
@@ -180,7 +180,7 @@ var RevisionInSchema = schema.Object(
 	schema.Prop("subtype", token().OrNull().Describe("Must belong to the event's stored type; omitted or null clears it.")),
 ).Named("RevisionIn").Describe("A restatement of an event by its publisher; omitted fields are cleared.")
 
-// SignalInSchema declares SignalIn (spec 2.5, contract 2).
+// SignalInSchema declares SignalIn (docs/api.md §2.5, §10.2).
 var SignalInSchema = schema.Object(
 	schema.Req("action", schema.Enum(ActionConfirm, ActionDeny)),
 	schema.Prop("reporter_token", token().OrNull().Describe(
@@ -189,9 +189,9 @@ var SignalInSchema = schema.Object(
 	schema.Prop("lon", longitude().OrNull().Describe("Reporter longitude; give lat and lon together or neither.")),
 ).Named("SignalIn").Describe("A confirmation or denial of an event by a vehicle.")
 
-// EventPublicSchema declares EventPublic (spec 2.3). Vocabularies that grow (type, subtype,
+// EventPublicSchema declares EventPublic (docs/api.md §2.3). Vocabularies that grow (type, subtype,
 // status, verification, source_kind) are plain strings, not enums: EventPublic is additive
-// forever (spec 9 rule 2) and a client must meet an unknown value without failing.
+// forever (docs/api.md §9 rule 2) and a client must meet an unknown value without failing.
 var EventPublicSchema = schema.Object(
 	schema.Req("event_id", schema.String().Describe("ev_ followed by 26 characters of lower-case base32.")),
 	schema.Req("schema_version", schema.Integer().Describe("1.")),

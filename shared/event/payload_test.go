@@ -29,7 +29,7 @@ func TestStructsAgreeWithSchemas(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			if tc.schema.Name != tc.name {
-				t.Errorf("schema name = %q; want %q (contract 1)", tc.schema.Name, tc.name)
+				t.Errorf("schema name = %q; want %q (docs/api.md §10.1)", tc.schema.Name, tc.name)
 			}
 			if err := schema.CheckStruct(tc.schema, tc.value); err != nil {
 				t.Errorf("CheckStruct(%s) = %v; want nil", tc.name, err)
@@ -38,7 +38,7 @@ func TestStructsAgreeWithSchemas(t *testing.T) {
 	}
 }
 
-// TestEventPublicShape checks the response against spec 2.3: the fields in the spec's
+// TestEventPublicShape checks the response against docs/api.md §2.3: the fields in the documented
 // order, its required ones present, nullable ones sent as null, and the whole of it valid
 // under EventPublicSchema.
 func TestEventPublicShape(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 	"github.com/roadevents/roadevents/shared/geo"
 )
 
-// TestFormatTime checks the one timestamp format of contract 1 and spec 9 rule 6: RFC 3339,
+// TestFormatTime checks the one timestamp format of docs/api.md §10.1 and §9 rule 6: RFC 3339,
 // UTC, Z suffix.
 func TestFormatTime(t *testing.T) {
 	t.Parallel()
@@ -32,8 +32,8 @@ func TestFormatTime(t *testing.T) {
 	}
 }
 
-// TestNewNormalises checks spec 2.2's normalisation on write: coordinates (point and every
-// geometry position) rounded to 5 decimals, occurred_at in UTC; and that the stored event
+// TestNewNormalises checks the normalisation on write (docs/api.md §2.2): coordinates (point and
+// every geometry position) rounded to 5 decimals, occurred_at in UTC; and that the stored event
 // does not share memory with the payload.
 func TestNewNormalises(t *testing.T) {
 	t.Parallel()
@@ -80,7 +80,7 @@ func TestNewNormalises(t *testing.T) {
 	}
 }
 
-// TestPublic checks the network-owned and fixed fields of spec 2.3 and contract 2 on a fresh
+// TestPublic checks the network-owned and fixed fields of docs/api.md §2.3 and §10.2 on a fresh
 // publication.
 func TestPublic(t *testing.T) {
 	t.Parallel()
@@ -99,7 +99,7 @@ func TestPublic(t *testing.T) {
 	}
 }
 
-// TestNaturalExpiry checks spec 3: an active event is expired as soon as expires_at is
+// TestNaturalExpiry checks docs/api.md §3: an active event is expired as soon as expires_at is
 // reached, with no sweeper, and then refuses signals and revisions (409).
 func TestNaturalExpiry(t *testing.T) {
 	t.Parallel()

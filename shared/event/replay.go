@@ -7,13 +7,13 @@ import (
 	"time"
 )
 
-// Errors of an idempotent publish (spec 4.1 rule 1, spec 7: 409). Match them with errors.Is.
+// Errors of an idempotent publish (docs/api.md §4.1 rule 1, §7: 409). Match them with errors.Is.
 var (
 	// ErrReplayDiffers is returned when a client_event_id is published again with different
 	// content; the wrapping error names the first differing field.
 	ErrReplayDiffers = errors.New("event: client_event_id reused with different content")
-	// ErrOtherEnvironment is returned when a client_event_id already names an event of the
-	// other environment (spec 7; contract 2: the id does not depend on the environment).
+	// ErrOtherEnvironment is returned when a client_event_id already names an event of the other
+	// environment (docs/api.md §7; docs/api.md §10.2: the id does not depend on the environment).
 	ErrOtherEnvironment = errors.New("event: client_event_id already used in the other environment")
 )
 
@@ -34,11 +34,10 @@ func CheckReplay(stored Event, in EventIn, org, env string) error {
 	return nil
 }
 
-// FirstDifference compares a publication with the stored event's original content, field by
-// field in EventIn's order, after normalisation (contract 2: "identical content" covers every
+// FirstDifference compares a publication with the stored event's original content, field by field
+// in EventIn's order, after normalisation (docs/api.md §10.2: "identical content" covers every
 // EventIn field, reporter_token included). It returns the JSON name of the first field that
-// differs. Revisions made since do not count: the original publication is what a retry
-// resends.
+// differs. Revisions made since do not count: the original publication is what a retry resends.
 func FirstDifference(stored Event, in EventIn) (field string, differs bool) {
 	a, b := stored.published(), in.Normalize()
 	switch {

@@ -18,7 +18,7 @@ func publishedIn() event.EventIn {
 	}
 }
 
-// TestFirstDifference checks spec 4.1 rule 1 and contract 2: a replay is identical when
+// TestFirstDifference checks docs/api.md §4.1 rule 1 and §10.2: a replay is identical when
 // every EventIn field, reporter_token included, is equal after normalisation; otherwise the
 // first differing field, in EventIn's order, is named.
 func TestFirstDifference(t *testing.T) {
@@ -75,7 +75,7 @@ func TestFirstDifference(t *testing.T) {
 }
 
 // TestReplayAfterRevision checks that resending the original publication stays the 200
-// path (spec 7 retry rules) after the publisher revised the event.
+// path (docs/api.md §7 retry rules) after the publisher revised the event.
 func TestReplayAfterRevision(t *testing.T) {
 	t.Parallel()
 	e := event.New(publishedIn(), "org-a", event.EnvironmentLive, event.NewID(), t0)
@@ -92,8 +92,8 @@ func TestReplayAfterRevision(t *testing.T) {
 	}
 }
 
-// TestCheckReplay checks spec 7's publish 409s: different content, or the id already used
-// in the other environment; a faithful replay is nil (200).
+// TestCheckReplay checks the publish 409s of docs/api.md §7: different content, or the id already
+// used in the other environment; a faithful replay is nil (200).
 func TestCheckReplay(t *testing.T) {
 	t.Parallel()
 	stored := event.New(publishedIn(), "org-a", event.EnvironmentLive, event.NewID(), t0)

@@ -14,7 +14,7 @@ import (
 	"github.com/roadevents/roadevents/shared/taxonomy"
 )
 
-// Validation follows contract 1: every error of a payload is reported, the schema's and the
+// Validation follows docs/api.md §10.1: every error of a payload is reported, the schema's and the
 // cross-field rules' together. The cross-field rules are value_error items (schema.ValueError)
 // located where a Pydantic field validator would put them:
 //
@@ -26,13 +26,12 @@ import (
 // A rule is checked only when every field it reads is itself valid, so one mistake is not
 // reported twice.
 
-// bodyLoc is the root of every payload error (contract 1).
+// bodyLoc is the root of every payload error (docs/api.md §10.1).
 func bodyLoc(parts ...any) []any { return append([]any{"body"}, parts...) }
 
-// ValidateEventIn validates a decoded POST /v1/events body (a JSON value decoded with
-// UseNumber, as schema.Validate takes it) against EventInSchema and the cross-field rules of
-// spec 2.2, with now as the server's clock for the occurred_at slack. It returns every error,
-// or nil.
+// ValidateEventIn validates a decoded POST /v1/events body (a JSON value decoded with UseNumber, as
+// schema.Validate takes it) against EventInSchema and the cross-field rules of docs/api.md §2.2,
+// with now as the server's clock for the occurred_at slack. It returns every error, or nil.
 func ValidateEventIn(body any, now time.Time) schema.Errors {
 	_, errs := DecodeEventIn(body, now)
 	return errs
@@ -69,8 +68,8 @@ func DecodeEventIn(body any, now time.Time) (EventIn, schema.Errors) {
 	return in, ordered(EventInSchema, errs)
 }
 
-// ValidateRevisionIn validates a decoded revision body (spec 2.4, contract 2). storedType is
-// the type of the event being revised, which the subtype must belong to (spec 7: "subtype
+// ValidateRevisionIn validates a decoded revision body (docs/api.md §2.4, §10.2). storedType is
+// the type of the event being revised, which the subtype must belong to (docs/api.md §7: "subtype
 // under the stored type"); pass "" to skip that rule before the event has been read, as
 // Revise checks it again.
 func ValidateRevisionIn(body any, storedType string) schema.Errors {
@@ -102,8 +101,8 @@ func DecodeRevisionIn(body any, storedType string) (RevisionIn, schema.Errors) {
 	return in, ordered(RevisionInSchema, errs)
 }
 
-// ValidateSignalIn validates a decoded signal body (spec 2.5, contract 2): the reporter
-// position is both lat and lon or neither (contract 2), a value_error at ["body"].
+// ValidateSignalIn validates a decoded signal body (docs/api.md §2.5, §10.2): the reporter
+// position is both lat and lon or neither (docs/api.md §10.2), a value_error at ["body"].
 func ValidateSignalIn(body any) schema.Errors {
 	errs := SignalInSchema.Validate(body, bodyLoc())
 	obj, ok := body.(map[string]any)
@@ -200,8 +199,8 @@ func checkPositionLatitudes(obj map[string]any, prior schema.Errors) schema.Erro
 	return errs
 }
 
-// checkGeometryStart is spec 2.2's "when present, lat/lon must equal its first point",
-// compared after the 5-decimal rounding both sides get on write.
+// checkGeometryStart checks that lat and lon, when present, are the first point of the
+// geometry (docs/api.md §2.2), compared after the 5-decimal rounding both sides get on write.
 func checkGeometryStart(lat, lon float64, g *LineString, input any) *schema.ValidationError {
 	if g == nil || len(g.Coordinates) == 0 {
 		return nil
@@ -216,8 +215,9 @@ func checkGeometryStart(lat, lon float64, g *LineString, input any) *schema.Vali
 	return &e
 }
 
-// checkSubtype is spec 2.2's "must belong to the event's type". The message names the types
-// the subtype does belong to, when there are any, so the publisher can fix the right field.
+// checkSubtype checks that the subtype belongs to the event's type (docs/api.md §2.2). The
+// message names the types the subtype does belong to, when there are any, so the publisher
+// can fix the right field.
 func checkSubtype(typ, subtype, typeWord string) *schema.ValidationError {
 	if taxonomy.HasSubtype(typ, subtype) {
 		return nil

@@ -17,8 +17,8 @@ const fullEvent = `{"type":"road_damage","subtype":"pothole","lat":48.13743,"lon
 	"heading":90,"road_ref":"A9","severity":"high","description":"deep pothole in lane 1",
 	"occurred_at":"2024-05-01T09:55:00Z","client_event_id":"c-1","reporter_token":"veh.7"}`
 
-// TestValidateEventIn covers every 422 cause of spec 7's POST /v1/events row, with the
-// Pydantic type and loc clients match on (contract 1).
+// TestValidateEventIn covers every 422 cause of POST /v1/events in docs/api.md §7, with the
+// Pydantic type and loc clients match on (docs/api.md §10.1).
 func TestValidateEventIn(t *testing.T) {
 	t.Parallel()
 	now := t0
@@ -37,17 +37,17 @@ func TestValidateEventIn(t *testing.T) {
 			body: decode(t, `{"type":"accident","lat":1,"lon":2,"subtype":null,"geometry":null,"heading":null,"road_ref":null,
 				"severity":null,"description":null,"occurred_at":null,"client_event_id":null,"reporter_token":null}`)},
 
-		// spec 2.2: unknown fields are rejected; there is no environment field on input.
+		// docs/api.md §2.2: unknown fields are rejected; there is no environment field on input.
 		{name: "unknown field", edits: map[string]any{"colour": "red"}, want: []string{`extra_forbidden@["body","colour"]`}},
 		{name: "environment is not an input", edits: map[string]any{"environment": "sandbox"}, want: []string{`extra_forbidden@["body","environment"]`}},
 		{name: "network-owned field", edits: map[string]any{"confirm_count": json.Number("9")}, want: []string{`extra_forbidden@["body","confirm_count"]`}},
 		{name: "body not an object", body: []any{}, want: []string{`model_attributes_type@["body"]`}},
 
-		// spec 2.2: type is one of the 13 (an Enum: Pydantic type enum).
+		// docs/api.md §2.2: type is one of the 13 (an Enum: Pydantic type enum).
 		{name: "unknown type", edits: map[string]any{"type": "rockfall", "subtype": nil}, want: []string{`enum@["body","type"]`}},
 		{name: "missing type", edits: map[string]any{"type": nil, "subtype": nil}, want: []string{`missing@["body","type"]`}},
 
-		// spec 2.2: subtype pattern, and it must belong to the event's type.
+		// docs/api.md §2.2: subtype pattern, and it must belong to the event's type.
 		{name: "subtype under the wrong type", edits: map[string]any{"type": "accident"}, want: []string{`value_error@["body","subtype"]`}},
 		{name: "subtype unknown everywhere", edits: map[string]any{"subtype": "crater"}, want: []string{`value_error@["body","subtype"]`}},
 		{name: "subtype on a type without subtypes", edits: map[string]any{"type": "wrong_way_vehicle"}, want: []string{`value_error@["body","subtype"]`}},
@@ -55,7 +55,7 @@ func TestValidateEventIn(t *testing.T) {
 		{name: "subtype 65 characters", edits: map[string]any{"subtype": strings.Repeat("a", 65)}, want: []string{`string_pattern_mismatch@["body","subtype"]`}},
 		{name: "subtype rule skipped when type is invalid", edits: map[string]any{"type": "rockfall"}, want: []string{`enum@["body","type"]`}},
 
-		// spec 2.2: coordinate ranges.
+		// docs/api.md §2.2: coordinate ranges.
 		{name: "lat above 90", edits: map[string]any{"lat": json.Number("90.5"), "geometry": nil}, want: []string{`less_than_equal@["body","lat"]`}},
 		{name: "lat below -90", edits: map[string]any{"lat": json.Number("-91"), "geometry": nil}, want: []string{`greater_than_equal@["body","lat"]`}},
 		{name: "lon above 180", edits: map[string]any{"lon": json.Number("180.00001"), "geometry": nil}, want: []string{`less_than_equal@["body","lon"]`}},
@@ -76,7 +76,7 @@ func TestValidateEventIn(t *testing.T) {
 			"geometry": geometry([]any{[]any{json.Number("11.57549"), json.Number("48.13743")}, []any{json.Number("10"), json.Number("200")}})},
 			want: []string{`less_than_equal@["body","geometry","coordinates",1,1]`}},
 
-		// spec 2.2: when present, lat/lon must equal the geometry's first point.
+		// docs/api.md §2.2: when present, lat/lon must equal the geometry's first point.
 		{name: "lat/lon differing from geometry start", edits: map[string]any{"lat": json.Number("48.2")}, want: []string{`value_error@["body","geometry"]`}},
 		{name: "geometry given in lat/lon order", edits: map[string]any{
 			"geometry": geometry([]any{[]any{json.Number("48.13743"), json.Number("11.57549")}, []any{json.Number("48.14"), json.Number("11.58")}})},
@@ -86,7 +86,7 @@ func TestValidateEventIn(t *testing.T) {
 		{name: "start rule skipped when geometry is invalid", edits: map[string]any{"lat": json.Number("48"),
 			"geometry": geometry(positions(1, 11.57549, 48.13743))}, want: []string{`too_short@["body","geometry","coordinates"]`}},
 
-		// spec 2.2 and 8: 2 to 512 points, each exactly two numbers.
+		// docs/api.md §2.2 and §8: 2 to 512 points, each exactly two numbers.
 		{name: "geometry with 1 point", edits: map[string]any{"geometry": geometry(positions(1, 11.57549, 48.13743))},
 			want: []string{`too_short@["body","geometry","coordinates"]`}},
 		{name: "geometry with 2 points", edits: map[string]any{"geometry": geometry(positions(2, 11.57549, 48.13743))}},
@@ -105,13 +105,13 @@ func TestValidateEventIn(t *testing.T) {
 		{name: "unknown member in geometry", edits: map[string]any{"geometry": map[string]any{"coordinates": positions(2, 11.57549, 48.13743), "crs": "x"}},
 			want: []string{`extra_forbidden@["body","geometry","crs"]`}},
 
-		// spec 2.2: heading is an integer 0..359.
+		// docs/api.md §2.2: heading is an integer 0..359.
 		{name: "heading 359", edits: map[string]any{"heading": json.Number("359")}},
 		{name: "heading 360", edits: map[string]any{"heading": json.Number("360")}, want: []string{`less_than_equal@["body","heading"]`}},
 		{name: "heading -1", edits: map[string]any{"heading": json.Number("-1")}, want: []string{`greater_than_equal@["body","heading"]`}},
 		{name: "heading with a fraction", edits: map[string]any{"heading": json.Number("90.5")}, want: []string{`int_type@["body","heading"]`}},
 
-		// spec 2.2 and 8: lengths and the severity vocabulary.
+		// docs/api.md §2.2 and §8: lengths and the severity vocabulary.
 		{name: "road_ref 32 characters", edits: map[string]any{"road_ref": strings.Repeat("r", 32)}},
 		{name: "road_ref 33 characters", edits: map[string]any{"road_ref": strings.Repeat("r", 33)}, want: []string{`string_too_long@["body","road_ref"]`}},
 		{name: "description 280 characters", edits: map[string]any{"description": strings.Repeat("ü", 280)}},
@@ -121,7 +121,7 @@ func TestValidateEventIn(t *testing.T) {
 		{name: "client_event_id empty", edits: map[string]any{"client_event_id": ""}, want: []string{`string_pattern_mismatch@["body","client_event_id"]`}},
 		{name: "reporter_token pattern", edits: map[string]any{"reporter_token": "vehicle 7"}, want: []string{`string_pattern_mismatch@["body","reporter_token"]`}},
 
-		// spec 2.2: occurred_at carries a timezone and is at most 300 s ahead.
+		// docs/api.md §2.2: occurred_at carries a timezone and is at most 300 s ahead.
 		{name: "naive occurred_at", edits: map[string]any{"occurred_at": "2024-05-01T09:55:00"}, want: []string{`timezone_aware@["body","occurred_at"]`}},
 		{name: "unparsable occurred_at", edits: map[string]any{"occurred_at": "yesterday"}, want: []string{`datetime_parsing@["body","occurred_at"]`}},
 		{name: "occurred_at with an offset", edits: map[string]any{"occurred_at": "2024-05-01T11:55:00+02:00"}},
@@ -131,7 +131,7 @@ func TestValidateEventIn(t *testing.T) {
 		{name: "occurred_at 300.5 s ahead", edits: map[string]any{"occurred_at": "2024-05-01T10:05:00.5Z"}, want: []string{`value_error@["body","occurred_at"]`}},
 		{name: "occurred_at ahead by its offset", edits: map[string]any{"occurred_at": "2024-05-01T10:10:00-01:00"}, want: []string{`value_error@["body","occurred_at"]`}},
 
-		// contract 1: every error in a payload is reported, cross-field rules included, in
+		// docs/api.md §10.1: every error in a payload is reported, cross-field rules included, in
 		// the payload's field order with unknown members last.
 		{name: "several errors at once", edits: map[string]any{
 			"type": "accident", "lat": json.Number("48.2"), "heading": json.Number("400"),
@@ -162,8 +162,8 @@ func TestValidateEventIn(t *testing.T) {
 	}
 }
 
-// TestValueErrorMessages checks the value_error items are well-formed (contract 1: type,
-// loc, msg, input) and that a misplaced subtype names where it belongs (spec 7: "subtype
+// TestValueErrorMessages checks the value_error items are well-formed (docs/api.md §10.1: type,
+// loc, msg, input) and that a misplaced subtype names where it belongs (docs/api.md §7: "subtype
 // under the wrong type").
 func TestValueErrorMessages(t *testing.T) {
 	t.Parallel()
@@ -209,8 +209,8 @@ func TestValueErrorMessages(t *testing.T) {
 	}
 }
 
-// TestValidateRevisionIn covers spec 7's revision row: unknown field, subtype under the
-// stored type, coordinate out of range, lat/lon not matching the geometry start.
+// TestValidateRevisionIn covers the revision 422s of docs/api.md §7: unknown field, subtype under
+// the stored type, coordinate out of range, lat/lon not matching the geometry start.
 func TestValidateRevisionIn(t *testing.T) {
 	t.Parallel()
 	const full = `{"lat":48.13743,"lon":11.57549,"geometry":{"coordinates":[[11.57549,48.13743],[11.58,48.14]]},
@@ -252,8 +252,8 @@ func TestValidateRevisionIn(t *testing.T) {
 	}
 }
 
-// TestValidateSignalIn covers spec 7's signal row (action other than confirm or deny,
-// unknown field, coordinate out of range) and contract 2's both-or-neither position.
+// TestValidateSignalIn covers the signal 422s of docs/api.md §7 (action other than confirm or deny,
+// unknown field, coordinate out of range) and the both-or-neither position of §10.2.
 func TestValidateSignalIn(t *testing.T) {
 	t.Parallel()
 	cases := []struct {

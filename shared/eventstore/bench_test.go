@@ -161,7 +161,7 @@ func BenchmarkQuery1000mUncached(b *testing.B) {
 	benchmarkQuery(b, eventstore.AreaQuery{Radius: 1000}, false)
 }
 
-// BenchmarkQuery9780m is the widest query of spec 8 (target: p99 100 ms, at most 20
+// BenchmarkQuery9780m is the widest query of docs/api.md §8 (target: p99 100 ms, at most 20
 // lookups; docs/performance.md §1).
 func BenchmarkQuery9780m(b *testing.B) { benchmarkQuery(b, eventstore.AreaQuery{Radius: 9780}, true) }
 

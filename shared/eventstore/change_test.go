@@ -15,8 +15,8 @@ import (
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
 )
 
-// spec 7, GET /v1/events/{event_id}: any status; 404 for an unknown or malformed id and for an
-// event of a network the credential is not served (spec 4.1 rule 4: never 403).
+// docs/api.md §7, GET /v1/events/{event_id}: any status; 404 for an unknown or malformed id and for
+// an event of a network the credential is not served (docs/api.md §4.1 rule 4: never 403).
 func TestGet(t *testing.T) {
 	t.Parallel()
 	tables.Each(t, func(t *testing.T, tab tables.Table) {
@@ -55,7 +55,7 @@ func TestGet(t *testing.T) {
 	})
 }
 
-// spec 4.1 rule 5, spec 3 and spec 7, POST .../revisions.
+// docs/api.md §4.1 rule 5, §3 and §7, POST .../revisions.
 func TestRevise(t *testing.T) {
 	t.Parallel()
 	tables.Each(t, func(t *testing.T, tab tables.Table) {
@@ -78,9 +78,9 @@ func TestRevise(t *testing.T) {
 			t.Errorf("revised = %+v; want the new point, no geometry, no severity, subtype sinkhole (applied, not merged)", e)
 		}
 		if e.Type != "road_damage" || !e.CreatedAt.Equal(created.CreatedAt) || e.ConfirmCount != 0 || e.Status != "active" {
-			t.Errorf("revised = %+v; want type, created_at, tallies and status kept (spec 4.1 rule 5)", e)
+			t.Errorf("revised = %+v; want type, created_at, tallies and status kept (docs/api.md §4.1 rule 5)", e)
 		}
-		// spec 3: a revision pushes expiry back to a full TTL (road_damage: 12 h).
+		// docs/api.md §3: a revision pushes expiry back to a full TTL (road_damage: 12 h).
 		if want := tab.Clock.Now().Add(12 * time.Hour); !e.ExpiresAt.Equal(want) || e.UpdatedAt == nil || !e.UpdatedAt.Equal(tab.Clock.Now()) {
 			t.Errorf("expires_at %v, updated_at %v; want %v and now", e.ExpiresAt, e.UpdatedAt, want)
 		}
@@ -124,13 +124,13 @@ func TestRevise(t *testing.T) {
 			t.Errorf("after refused revisions: lat %v; want 48.25, unchanged", got.Lat)
 		}
 
-		// spec 3: a wrong-way vehicle report is not extended by its publisher.
+		// docs/api.md §3: a wrong-way vehicle report is not extended by its publisher.
 		ww := h.publish(liveKey, point("wrong_way_vehicle", 47, 8))
 		tab.Clock.Advance(10 * time.Minute)
 		if got := revise(liveKey, ww.EventID, map[string]any{"lat": 47.001, "lon": 8}).event(t, http.StatusOK); !got.ExpiresAt.Equal(ww.ExpiresAt) || got.Lat != 47.001 {
 			t.Errorf("wrong_way_vehicle revised: expires_at %v, lat %v; want %v unchanged and lat 47.001", got.ExpiresAt, got.Lat, ww.ExpiresAt)
 		}
-		// Over states refuse revisions with 409 (spec 3): expired by time...
+		// Over states refuse revisions with 409 (docs/api.md §3): expired by time...
 		tab.Clock.Advance(11 * time.Minute)
 		revise(liveKey, ww.EventID, map[string]any{"lat": 47, "lon": 8}).detail(t, http.StatusConflict)
 		// ... and by the deny quorum.
@@ -143,7 +143,7 @@ func TestRevise(t *testing.T) {
 	})
 }
 
-// spec 4.1 rule 6, spec 3 and spec 7, POST .../signals.
+// docs/api.md §4.1 rule 6, §3 and §7, POST .../signals.
 func TestSignal(t *testing.T) {
 	t.Parallel()
 	tables.Each(t, func(t *testing.T, tab tables.Table) {
@@ -157,14 +157,14 @@ func TestSignal(t *testing.T) {
 		e := h.publish(liveKey, point("accident", 40, -74))
 		id := e.EventID
 
-		// The publisher's own organisation may signal its own event (contract 2).
+		// The publisher's own organisation may signal its own event (docs/api.md §10.2).
 		got := signal(liveKey, id, map[string]any{"action": "confirm"}).event(t, http.StatusOK)
 		if got.ConfirmCount != 1 || got.Verification != "confirmed" || got.Confidence != 0.75 {
-			t.Errorf("after a confirmation: %+v; want 1 confirm, confirmed, 0.75 (contract 2)", got)
+			t.Errorf("after a confirmation: %+v; want 1 confirm, confirmed, 0.75 (docs/api.md §10.2)", got)
 		}
 		// Without reporter_token the organisation is one reporter: a repeat changes nothing.
 		if again := signal(liveKey, id, map[string]any{"action": "confirm"}).event(t, http.StatusOK); again.ConfirmCount != 1 {
-			t.Errorf("repeat of the same action: confirm_count %d; want 1 (spec 3: nothing changes)", again.ConfirmCount)
+			t.Errorf("repeat of the same action: confirm_count %d; want 1 (docs/api.md §3: nothing changes)", again.ConfirmCount)
 		}
 		// The same reporter changing its action moves from one tally to the other.
 		got = signal(liveKey, id, map[string]any{"action": "deny", "lat": 40.001, "lon": -74}).event(t, http.StatusOK)
@@ -205,8 +205,8 @@ func TestSignal(t *testing.T) {
 		// A sandbox credential signals sandbox events.
 		signal(sandboxKey, sandboxEvent.EventID, map[string]any{"action": "confirm"}).expect(t, http.StatusOK)
 
-		// The deny quorum (contract 2): 3 denials outnumbering the confirmations end the event
-		// at once; a late denial is 409 (spec 7).
+		// The deny quorum (docs/api.md §10.2): 3 denials outnumbering the confirmations end the
+		// event at once; a late denial is 409 (docs/api.md §7).
 		d := h.publish(liveKey, point("object_on_road", 41, -74))
 		for i := range 3 {
 			got = signal(otherLive, d.EventID, map[string]any{"action": "deny", "reporter_token": fmt.Sprint("d", i)}).event(t, http.StatusOK)
@@ -220,18 +220,18 @@ func TestSignal(t *testing.T) {
 		tab.Clock.Advance(2 * time.Hour)
 		signal(otherLive, id, map[string]any{"action": "confirm", "reporter_token": "v3"}).detail(t, http.StatusConflict)
 
-		// Every signal that passed validation is metered (spec 8 rule 3), refused ones included.
+		// Every signal that passed validation is metered (docs/api.md §8 rule 3), refused ones included.
 		if u := h.usage("org_b", live); u.Signals != 8 {
 			t.Errorf("signals metered for org_b live = %d; want 8", u.Signals)
 		}
 	})
 }
 
-// spec 8: the hourly signal ceiling per organisation and environment is 429 with
-// Retry-After, and a throttled signal is still metered (spec 8 rule 3). On the embedded store
-// only: using up 3000 signals takes about a minute on DynamoDB Local, the ceiling itself is
-// tested on both adapters in package ratelimit, and what follows its answer here is the same
-// code on both.
+// docs/api.md §8: the hourly signal ceiling per organisation and environment is 429 with
+// Retry-After, and a throttled signal is still metered (docs/api.md §8 rule 3). On the
+// embedded store only: using up 3000 signals takes about a minute on DynamoDB Local, the
+// ceiling itself is tested on both adapters in package ratelimit, and what follows its answer
+// here is the same code on both.
 func TestSignalCeiling(t *testing.T) {
 	t.Parallel()
 	tab := tables.Embedded(t)
@@ -259,12 +259,12 @@ func TestSignalCeiling(t *testing.T) {
 	r := h.do("POST", "/v1/events/"+e.EventID+"/signals", key, map[string]any{"action": "confirm"})
 	r.detail(t, http.StatusTooManyRequests)
 	if got := r.Header.Get("Retry-After"); got != "2400" {
-		t.Errorf("Retry-After = %q; want 2400, the seconds left in the window (contract 2)", got)
+		t.Errorf("Retry-After = %q; want 2400, the seconds left in the window (docs/api.md §10.2)", got)
 	}
 	if got := h.do("GET", "/v1/events/"+e.EventID, key, nil).event(t, http.StatusOK); got.ConfirmCount != 0 {
 		t.Errorf("confirm_count after a throttled signal = %d; want 0", got.ConfirmCount)
 	}
-	// The other environment has its own budget (spec 8: within one side of the line).
+	// The other environment has its own budget (docs/api.md §8: within one side of the line).
 	sandboxKey := h.key("org_a", sandbox)
 	s := h.publish(sandboxKey, point("accident", 35.68, 139.69))
 	h.do("POST", "/v1/events/"+s.EventID+"/signals", sandboxKey, map[string]any{"action": "confirm"}).expect(t, http.StatusOK)
@@ -275,7 +275,7 @@ func TestSignalCeiling(t *testing.T) {
 	h.do("POST", "/v1/events/"+e.EventID+"/signals", key, map[string]any{"action": "confirm"}).expect(t, http.StatusOK)
 }
 
-// issue item 4: 100 reporters signalling one event at once lose no vote.
+// docs/api.md §4.1 rule 6: 100 reporters signalling one event at once lose no vote.
 func TestSignalRace(t *testing.T) {
 	t.Parallel()
 	tables.Each(t, func(t *testing.T, tab tables.Table) {

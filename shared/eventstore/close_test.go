@@ -18,10 +18,10 @@ import (
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
 )
 
-// docs/network.md §3: the publisher ends its own event early with POST .../close, with no
-// body or an empty object: the event becomes expired with expires_at at that moment, leaves
-// the area query (spec 4.1 rule 3) and stays readable (spec 4.1 rule 4); then it is over
-// (spec 3: signals and revisions 409).
+// docs/network.md §3: the publisher ends its own event early with POST .../close, with no body or
+// an empty object: the event becomes expired with expires_at at that moment, leaves the area query
+// (docs/api.md §4.1 rule 3) and stays readable (docs/api.md §4.1 rule 4); then it is over
+// (docs/api.md §3: signals and revisions 409).
 func TestClose(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -59,8 +59,8 @@ func TestClose(t *testing.T) {
 	}
 }
 
-// docs/network.md §3 and spec 7 (the revision's rows): who may close which event, events over
-// already, and bodies other than nothing or an empty object. The bodies are empty objects, so
+// docs/network.md §3 and docs/api.md §7 (the revision's rows): who may close which event, events
+// over already, and bodies other than nothing or an empty object. The bodies are empty objects, so
 // that the access rules are checked apart from the absent body (TestClose).
 func TestCloseRefusals(t *testing.T) {
 	t.Parallel()

@@ -1,19 +1,19 @@
-// Package eventstore is the events route group (ARCHITECTURE.md, "Lambdas and route groups"):
-// publishing, the area query, reading, revising and signalling road events (spec 4.1 rules
-// 1-6, spec 7), on the table of package store. The domain rules themselves (validation,
-// lifecycle, confidence, ids) are package event's; this package stores events, indexes them
-// by area and serves them over HTTP.
+// Package eventstore is the events route group (docs/architecture.md §4): publishing, the
+// area query, reading, revising and signalling road events (docs/api.md §4.1 rules 1-6, §7),
+// on the table of package store. The domain rules themselves (validation, lifecycle,
+// confidence, ids) are package event's; this package stores events, indexes them by area and
+// serves them over HTTP.
 //
 // # Storage layout
 //
 // An event is a few items, all written by one transaction per change (single-table design,
-// ARCHITECTURE.md "Storage"):
+// docs/architecture.md §2):
 //
 //	pk "event#<event_id>"               sk "event"             event item
 //	    data (event.Event as JSON), version, org_id, environment,
 //	    cells (the area cells it is indexed under), ttl
 //	pk "event#<event_id>"               sk "vote#<reporter>"   vote item, one per reporter
-//	    data (event.Vote as JSON), ttl                          (latest wins, spec 4.1 rule 6)
+//	    data (event.Vote as JSON), ttl                          (latest wins, docs/api.md §4.1 rule 6)
 //	pk "area#<environment>#<h3 cell>"   sk "<event_id>"        area index item, one per cell
 //	    d (the record of record.go), ttl                        of the extent at each level
 //	pk "event#<event_id>"               sk "log#<time>#<version>#"  history entry, one per
@@ -25,22 +25,21 @@
 // The reporter of a vote is event.Reporter: the organisation and the reporter_token.
 //
 // Every change is conditioned on the version read (optimistic concurrency, event.Event.Version):
-// publishing on the event item not existing (so of concurrent identical publishes one creates
-// the event and the others find it, spec 4.1 rule 1), revising and signalling on the version
+// publishing on the event item not existing (so of concurrent identical publishes one creates the
+// event and the others find it, docs/api.md §4.1 rule 1), revising and signalling on the version
 // being the one the change was computed from. Within a process the changes of one event are
-// serialised, so a burst of signals on one event queues rather than collides; a change that
-// lost to another process reads the event again and is redone, with backoff (Store.Signal).
-// A signal writes the event, the reporter's vote and every index item (the items carry the
-// confidence, tallies and expiry the signal changed); a revision moves the index to the new
-// extent in the same transaction, deleting the cells no longer touched; an event ended by the
-// deny quorum loses its index items.
+// serialised, so a burst of signals on one event queues rather than collides; a change that lost to
+// another process reads the event again and is redone, with backoff (Store.Signal). A signal writes
+// the event, the reporter's vote and every index item (the items carry the confidence, tallies and
+// expiry the signal changed); a revision moves the index to the new extent in the same transaction,
+// deleting the cells no longer touched; an event ended by the deny quorum loses its index items.
 //
 // TTLs. The event and its votes carry the TTL created_at + the type's ceiling + Retention (14
 // days): past the latest moment the event can leave active, so it stays readable by id at
-// least 7 days after that (contract 2), and the votes never outlive the event. Index items
+// least 7 days after that (docs/api.md §10.2), and the votes never outlive the event. Index items
 // carry the event's expires_at, so the table drops them once they are expired; but DynamoDB
 // deletes expired items up to days late, so every read filters on expires_at itself: an event
-// is gone from GET /v1/events the moment it expires (spec 3), with no sweeper.
+// is gone from GET /v1/events the moment it expires (docs/api.md §3), with no sweeper.
 //
 // # Area index
 //
@@ -62,14 +61,14 @@
 //	9780 m     7      61 - 76.7 - 118       396 km²
 //
 // Level 8 serves the default radius with the fewest items within the budget (at the benchmark
-// city's 40 events per km², about 380 items read for 140 answered, against about 740 at level
-// 7); up to 1.1 km its cover stays within 20 cells (up to 1.6 km for half the centres). Larger
-// radii read level 6: the widest query reads 12 to 24 cells (1.6 % of centres over 20), where
-// level 5 would read a third of the cells but twice the items, and level 7 five times the
-// cells. A sandbox credential is served both environments (spec 1) and reads both partitions
-// of each cell. At level 6 the cells are read nearest first, in waves of growing size, and the
-// query stops once 500 events (MaxEventsPerQuery, spec 8) are nearer than any unread cell
-// could hold: over a dense city the widest query reads the 3 or 4 cells around its centre.
+// city's 40 events per km², about 380 items read for 140 answered, against about 740 at level 7);
+// up to 1.1 km its cover stays within 20 cells (up to 1.6 km for half the centres). Larger radii
+// read level 6: the widest query reads 12 to 24 cells (1.6 % of centres over 20), where level 5
+// would read a third of the cells but twice the items, and level 7 five times the cells. A sandbox
+// credential is served both environments (docs/api.md §1) and reads both partitions of each cell.
+// At level 6 the cells are read nearest first, in waves of growing size, and the query stops once
+// 500 events (MaxEventsPerQuery, docs/api.md §8) are nearer than any unread cell could hold: over a
+// dense city the widest query reads the 3 or 4 cells around its centre.
 //
 // Each record also carries what lets a query skip most exact distances (record.go, cache.go):
 // a point whose chord to the centre is longer than the bound's (geo.ChordSquared; the bound is

@@ -19,9 +19,8 @@ func (s *Store) Close(ctx context.Context, c Caller, id string) (event.Event, er
 	return s.end(ctx, id, c.mayRevise, (*event.Event).Close, event.Entry{Kind: event.EntryClosed})
 }
 
-// Invalidate ends event id on a verdict about its publisher, with reason (docs/network.md
-// §2): it becomes invalidated and the stream sends its "ended". An event over already is an
-// *OverError.
+// Invalidate ends event id on a verdict about its publisher, with reason (docs/network.md §2): it
+// becomes invalidated and the stream sends its "ended". An event over already is an *OverError.
 func (s *Store) Invalidate(ctx context.Context, id, reason string) (event.Event, error) {
 	return s.end(ctx, id, nil, (*event.Event).Invalidate, event.Entry{Kind: event.EntryInvalidated, Reason: reason})
 }
@@ -69,9 +68,9 @@ func (s *Store) end(ctx context.Context, id string, check func(event.Event) erro
 	}
 }
 
-// InvalidateOrg invalidates every active event org published in env at or after since (the
-// zero time: every one), with reason, and returns how many it invalidated (docs/network.md
-// §2). It reads the organisation's list of events back to the longest life a type allows.
+// InvalidateOrg invalidates every active event org published in env at or after since (the zero
+// time: every one), with reason, and returns how many it invalidated (docs/network.md §2). It reads
+// the organisation's list of events back to the longest life a type allows.
 func (s *Store) InvalidateOrg(ctx context.Context, org, env string, since time.Time, reason string) (int, error) {
 	now := s.clock.Now()
 	from := now.Add(-ceiling("")) // the longest life a type allows
@@ -100,7 +99,7 @@ func (s *Store) InvalidateOrg(ctx context.Context, org, env string, since time.T
 	return n, nil
 }
 
-// mayRevise tells whether the caller may change ev as its publisher (spec 4.1 rule 5):
+// mayRevise tells whether the caller may change ev as its publisher (docs/api.md §4.1 rule 5):
 // ErrNotFound for an event of a network it is not served, ErrNotPublisher for another
 // organisation's, ErrOtherNetwork for its own under the other environment's credential.
 func (c Caller) mayRevise(ev event.Event) error {

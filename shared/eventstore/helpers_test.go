@@ -149,22 +149,22 @@ func (r reply) expect(t *testing.T, status int) {
 	apitest.Client{T: t}.Expect(r.Response, status, nil, r.what)
 }
 
-// detail checks a handler error (spec 7 shape 1: {"detail": <string>}) and returns the
+// detail checks a handler error (docs/api.md §7 shape 1: {"detail": <string>}) and returns the
 // sentence.
 func (r reply) detail(t *testing.T, status int) string {
 	t.Helper()
 	return apitest.Client{T: t}.ExpectDetail(r.Response, status, r.what)
 }
 
-// problem is one item of a validation error, as a client matches it (spec 7: type and loc,
+// problem is one item of a validation error, as a client matches it (docs/api.md §7: type and loc,
 // never msg).
 type problem struct {
 	Type string
 	Loc  string // the loc as JSON, e.g. ["body","lat"]
 }
 
-// problems checks a validation error (spec 7 shape 2: {"detail": [{type, loc, msg, input}]})
-// and returns its items.
+// problems checks a validation error (docs/api.md §7 shape 2: {"detail": [{type, loc, msg,
+// input}]}) and returns its items.
 func (r reply) problems(t *testing.T) []problem {
 	t.Helper()
 	var out []problem

@@ -18,12 +18,12 @@ const (
 	// fewest items. It is the query_level of GET /v1/meta/limits.
 	FineLevel = 8
 	// CoarseLevel serves radii whose fine cover would need more than MaxLookups reads, up to
-	// the widest query of spec 8 (9780 m).
+	// the widest query of docs/api.md §8 (9780 m).
 	CoarseLevel = 6
 )
 
-// QueryLevel is the H3 resolution GET /v1/meta/limits reports as query_level (contract 2): the
-// fine level, which a query of the default radius reads.
+// QueryLevel is the H3 resolution GET /v1/meta/limits reports as query_level (docs/api.md §10.2):
+// the fine level, which a query of the default radius reads.
 const QueryLevel = FineLevel
 
 // levels lists the index levels, finest first: a query takes the first whose cover needs at
@@ -32,7 +32,7 @@ var levels = []int{FineLevel, CoarseLevel}
 
 // MaxLookups bounds the cells a query reads when some level allows it: the lookup budget of
 // the load targets (docs/performance.md §1), one table Query per cell. A level is chosen by
-// cells, not partitions: a sandbox credential, which is served both environments (spec 1),
+// cells, not partitions: a sandbox credential, which is served both environments (docs/api.md §1),
 // reads two partitions per cell rather than falling back to cells seven times larger for its
 // 1000 m queries.
 const MaxLookups = 20
@@ -71,8 +71,8 @@ func (e *ExtentError) Unwrap() error { return ErrExtentTooLarge }
 
 // indexCells returns the cells, at every level, under which an extent is indexed, as
 // canonical strings, sorted, and those of FineLevel as cells (the merge guards derive from
-// them). geo.IndexCells samples the extent so that a padded cover always meets it (spec 4.1
-// rule 3: a long segment passing the query point is found).
+// them). geo.IndexCells samples the extent so that a padded cover always meets it (docs/api.md
+// §4.1 rule 3: a long segment passing the query point is found).
 func indexCells(extent []geo.Point) (all []string, fine []h3.Cell, err error) {
 	for _, res := range levels {
 		cells, err := geo.IndexCells(extent, res)

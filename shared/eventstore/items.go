@@ -129,8 +129,8 @@ func decodeVote(it store.Item) (event.Vote, error) {
 
 // keepUntil is the TTL of an event's own items (the event and its votes), in Unix seconds:
 // Retention past the latest moment the event can leave active, created_at plus its type's
-// ceiling (spec 2.1). It never moves, so the votes of an event always expire with it and a
-// client_event_id reused after both are gone starts from nothing. Contract 2 asks for 7 days
+// ceiling (docs/api.md §2.1). It never moves, so the votes of an event always expire with it and a
+// client_event_id reused after both are gone starts from nothing. docs/api.md §10.2 asks for 7 days
 // after the event left active; Retention (14 days by default) is past that wherever in its
 // life the event ended.
 func (s *Store) keepUntil(ev event.Event) int64 {
@@ -150,10 +150,10 @@ func ceiling(typ string) time.Duration {
 	return longest
 }
 
-// areaItem is the index item of ev under partition pk, carrying rec (record.go). Its TTL is
-// the event's expiry, rounded up to the second: the table may drop it from then on, and reads
-// filter on the exact expires_at in rec anyway (spec 3: expiry is when expires_at is reached,
-// and DynamoDB deletes expired items up to days late).
+// areaItem is the index item of ev under partition pk, carrying rec (record.go). Its TTL is the
+// event's expiry, rounded up to the second: the table may drop it from then on, and reads filter on
+// the exact expires_at in rec anyway (docs/api.md §3: expiry is when expires_at is reached, and
+// DynamoDB deletes expired items up to days late).
 func areaItem(pk, id string, expires time.Time, rec []byte) store.Item {
 	return store.Item{
 		store.AttrPK:  pk,

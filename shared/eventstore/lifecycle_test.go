@@ -9,8 +9,8 @@ import (
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
 )
 
-// spec 2.1: every type's default TTL, from the spec's table (not from the taxonomy package, so
-// that a drift between the two fails here).
+// docs/api.md §2.1: every type's default TTL, from the documented table (not from the taxonomy
+// package, so that a drift between the two fails here).
 func TestDefaultTTL(t *testing.T) {
 	t.Parallel()
 	ttl := map[string]time.Duration{
@@ -33,10 +33,10 @@ func TestDefaultTTL(t *testing.T) {
 	})
 }
 
-// spec 2.1 and contract 2: a first confirmation from a new reporter extends expiry to at least
-// now + the type's extension, capped at created_at + the ceiling; an unconfirmed report
-// expires on schedule (spec 2.1 rule 3). Each case keeps an event alive with a new reporter a
-// minute before each expiry until the ceiling stops it, on the injected clock.
+// docs/api.md §2.1 and §10.2: a first confirmation from a new reporter extends expiry to at least
+// now + the type's extension, capped at created_at + the ceiling; an unconfirmed report expires on
+// schedule (docs/api.md §2.1 rule 3). Each case keeps an event alive with a new reporter a minute
+// before each expiry until the ceiling stops it, on the injected clock.
 func TestExtensionAndCeiling(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
@@ -116,9 +116,9 @@ func maxTime(a, b time.Time) time.Time {
 	return b
 }
 
-// spec 3: natural expiry happens when expires_at is reached, with no sweeper: the event is
-// readable by id as expired and gone from GET /v1/events at that very moment (issue item 9:
-// the table deletes expired items late, so every read filters on expires_at itself).
+// docs/api.md §3: natural expiry happens when expires_at is reached, with no sweeper: the event is
+// readable by id as expired and gone from GET /v1/events at that very moment (the
+// table deletes expired items late, so every read filters on expires_at itself).
 func TestNaturalExpiry(t *testing.T) {
 	t.Parallel()
 	tables.Each(t, func(t *testing.T, tab tables.Table) {
@@ -138,7 +138,7 @@ func TestNaturalExpiry(t *testing.T) {
 		if got.Status != "expired" || !got.ExpiresAt.Equal(e.ExpiresAt) {
 			t.Errorf("GET at expires_at: status %s, expires_at %v; want expired, %v", got.Status, got.ExpiresAt, e.ExpiresAt)
 		}
-		// contract 2: kept, and readable, at least 7 days after it left active.
+		// docs/api.md §10.2: kept, and readable, at least 7 days after it left active.
 		tab.Clock.Advance(7*24*time.Hour + time.Minute)
 		if got := h.do("GET", "/v1/events/"+e.EventID, key, nil).event(t, http.StatusOK); got.Status != "expired" {
 			t.Errorf("7 days after expiry: status %s; want expired", got.Status)
@@ -146,7 +146,7 @@ func TestNaturalExpiry(t *testing.T) {
 	})
 }
 
-// contract 2: a revision sets expires_at = min(now + default TTL, created_at + ceiling).
+// docs/api.md §10.2: a revision sets expires_at = min(now + default TTL, created_at + ceiling).
 func TestRevisionCappedAtTheCeiling(t *testing.T) {
 	t.Parallel()
 	tables.Each(t, func(t *testing.T, tab tables.Table) {

@@ -18,7 +18,7 @@ import (
 )
 
 // checkMergedInto fails unless e is a duplicate merged into survivor (docs/network.md §1,
-// spec 3: status merged).
+// docs/api.md §3: status merged).
 func checkMergedInto(t *testing.T, e publicEvent, survivor string) {
 	t.Helper()
 	if e.Status != "merged" || e.MergedInto == nil || *e.MergedInto != survivor {
@@ -42,7 +42,7 @@ func deref(s *string) string {
 }
 
 // north returns the point m metres north of p, rounded as the service stores coordinates
-// (spec 2.2: 5 decimals), so that distances computed here are the service's.
+// (docs/api.md §2.2: 5 decimals), so that distances computed here are the service's.
 func north(p geo.Point, m float64) geo.Point {
 	return geo.Point{Lat: geo.Round5(p.Lat + m/111195), Lon: p.Lon}
 }
@@ -73,10 +73,11 @@ func mergeDistance(t *testing.T, typ string) float64 {
 	return spec.MergeDistance
 }
 
-// docs/network.md §1, spec 3 and spec 4.1 rules 1, 3 and 4: another organisation's report of
+// docs/network.md §1, docs/api.md §3 and §4.1 rules 1, 3 and 4: another organisation's report of
 // the same hazard is answered 201 merged into the report already there, counts as that
-// organisation's confirmation on it (spec 4.1 rule 6, with the extension of spec 2.1), and is
-// then over: replayed as it is, readable, refused signals and revisions, never listed.
+// organisation's confirmation on it (docs/api.md §4.1 rule 6, with the extension of
+// docs/api.md §2.1), and is then over: replayed as it is, readable, refused signals and
+// revisions, never listed.
 func TestMergeOnPublish(t *testing.T) {
 	t.Parallel()
 	tables.Each(t, func(t *testing.T, tab tables.Table) {
@@ -103,21 +104,21 @@ func TestMergeOnPublish(t *testing.T) {
 				surv.ConfirmCount, surv.Verification, surv.ExpiresAt, extended)
 		}
 
-		// spec 4.1 rule 1: a replay answers 200 with the same merged event and counts nothing.
+		// docs/api.md §4.1 rule 1: a replay answers 200 with the same merged event and counts nothing.
 		tab.Clock.Advance(time.Minute)
 		replay := h.do("POST", "/v1/events", keyB, dupBody).event(t, http.StatusOK)
 		if replay.EventID != dup.EventID {
 			t.Errorf("replay = %s; want %s", replay.EventID, dup.EventID)
 		}
 		checkMergedInto(t, replay, first.EventID)
-		// spec 4.1 rule 4: a merged event is still readable.
+		// docs/api.md §4.1 rule 4: a merged event is still readable.
 		got := h.do("GET", "/v1/events/"+dup.EventID, keyB, nil).event(t, http.StatusOK)
 		checkMergedInto(t, got, first.EventID)
-		// spec 3: over, so signals and revisions are 409.
+		// docs/api.md §3: over, so signals and revisions are 409.
 		h.do("POST", "/v1/events/"+dup.EventID+"/signals", keyA, map[string]any{"action": "confirm"}).detail(t, http.StatusConflict)
 		h.do("POST", "/v1/events/"+dup.EventID+"/revisions", keyB, map[string]any{"lat": 40, "lon": 3}).detail(t, http.StatusConflict)
 
-		// spec 4.1 rule 3: the area query lists the survivor alone.
+		// docs/api.md §4.1 rule 3: the area query lists the survivor alone.
 		listed := h.area(keyA, q(spot.Lat, spot.Lon))
 		if len(listed) != 1 || listed[0].EventID != first.EventID || listed[0].ConfirmCount != 1 {
 			t.Errorf("area query = %+v; want only the survivor %s, with its confirmation", listed, first.EventID)
@@ -179,7 +180,7 @@ func TestMergeRule(t *testing.T) {
 			}},
 	}
 	// Just within and just beyond each type's merge distance: a few metres either side, more
-	// than the rounding of coordinates moves a point (spec 2.2: 5 decimals, about a metre).
+	// than the rounding of coordinates moves a point (docs/api.md §2.2: 5 decimals, about a metre).
 	for _, typ := range taxonomy.IDs() {
 		d := mergeDistance(t, typ)
 		cases = append(cases,
@@ -229,8 +230,8 @@ func TestMergeRule(t *testing.T) {
 }
 
 // docs/network.md §1: the merge distance is to the survivor's whole extent, as the area query
-// measures (spec 4.1 rule 3): a point near the middle of a long queue merges into it, though
-// far from its first point.
+// measures (docs/api.md §4.1 rule 3): a point near the middle of a long queue merges into it,
+// though far from its first point.
 func TestMergeIntoAnExtent(t *testing.T) {
 	t.Parallel()
 	tables.Each(t, func(t *testing.T, tab tables.Table) {
@@ -286,7 +287,7 @@ func TestMergeIntoTheOldest(t *testing.T) {
 	})
 }
 
-// docs/network.md §1 and spec 4.1 rule 6: a duplicate is one confirmation from its
+// docs/network.md §1 and docs/api.md §4.1 rule 6: a duplicate is one confirmation from its
 // organisation as a whole; an organisation that confirmed the survivor already, or whose
 // earlier duplicate was merged into it, adds none.
 func TestMergeConfirmsOncePerOrganisation(t *testing.T) {
@@ -318,7 +319,7 @@ func TestMergeConfirmsOncePerOrganisation(t *testing.T) {
 }
 
 // docs/network.md §1: a revision that moves an active report onto another source's report of
-// the same hazard merges it into that report (spec 3: it is then over).
+// the same hazard merges it into that report (docs/api.md §3: it is then over).
 func TestMergeOnRevision(t *testing.T) {
 	t.Parallel()
 	tables.Each(t, func(t *testing.T, tab tables.Table) {
@@ -353,9 +354,8 @@ func TestMergeOnRevision(t *testing.T) {
 	})
 }
 
-// issue 21 §1 (races): 20 organisations publishing one hazard at once leave exactly one
-// active report, the 19 others merged into it (docs/network.md §1), one event to the area
-// query.
+// docs/network.md §1 (concurrent reports): 20 organisations publishing one hazard at once
+// leave exactly one active report, the 19 others merged into it, one event to the area query.
 func TestMergeRace(t *testing.T) {
 	t.Parallel()
 	tables.Each(t, func(t *testing.T, tab tables.Table) {

@@ -12,8 +12,8 @@ import (
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
 )
 
-// spec 7, POST /v1/events 201, and spec 4.1 rule 2: the event takes the credential's
-// environment and the network-owned fields start where contract 2 says.
+// docs/api.md §7, POST /v1/events 201, and §4.1 rule 2: the event takes the credential's
+// environment and the network-owned fields start where docs/api.md §10.2 says.
 func TestPublishCreates(t *testing.T) {
 	t.Parallel()
 	tables.Each(t, func(t *testing.T, tab tables.Table) {
@@ -28,21 +28,21 @@ func TestPublishCreates(t *testing.T) {
 				t.Errorf("Location = %q; want %q", got, want)
 			}
 			if !strings.HasPrefix(e.EventID, "ev_") || len(e.EventID) != 29 {
-				t.Errorf("event_id = %q; want ev_ and 26 characters (contract 2)", e.EventID)
+				t.Errorf("event_id = %q; want ev_ and 26 characters (docs/api.md §10.2)", e.EventID)
 			}
 			if e.Environment != env {
-				t.Errorf("environment = %q; want the credential's %q (spec 4.1 rule 2)", e.Environment, env)
+				t.Errorf("environment = %q; want the credential's %q (docs/api.md §4.1 rule 2)", e.Environment, env)
 			}
-			// spec 2.2: coordinates rounded to 5 decimals on write.
+			// docs/api.md §2.2: coordinates rounded to 5 decimals on write.
 			if e.Lat != 48.12346 || e.Lon != 11.65432 {
 				t.Errorf("lat, lon = %v, %v; want 48.12346, 11.65432", e.Lat, e.Lon)
 			}
 			if e.Status != "active" || e.Verification != "unverified" || e.Confidence != 0.667 ||
 				e.ConfirmCount != 0 || e.DenyCount != 0 || e.SourceKind != "publisher" || e.SchemaVersion != 1 {
-				t.Errorf("network-owned fields = %+v; want active, unverified, 0.667, 0/0, publisher, 1 (contract 2)", e)
+				t.Errorf("network-owned fields = %+v; want active, unverified, 0.667, 0/0, publisher, 1 (docs/api.md §10.2)", e)
 			}
 			if !e.CreatedAt.Equal(tab.Clock.Now()) || e.ExpiresAt.Sub(e.CreatedAt) != 2*time.Hour {
-				t.Errorf("created_at %v, expires_at %v; want now and now + 2 h (spec 2.1: accident)", e.CreatedAt, e.ExpiresAt)
+				t.Errorf("created_at %v, expires_at %v; want now and now + 2 h (docs/api.md §2.1: accident)", e.CreatedAt, e.ExpiresAt)
 			}
 			got := h.do("GET", "/v1/events/"+e.EventID, key, nil).event(t, http.StatusOK)
 			if got.EventID != e.EventID || got.ExpiresAt != e.ExpiresAt {
@@ -52,7 +52,7 @@ func TestPublishCreates(t *testing.T) {
 	})
 }
 
-// spec 4.1 rule 1 and spec 7: idempotency by client_event_id.
+// docs/api.md §4.1 rule 1 and §7: idempotency by client_event_id.
 func TestPublishIdempotency(t *testing.T) {
 	t.Parallel()
 	tables.Each(t, func(t *testing.T, tab tables.Table) {
@@ -84,7 +84,7 @@ func TestPublishIdempotency(t *testing.T) {
 		} {
 			d := h.do("POST", "/v1/events", liveKey, tc.body).detail(t, http.StatusConflict)
 			if !strings.Contains(d, tc.field) {
-				t.Errorf("%s: detail %q; want it to name the first differing field %q (spec 4.1 rule 1)", tc.name, d, tc.field)
+				t.Errorf("%s: detail %q; want it to name the first differing field %q (docs/api.md §4.1 rule 1)", tc.name, d, tc.field)
 			}
 		}
 
@@ -93,8 +93,8 @@ func TestPublishIdempotency(t *testing.T) {
 		if !strings.Contains(d, "environment") {
 			t.Errorf("other environment: detail %q; want it to say the id is used in the other environment", d)
 		}
-		// Another organisation's client_event_id is its own (contract 2: the id is derived from
-		// the pair).
+		// Another organisation's client_event_id is its own (docs/api.md §10.2: the id is
+		// derived from the pair).
 		if other := h.publish(otherOrg, body); other.EventID == first.EventID {
 			t.Errorf("org_b's event has org_a's id %s", other.EventID)
 		}
@@ -109,7 +109,7 @@ func TestPublishIdempotency(t *testing.T) {
 	})
 }
 
-// issue item 4: 20 identical concurrent publishes create exactly one event.
+// docs/api.md §4.1 rule 1: 20 identical concurrent publishes create exactly one event.
 func TestPublishRace(t *testing.T) {
 	t.Parallel()
 	tables.Each(t, func(t *testing.T, tab tables.Table) {
@@ -147,8 +147,8 @@ func TestPublishRace(t *testing.T) {
 	})
 }
 
-// spec 7, POST /v1/events 422: every cause of the row, each at its loc with its type (contract
-// 1), and every error of a payload in one answer.
+// docs/api.md §7, POST /v1/events 422: every cause of the row, each at its loc with its type
+// (docs/api.md §10.1), and every error of a payload in one answer.
 func TestPublishValidation(t *testing.T) {
 	t.Parallel()
 	tables.Each(t, func(t *testing.T, tab tables.Table) {
@@ -195,7 +195,7 @@ func TestPublishValidation(t *testing.T) {
 				with("geometry", line(3)).with("lat", 48.5)).problems(t)
 			want := []problem{{"value_error", `["body","geometry"]`}, {"string_too_long", `["body","description"]`}}
 			if len(got) != 2 || !containsAll(got, want) {
-				t.Errorf("errors = %v; want both %v (contract 1: every error is reported)", got, want)
+				t.Errorf("errors = %v; want both %v (docs/api.md §10.1: every error is reported)", got, want)
 			}
 		})
 		t.Run("a geometry too long to index", func(t *testing.T) {
@@ -226,8 +226,8 @@ func containsAll(got, want []problem) bool {
 	return true
 }
 
-// spec 5 API key rule 5 and spec 7: 401 with WWW-Authenticate: Bearer on every route of the
-// group, and a revoked key is refused from the next request on (spec 3).
+// docs/api.md §5 API key rule 5 and §7: 401 with WWW-Authenticate: Bearer on every route of the
+// group, and a revoked key is refused from the next request on (docs/api.md §3).
 func TestCredentials(t *testing.T) {
 	t.Parallel()
 	tables.Each(t, func(t *testing.T, tab tables.Table) {

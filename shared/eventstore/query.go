@@ -14,7 +14,7 @@ import (
 	"github.com/roadevents/roadevents/shared/store"
 )
 
-// AreaQuery selects the active events around a point (spec 4.1, GET /v1/events).
+// AreaQuery selects the active events around a point (docs/api.md §4.1, GET /v1/events).
 type AreaQuery struct {
 	Center geo.Point
 	// Radius in metres, more than 0 and at most Options.MaxRadius.
@@ -28,7 +28,7 @@ type AreaQuery struct {
 // AreaEvent is one event an area query found.
 type AreaEvent struct {
 	ID string
-	// Distance in metres from the query's centre to the event's full extent (spec 4.1 rule 3).
+	// Distance in metres from the query's centre to the event's full extent (docs/api.md §4.1 rule 3).
 	Distance float64
 	// JSON is the event's EventPublic as GET /v1/events sends it.
 	JSON []byte
@@ -39,7 +39,7 @@ type AreaEvent struct {
 // AreaResult is the answer of an area query and what it cost.
 type AreaResult struct {
 	// Events are the matching events, nearest first (ties by id), at most
-	// Options.MaxEventsPerQuery of them (spec 8: truncated silently).
+	// Options.MaxEventsPerQuery of them (docs/api.md §8: truncated silently).
 	Events []AreaEvent
 	// Level is the H3 resolution whose cells were read.
 	Level int
@@ -61,16 +61,16 @@ func (r *AreaResult) AppendJSON(b []byte) []byte {
 	return append(b, ']')
 }
 
-// Area returns the active events of the networks the caller is served (spec 1: live for a
+// Area returns the active events of the networks the caller is served (docs/api.md §1: live for a
 // live credential, live and sandbox for a sandbox credential) whose extent comes within
 // q.Radius of q.Center and that pass q's filters, nearest first, capped silently at
-// Options.MaxEventsPerQuery (spec 4.1 rule 3, spec 8).
+// Options.MaxEventsPerQuery (docs/api.md §4.1 rule 3, §8).
 //
 // It reads only the area index: the cells covering the circle at the level coverFor picks,
 // one table Query per cell and environment, several at once. Each index item carries the
 // event's type, confidence, expiry, extent and public JSON, so the events are filtered,
 // measured exactly (geo.DistanceToExtent) and answered without reading them. Expiry is checked
-// against the clock here, whatever the table's TTL deletion has done (spec 3: an event is
+// against the clock here, whatever the table's TTL deletion has done (docs/api.md §3: an event is
 // expired once expires_at is reached). A LineString indexed under several cells is answered
 // once, in its newest copy.
 //
@@ -411,7 +411,7 @@ type nearGroup struct {
 // add considers one index record.
 func (m *matcher) add(c *cachedRec) {
 	r := &c.rec
-	if r.expires <= m.now { // spec 3: expired once expires_at is reached
+	if r.expires <= m.now { // docs/api.md §3: expired once expires_at is reached
 		return
 	}
 	if len(m.types) > 0 && !slices.ContainsFunc(m.types, func(t string) bool { return t == string(r.typ) }) {

@@ -24,7 +24,7 @@ import (
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
 )
 
-// spec 7, GET /v1/events 422: each cause at its loc with its type (contract 1).
+// docs/api.md §7, GET /v1/events 422: each cause at its loc with its type (docs/api.md §10.1).
 func TestListValidation(t *testing.T) {
 	t.Parallel()
 	tables.Each(t, func(t *testing.T, tab tables.Table) {
@@ -60,7 +60,7 @@ func TestListValidation(t *testing.T) {
 	})
 }
 
-// docs/api.md §1: a query with 9 990 unknown types (109 KB) got a 5.4 MB answer. The answer
+// docs/api.md §11.1: a query with 9 990 unknown types (109 KB) got a 5.4 MB answer. The answer
 // is bounded, still the validation shape, and opens with the first errors found.
 func TestListValidationAnswerIsBounded(t *testing.T) {
 	t.Parallel()
@@ -94,7 +94,7 @@ func TestListValidationAnswerIsBounded(t *testing.T) {
 	}
 }
 
-// spec 4.1 rule 3: only active events, nearest first, distance to the full extent, default
+// docs/api.md §4.1 rule 3: only active events, nearest first, distance to the full extent, default
 // radius 1000 m, filters by type and confidence.
 func TestListNearestFirst(t *testing.T) {
 	t.Parallel()
@@ -175,7 +175,7 @@ func TestListAcrossTheAntimeridian(t *testing.T) {
 	})
 }
 
-// spec 8 and spec 4.1 rule 3: at most 500 events, the nearest, truncated silently. The
+// docs/api.md §8 and §4.1 rule 3: at most 500 events, the nearest, truncated silently. The
 // embedded store only: 520 publishes are slow on DynamoDB Local, and the query path is the same
 // code on both adapters (tested there by the other tests).
 func TestListCapsAt500(t *testing.T) {
@@ -198,7 +198,7 @@ func TestListCapsAt500(t *testing.T) {
 	wg.Wait()
 	got := h.area(key, q(center.Lat, center.Lon, "radius=9780"))
 	if len(got) != 500 {
-		t.Fatalf("got %d events; want 500 (spec 8: silently truncated)", len(got))
+		t.Fatalf("got %d events; want 500 (docs/api.md §8: silently truncated)", len(got))
 	}
 	// Events are 10 m + 15 m * i away: the 500 nearest are i < 500.
 	for i, e := range got {
@@ -211,7 +211,7 @@ func TestListCapsAt500(t *testing.T) {
 	}
 }
 
-// spec 1 and spec 4.1 rule 3: a live key is served live events only, a sandbox key both.
+// docs/api.md §1 and §4.1 rule 3: a live key is served live events only, a sandbox key both.
 func TestListVisibility(t *testing.T) {
 	t.Parallel()
 	tables.Each(t, func(t *testing.T, tab tables.Table) {
@@ -228,16 +228,16 @@ func TestListVisibility(t *testing.T) {
 		if got, want := ids(h.area(sandboxKey, q(41.9, 12.5))), []string{l.EventID, s.EventID, o.EventID}; !slices.Equal(got, want) {
 			t.Errorf("sandbox key: %v; want live and sandbox %v", got, want)
 		}
-		// Organisation is resolved but does not alter the query (spec 4.1 rule 3).
+		// Organisation is resolved but does not alter the query (docs/api.md §4.1 rule 3).
 		if got, want := ids(h.area(otherLive, q(41.9, 12.5))), []string{l.EventID, o.EventID}; !slices.Equal(got, want) {
 			t.Errorf("org_b's live key: %v; want %v", got, want)
 		}
 	})
 }
 
-// The issue's lookup budget, over the globe (covers grow towards the poles and at pentagons):
-// a 1000 m query reads at most 20 cells at the fine level; the widest reads the coarse level's
-// 12 to 24 cells (package doc, "Area index"); a sandbox credential reads both environments'
+// The lookup budget of docs/performance.md §1, over the globe (covers grow towards the poles and at
+// pentagons): a 1000 m query reads at most 20 cells at the fine level; the widest reads the coarse
+// level's 12 to 24 cells (package doc, "Area index"); a sandbox credential reads both environments'
 // partitions of the same cells.
 func TestAreaLookupBudget(t *testing.T) {
 	t.Parallel()
@@ -280,8 +280,8 @@ func TestAreaLookupBudget(t *testing.T) {
 	}
 }
 
-// The area index follows revisions and ends (issue item 9): an event moved by a revision is
-// found at its new place only, and an event ended by the deny quorum is no longer listed.
+// The area index follows revisions and ends (docs/api.md §4.1 rule 3): an event moved by a revision
+// is found at its new place only, and an event ended by the deny quorum is no longer listed.
 func TestListFollowsChanges(t *testing.T) {
 	t.Parallel()
 	tables.Each(t, func(t *testing.T, tab tables.Table) {
@@ -397,7 +397,7 @@ func TestAreaCacheAgreesWithTheTable(t *testing.T) {
 	}
 }
 
-// contract 2: the limits document's query_level is the resolution the area index is read at
+// docs/api.md §10.2: the limits document's query_level is the resolution the area index is read at
 // for the default radius, and max_query_radius_m the radius GET /v1/events refuses above.
 func TestLimitsDocumentMatchesTheIndex(t *testing.T) {
 	t.Parallel()
@@ -426,6 +426,6 @@ func TestLimitsDocumentMatchesTheIndex(t *testing.T) {
 		t.Errorf("query_level %d; a 1000 m query reads level %d (eventstore.QueryLevel %d)", limits.QueryLevel, res.Level, eventstore.QueryLevel)
 	}
 	if limits.MaxQueryRadiusM != 9780 {
-		t.Errorf("max_query_radius_m %v; want 9780 (spec 8)", limits.MaxQueryRadiusM)
+		t.Errorf("max_query_radius_m %v; want 9780 (docs/api.md §8)", limits.MaxQueryRadiusM)
 	}
 }

@@ -16,7 +16,7 @@ import (
 //	format      1 byte   recordFormat
 //	expires_at  8 bytes  Unix nanoseconds, big-endian
 //	version     8 bytes  event.Event.Version, big-endian (the newest copy wins a duplicate)
-//	confidence  8 bytes  IEEE 754 bits of the served confidence (contract 2, 3 decimals)
+//	confidence  8 bytes  IEEE 754 bits of the served confidence (docs/api.md §10.2, 3 decimals)
 //	reach       4 bytes  IEEE 754 float32: metres from the first position within which the
 //	                     whole extent lies (0 for a point), rounded up
 //	type        1 byte length, then the type id
@@ -25,10 +25,10 @@ import (
 //	extent      uvarint n, then n positions of two big-endian int32: lat and lon times 1e5
 //	body        the rest: the event's EventPublic as JSON, as GET /v1/events sends it
 //
-// Positions are exact: coordinates are stored rounded to 5 decimals (spec 2.2), so lat*1e5 is
-// a whole number and dividing it by 1e5 gives back the very float64 that was rounded.
-// Format 1 (without reach) was never released beyond development data folders; such records
-// are skipped as unreadable. Format 2 (without source) is read, its source unknown.
+// Positions are exact: coordinates are stored rounded to 5 decimals (docs/api.md §2.2), so lat*1e5
+// is a whole number and dividing it by 1e5 gives back the very float64 that was rounded. Format 1
+// (without reach) was never released beyond development data folders; such records are skipped as
+// unreadable. Format 2 (without source) is read, its source unknown.
 const recordFormat = 3
 
 const recordHeader = 1 + 8 + 8 + 8 + 4 + 1

@@ -18,7 +18,7 @@ import (
 	"github.com/roadevents/roadevents/shared/taxonomy"
 )
 
-// Meter counts consumption (spec 1: every read, publish and signal); *metering.Meter is one.
+// Meter counts consumption (docs/api.md §1: every read, publish and signal); *metering.Meter is one.
 type Meter interface {
 	Count(ctx context.Context, org, env string, c metering.Counter)
 }
@@ -29,27 +29,27 @@ var _ Meter = (*metering.Meter)(nil)
 type Deps struct {
 	Store *Store
 	Meter Meter
-	// Clock is the clock of the Store (the occurred_at slack of spec 2.2 is checked against
+	// Clock is the clock of the Store (the occurred_at slack of docs/api.md §2.2 is checked against
 	// it); clock.System when nil.
 	Clock clock.Clock
-	// MaxRadius is max_query_radius_m (spec 8): 422 above it. DefaultMaxRadius when 0.
+	// MaxRadius is max_query_radius_m (docs/api.md §8): 422 above it. DefaultMaxRadius when 0.
 	MaxRadius float64
-	// DefaultRadius is the radius of a query that names none (spec 4.1: 1000 m) when 0.
+	// DefaultRadius is the radius of a query that names none (docs/api.md §4.1: 1000 m) when 0.
 	DefaultRadius float64
 	// Reputations gives the publisher's band in the evidence document; nil answers "unknown".
 	Reputations Reputations
 }
 
-// Public sentences of the handler errors (spec 7, shape 1).
+// Public sentences of the handler errors (docs/api.md §7, shape 1).
 const (
 	detailNotFound     = "Event not found"
 	detailNotPublisher = "Only the organisation that published this event may change it"
 	detailBusy         = "The event is changing too fast; retry"
 )
 
-// Routes returns the events group: publish, area query, read, revise and signal (spec 4.1,
-// spec 7). Every route takes an API key (httpapi.SecurityAPIKey); the caller's organisation
-// and environment come from it (apikey.Middleware), never from a payload (spec 1).
+// Routes returns the events group: publish, area query, read, revise and signal (docs/api.md §4.1,
+// docs/api.md §7). Every route takes an API key (httpapi.SecurityAPIKey); the caller's organisation
+// and environment come from it (apikey.Middleware), never from a payload (docs/api.md §1).
 func Routes(d Deps) []httpapi.Route {
 	if d.Clock == nil {
 		d.Clock = clock.System
@@ -319,7 +319,7 @@ func (h *handlers) close(r *httpapi.Request[CloseIn], c Caller) (event.EventPubl
 }
 
 func (h *handlers) signal(r *httpapi.Request[event.SignalIn], c Caller) (event.EventPublic, error) {
-	// Every signal is metered, a throttled one too (spec 8 rule 3).
+	// Every signal is metered, a throttled one too (docs/api.md §8 rule 3).
 	h.meter.Count(r.Context(), c.Org, c.Environment, metering.Signals)
 	ev, _, err := h.store.Signal(r.Context(), c, r.Params.String("event_id"), r.Body)
 	if err != nil {
@@ -328,7 +328,7 @@ func (h *handlers) signal(r *httpapi.Request[event.SignalIn], c Caller) (event.E
 	return ev.Public(h.clock.Now()), nil
 }
 
-// failure maps the store's errors to responses (spec 7). what names the act for the 409
+// failure maps the store's errors to responses (docs/api.md §7). what names the act for the 409
 // sentence; geometry is the payload's, echoed as the input of a 422 on its size.
 func (h *handlers) failure(err error, what string, geometry *event.LineString) error {
 	var (

@@ -22,16 +22,16 @@ import (
 // Defaults of Options.
 const (
 	// DefaultRetention is how long an event's items are kept past the latest moment it can
-	// leave active (contract 2 asks for at least 7 days).
+	// leave active (docs/api.md §10.2 asks for at least 7 days).
 	DefaultRetention = 14 * 24 * time.Hour
-	// DefaultMaxEventsPerQuery is the silent cap of an area query (spec 8).
+	// DefaultMaxEventsPerQuery is the silent cap of an area query (docs/api.md §8).
 	DefaultMaxEventsPerQuery = 500
-	// DefaultMaxRadius is the widest area query (spec 8, max_query_radius_m).
+	// DefaultMaxRadius is the widest area query (docs/api.md §8, max_query_radius_m).
 	DefaultMaxRadius = 9780.0
 	// DefaultParallelism is how many index partitions one query reads at once.
 	DefaultParallelism = 16
 	// MinIDKeyBytes is the shortest key Options.IDKey may be: event ids derived from it must
-	// not be predictable (contract 2).
+	// not be predictable (docs/api.md §10.2).
 	MinIDKeyBytes = 16
 )
 
@@ -45,17 +45,17 @@ const maxAttempts = 50
 // *OverError) and schema.Errors come through.
 var (
 	// ErrNotFound is returned for an unknown or malformed event id, and for an event the
-	// caller's network is not served (spec 4.1 rule 4: 404, never 403).
+	// caller's network is not served (docs/api.md §4.1 rule 4: 404, never 403).
 	ErrNotFound = errors.New("events: event not found")
-	// ErrNotPublisher is returned by Revise for another organisation's event (spec 4.1 rule 5,
-	// spec 7: 403).
+	// ErrNotPublisher is returned by Revise for another organisation's event
+	// (docs/api.md §4.1 rule 5, docs/api.md §7: 403).
 	ErrNotPublisher = errors.New("events: only the publishing organisation may revise an event")
-	// ErrOtherNetwork is returned by Revise for the caller's own event under a credential of
-	// the other environment, and by Signal for a sandbox credential on a live event (spec 1:
-	// a sandbox credential may read but not vote on or revise live events; spec 7: 403).
+	// ErrOtherNetwork is returned by Revise for the caller's own event under a credential of the
+	// other environment, and by Signal for a sandbox credential on a live event (docs/api.md §1: a
+	// sandbox credential may read but not vote on or revise live events; docs/api.md §7: 403).
 	ErrOtherNetwork = errors.New("events: the event belongs to the other environment")
 	// ErrThrottled is returned (in a *ThrottledError) by Signal past the organisation's
-	// hourly signal ceiling (spec 8: 429 with Retry-After).
+	// hourly signal ceiling (docs/api.md §8: 429 with Retry-After).
 	ErrThrottled = errors.New("events: hourly signal ceiling reached")
 	// ErrBusy is returned when a change of an event lost to concurrent changes maxAttempts
 	// times in a row; the client may retry (5xx).
@@ -65,7 +65,7 @@ var (
 	ErrInvalidQuery = errors.New("events: invalid area query")
 )
 
-// OverError is event.ErrOver with the status the event is in (spec 3: expired, invalidated
+// OverError is event.ErrOver with the status the event is in (docs/api.md §3: expired, invalidated
 // or merged), for the 409's sentence.
 type OverError struct {
 	Status string
@@ -80,7 +80,7 @@ func (e *OverError) Unwrap() error { return e.Err }
 
 // ThrottledError is a signal refused by the ceiling.
 type ThrottledError struct {
-	// RetryAfter is the time left in the ceiling's window (contract 2: at least a second).
+	// RetryAfter is the time left in the ceiling's window (docs/api.md §10.2: at least a second).
 	RetryAfter time.Duration
 }
 
@@ -92,21 +92,21 @@ func (e *ThrottledError) Error() string {
 // Unwrap makes errors.Is(err, ErrThrottled) true.
 func (e *ThrottledError) Unwrap() error { return ErrThrottled }
 
-// Ceiling is the signal ceiling (spec 8); *ratelimit.Signals is one.
+// Ceiling is the signal ceiling (docs/api.md §8); *ratelimit.Signals is one.
 type Ceiling interface {
 	Allow(ctx context.Context, org, env string, now time.Time) (ok bool, retryAfter time.Duration, err error)
 }
 
 var _ Ceiling = (*ratelimit.Signals)(nil)
 
-// Caller is who asks: the organisation and environment of the credential (spec 1: always
+// Caller is who asks: the organisation and environment of the credential (docs/api.md §1: always
 // derived server-side from the credential).
 type Caller struct {
 	Org         string
 	Environment string // event.EnvironmentLive or event.EnvironmentSandbox
 }
 
-// sees tells whether the caller is served events of environment env (spec 1: a live
+// sees tells whether the caller is served events of environment env (docs/api.md §1: a live
 // credential sees live events only, a sandbox credential both).
 func (c Caller) sees(env string) bool {
 	return c.Environment == event.EnvironmentSandbox || env == event.EnvironmentLive
@@ -122,7 +122,7 @@ func (c Caller) environments() []string {
 
 // Options configure a Store.
 type Options struct {
-	// IDKey is the HMAC key of event ids derived from client_event_id (contract 2); at least
+	// IDKey is the HMAC key of event ids derived from client_event_id (docs/api.md §10.2); at least
 	// MinIDKeyBytes. Every process serving one table must share it, or a retried publish
 	// would not find its event.
 	IDKey []byte
@@ -251,8 +251,8 @@ func (s *Store) load(ctx context.Context, id string) (event.Event, []string, err
 	return decodeEvent(it)
 }
 
-// Get returns event id as the caller may read it, in any status (spec 4.1 rule 4). An unknown
-// or malformed id, or an event of a network the caller is not served, is ErrNotFound.
+// Get returns event id as the caller may read it, in any status (docs/api.md §4.1 rule 4). An
+// unknown or malformed id, or an event of a network the caller is not served, is ErrNotFound.
 func (s *Store) Get(ctx context.Context, c Caller, id string) (event.Event, error) {
 	if !event.ValidID(id) {
 		return event.Event{}, fmt.Errorf("event id %q: %w", id, ErrNotFound)
@@ -267,21 +267,20 @@ func (s *Store) Get(ctx context.Context, c Caller, id string) (event.Event, erro
 	return ev, nil
 }
 
-// Publish stores the event published as in by the caller (spec 4.1 rules 1 and 2) and returns
-// it with created true. The event inherits the caller's environment, and its expiry comes from
-// the taxonomy (event.New). in must have passed validation (event.ValidateEventIn).
+// Publish stores the event published as in by the caller (docs/api.md §4.1 rules 1 and 2) and
+// returns it with created true. The event inherits the caller's environment, and its expiry comes
+// from the taxonomy (event.New). in must have passed validation (event.ValidateEventIn).
 //
 // A report of a hazard another source already reports is stored merged into that report
 // (docs/network.md §1): status merged, and one confirmation from the caller's organisation on
 // the survivor. Otherwise the event is stored active, bumping its merge guards (merge.go).
 //
-// With a client_event_id the id is derived from (organisation, client_event_id) (contract 2),
-// and the event item is written on condition that none exists: of concurrent identical
-// publishes exactly one creates the event. When the id is taken, the stored event decides
-// (event.CheckReplay): a faithful replay returns it with created false and writes nothing;
-// other content is event.ErrReplayDiffers naming the first differing field, and the other
-// environment event.ErrOtherEnvironment (both 409). An extent over MaxIndexCells cells is an
-// *ExtentError.
+// With a client_event_id the id is derived from (organisation, client_event_id)
+// (docs/api.md §10.2), and the event item is written on condition that none exists: of concurrent
+// identical publishes exactly one creates the event. When the id is taken, the stored event decides
+// (event.CheckReplay): a faithful replay returns it with created false and writes nothing; other
+// content is event.ErrReplayDiffers naming the first differing field, and the other environment
+// event.ErrOtherEnvironment (both 409). An extent over MaxIndexCells cells is an *ExtentError.
 func (s *Store) Publish(ctx context.Context, c Caller, in event.EventIn) (event.Event, bool, error) {
 	id := event.NewID()
 	if in.ClientEventID != nil {
@@ -367,7 +366,7 @@ func (s *Store) publishMerged(ctx context.Context, ev event.Event, survivor stri
 	return merged, s.transact(ctx, ops)
 }
 
-// Revise applies a revision by the publisher (spec 4.1 rule 5, spec 3) and returns the event
+// Revise applies a revision by the publisher (docs/api.md §4.1 rule 5, §3) and returns the event
 // as revised: the index moves to the new extent in the same transaction. A revision that makes
 // the event a report of a hazard another source reports already merges it into that report
 // (docs/network.md §1: the report already there survives). Errors: ErrNotFound (unknown, or
@@ -457,7 +456,7 @@ func (s *Store) reviseOnce(ctx context.Context, c Caller, id string, in event.Re
 	return ev, s.transact(ctx, ops)
 }
 
-// Signal applies a confirmation or denial (spec 4.1 rule 6, spec 3) and returns the event as
+// Signal applies a confirmation or denial (docs/api.md §4.1 rule 6, §3) and returns the event as
 // it now stands and what the signal did. The reporter is the reporter_token, or the caller's
 // organisation as a whole; its vote replaces its previous one, and the event, the vote and the
 // index items (whose confidence and expiry the signal changes) are written in one transaction.

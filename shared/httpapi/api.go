@@ -15,16 +15,16 @@ import (
 
 // Limits applied when Config leaves them zero.
 const (
-	// DefaultMaxBodyBytes bounds a JSON request body: 64 KiB holds the largest payload of the
-	// spec (an EventIn with 512 LineString positions is about 15 KB) with room to spare.
-	// Larger bodies get 413 {"detail": ...}.
+	// DefaultMaxBodyBytes bounds a JSON request body: 64 KiB holds the largest payload
+	// docs/api.md §2.2 and §8 allow (an EventIn with 512 LineString positions is about
+	// 15 KB) with room to spare. Larger bodies get 413 {"detail": ...}.
 	DefaultMaxBodyBytes int64 = 64 << 10
-	// DefaultMaxDepth bounds the nesting of JSON objects and arrays; the deepest payload of
-	// the spec nests 3 levels. Deeper bodies get 422 json_invalid.
+	// DefaultMaxDepth bounds the nesting of JSON objects and arrays; the deepest payload
+	// of docs/api.md §2 nests 3 levels. Deeper bodies get 422 json_invalid.
 	DefaultMaxDepth = 32
 )
 
-// The document's info block (spec 9: the interface description version is 1.0.0).
+// The document's info block (docs/api.md §9: the interface description version is 1.0.0).
 const (
 	Title   = "Road Event Sharing Service"
 	Version = "1.0.0"
@@ -43,10 +43,10 @@ type Config struct {
 	// Clock times requests for the access log; nil means clock.System.
 	Clock clock.Clock
 	// CORSOrigins lists the origins allowed to call from a browser. Empty, or containing
-	// "*", allows every origin with Access-Control-Allow-Origin: * (spec 5: permissive by
+	// "*", allows every origin with Access-Control-Allow-Origin: * (docs/api.md §5: permissive by
 	// default); otherwise a listed Origin is echoed back with Vary: Origin.
 	CORSOrigins []string
-	// CORSMethods defaults to GET, POST, OPTIONS (spec 5).
+	// CORSMethods defaults to GET, POST, OPTIONS (docs/api.md §5).
 	CORSMethods []string
 	// MaxBodyBytes defaults to DefaultMaxBodyBytes; Route.MaxBodyBytes overrides it.
 	MaxBodyBytes int64
@@ -99,7 +99,7 @@ func New(cfg Config) *API {
 		keys:  map[string]bool{},
 		ops:   map[string]bool{},
 	}
-	// Everything no route matches lands here, so 404 and 405 are JSON (spec 7 shape 1)
+	// Everything no route matches lands here, so 404 and 405 are JSON (docs/api.md §7 shape 1)
 	// rather than ServeMux's plain text.
 	a.mux.HandleFunc("/", a.unmatched)
 	a.handler = a.observe(a.recoverer(a.cors(a.mux)))

@@ -20,7 +20,7 @@ func nested(depth int) string {
 }
 
 // TestScenarios runs requests through the real router and middleware, one named scenario
-// per error path (STYLE.md: PocketBase-style scenario lists).
+// per error path, so that a new path is one more row.
 func TestScenarios(t *testing.T) {
 	t.Parallel()
 	api, _ := newTestAPI(t, httpapi.Config{})
@@ -484,7 +484,7 @@ func TestHandleRejectsBadDeclarations(t *testing.T) {
 }
 
 // A route's Validate replaces the body schema's validation, so that cross-field rules are
-// reported in the same 422 as the schema's errors (contract 1: every error is reported), and
+// reported in the same 422 as the schema's errors (docs/api.md §10.1: every error is reported), and
 // the handler only runs when it finds nothing.
 func TestRouteValidateReportsCrossFieldErrorsWithSchemaErrors(t *testing.T) {
 	t.Parallel()

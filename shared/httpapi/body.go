@@ -18,7 +18,7 @@ import (
 // false for an empty body or a JSON null (FastAPI then reports the body missing). err is an
 // *Error (413, 415, 400 for an unreadable stream) or schema.Errors holding one json_invalid.
 //
-// Decisions the spec leaves open, taken here:
+// Decisions the wire conventions (docs/api.md §10.1) leave open, taken here:
 //   - Content-Type may be absent (FastAPI reads such a body as JSON); if present it must be
 //     application/json or application/*+json, charset utf-8 if given, else 415.
 //   - The body must be valid UTF-8; RFC 8259 requires it, and Go would otherwise replace

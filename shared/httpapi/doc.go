@@ -34,7 +34,7 @@
 //     query, route, operation_id, status, duration_ms, bytes). Headers are never logged and
 //     credential-looking query values (ticket, svc_/ses_/tmp_ values) are redacted.
 //  3. Panic recovery: 500 {"detail":"Internal Server Error"}, the panic and stack logged.
-//  4. CORS (spec 5): Access-Control-Allow-Origin * by default, or a configured list echoed
+//  4. CORS (docs/api.md §5): Access-Control-Allow-Origin * by default, or a configured list echoed
 //     with Vary: Origin; preflights get 204 with the allowed methods (GET, POST, OPTIONS),
 //     headers (Authorization, Content-Type, X-Request-Id) and Max-Age.
 //  5. Routing: no route for the path is 404 {"detail":"Not Found"}; the path under another
@@ -56,7 +56,7 @@
 // route's ErrorTable names becomes that row's status and sentence; an *Error carries the
 // status, the public sentence and the internal cause (logged, never sent); schema.Errors from
 // domain rules becomes a 422 list; anything else is a logged 500. Unauthorized builds the 401
-// with WWW-Authenticate: Bearer that every /v1 credential failure carries (spec 7).
+// with WWW-Authenticate: Bearer that every /v1 credential failure carries (docs/api.md §7).
 //
 // # The document
 //

@@ -23,12 +23,12 @@ var (
 )
 
 // Error is a handler failure with the status and the public sentence to send, and the
-// internal cause to log. It is the one place where an error becomes a response (STYLE.md
-// guideline 5): the cause is never sent to the client.
+// internal cause to log. It is the one place where an error becomes a response, so
+// that the cause is never sent to the client.
 type Error struct {
 	// Status is the HTTP status code.
 	Status int
-	// Detail is the public sentence sent as {"detail": Detail} (spec 7, shape 1).
+	// Detail is the public sentence sent as {"detail": Detail} (docs/api.md §7, shape 1).
 	Detail string
 	// Header holds extra response headers (WWW-Authenticate, Retry-After).
 	Header http.Header
@@ -61,14 +61,14 @@ func (e *Error) WithHeader(key, value string) *Error {
 	return e
 }
 
-// Unauthorized is the credential failure of spec 5 (API key rule 5): 401 with
-// WWW-Authenticate: Bearer, which every /v1 401 carries (spec 7). Auth middleware returns it
-// with a detail saying the key is missing, or invalid or revoked.
+// Unauthorized is the credential failure of docs/api.md §5 (API key rule 5): 401 with
+// WWW-Authenticate: Bearer, which every /v1 401 carries (docs/api.md §7). Auth middleware returns
+// it with a detail saying the key is missing, or invalid or revoked.
 func Unauthorized(detail string) *Error {
 	return NewError(http.StatusUnauthorized, detail, nil).WithHeader("WWW-Authenticate", "Bearer")
 }
 
-// TooManyRequests is a capped request (spec 8, contract 2 and 3): 429 with Retry-After in
+// TooManyRequests is a capped request (docs/api.md §8, §10.2 and §10.3): 429 with Retry-After in
 // whole seconds, at least 1.
 func TooManyRequests(detail string, retryAfter time.Duration) *Error {
 	return NewError(http.StatusTooManyRequests, detail, nil).WithHeader("Retry-After", retryAfterSeconds(retryAfter))
@@ -91,12 +91,12 @@ func Conflict(detail string) *Error { return NewError(http.StatusConflict, detai
 // BadRequest is 400 with the given sentence.
 func BadRequest(detail string) *Error { return NewError(http.StatusBadRequest, detail, nil) }
 
-// errorBody is shape 1 of spec 7.
+// errorBody is shape 1 of docs/api.md §7.
 type errorBody struct {
 	Detail string `json:"detail"`
 }
 
-// validationBody is shape 2 of spec 7 (HTTPValidationError).
+// validationBody is shape 2 of docs/api.md §7 (HTTPValidationError).
 type validationBody struct {
 	Detail schema.Errors `json:"detail"`
 }
@@ -193,7 +193,7 @@ func WriteDetail(w http.ResponseWriter, status int, detail string) {
 	_ = WriteJSON(w, status, errorBody{Detail: detail})
 }
 
-// writeValidation answers errs with 422, listed within the bounds of docs/api.md §1.
+// writeValidation answers errs with 422, listed within the bounds of docs/api.md §11.1.
 func writeValidation(w http.ResponseWriter, errs schema.Errors) {
 	errs = errs.Listed()
 	if err := WriteJSON(w, http.StatusUnprocessableEntity, validationBody{Detail: errs}); err != nil {
@@ -247,10 +247,10 @@ type ErrorRule struct {
 	Detail string
 }
 
-// ErrorTable maps a domain package's sentinel errors to statuses and public sentences: one
-// table per package, declared beside its routes, instead of a switch in every handler
-// (STYLE.md guideline 5). The first matching row wins. A 401 carries WWW-Authenticate: Bearer;
-// an error that says when to retry (Retrier) sends Retry-After, and a 503 row always does.
+// ErrorTable maps a domain package's sentinel errors to statuses and public sentences: one table
+// per package, declared beside its routes, instead of a switch in every handler, so the status of
+// every error is read in one place. The first matching row wins. A 401 carries WWW-Authenticate:
+// Bearer; an error that says when to retry (Retrier) sends Retry-After, and a 503 row always does.
 type ErrorTable []ErrorRule
 
 // Retrier is an error that knows how long the caller should wait before trying again, such

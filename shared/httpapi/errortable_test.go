@@ -28,7 +28,7 @@ func (refusal) Is(target error) bool     { return target == errLimited }
 
 var errLimited = errors.New("thing: limited")
 
-// One table per package maps its sentinel errors (STYLE.md guideline 5); a route can put its
+// One table per package maps its sentinel errors; a route can put its
 // own sentence first; the cause is never sent.
 func TestErrorTableMapsSentinelsOfTheRoute(t *testing.T) {
 	t.Parallel()

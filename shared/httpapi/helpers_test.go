@@ -20,8 +20,8 @@ import (
 	"github.com/roadevents/roadevents/shared/schema"
 )
 
-// Test-only payloads shaped like the spec's (EventIn of spec 2.2, SignalIn of contract 2);
-// the real declarations belong to the domain packages.
+// Test-only payloads shaped like EventIn and SignalIn (docs/api.md §2.2, §10.2); the real
+// declarations belong to the domain packages.
 const tokenPattern = `^[A-Za-z0-9_.:-]{1,64}$`
 
 var (

@@ -23,7 +23,7 @@ var saneRequestID = regexp.MustCompile(`^[A-Za-z0-9._:/+=-]{1,128}$`)
 
 // observe gives the request its id and logger, and writes one access-log line when it ends.
 // The line never holds a credential: headers are not logged, and query values that are or
-// look like credentials (the stream ticket above all, spec 5) are redacted.
+// look like credentials (the stream ticket above all, docs/api.md §5) are redacted.
 func (a *API) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := a.clock.Now()
@@ -62,7 +62,7 @@ func (a *API) observe(next http.Handler) http.Handler {
 // credentialParams are query parameters whose values are never logged.
 var credentialParams = []string{"ticket", "token", "key", "api_key", "apikey", "access_token", "code", "secret", "password"}
 
-// credentialPrefixes mark values that are credentials wherever they appear (contract 3).
+// credentialPrefixes mark values that are credentials wherever they appear (docs/api.md §10.3).
 var credentialPrefixes = []string{"svc_", "ses_", "tmp_"}
 
 func redactQuery(raw string) string {
@@ -114,7 +114,7 @@ func (a *API) recoverer(next http.Handler) http.Handler {
 	})
 }
 
-// cors applies spec 5: permissive by default (*), methods GET, POST, OPTIONS, configurable
+// cors applies docs/api.md §5: permissive by default (*), methods GET, POST, OPTIONS, configurable
 // origins. A preflight is answered here with 204, before routing.
 func (a *API) cors(next http.Handler) http.Handler {
 	anyOrigin := len(a.cfg.CORSOrigins) == 0 || slices.Contains(a.cfg.CORSOrigins, "*")

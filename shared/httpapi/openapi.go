@@ -11,8 +11,8 @@ import (
 	"github.com/roadevents/roadevents/shared/schema"
 )
 
-// OpenAPI returns the OpenAPI 3.1.0 document of the routes added so far (contract section 1:
-// every route, body and response, with the schema names of the contract), as JSON. The
+// OpenAPI returns the OpenAPI 3.1.0 document of the routes added so far (docs/api.md §10.1:
+// every route, body and response, with the schema names listed there), as JSON. The
 // schemas are the ones the router validates with, so the document cannot drift from the
 // behaviour.
 func (a *API) OpenAPI() []byte {
@@ -140,7 +140,7 @@ func buildOperation(rt *Route) *operation {
 	return op
 }
 
-// securitySchemes describes the credentials of spec 5 and contract 3.
+// securitySchemes describes the credentials of docs/api.md §5 and §10.3.
 var securitySchemes = map[string]securityScheme{
 	string(SecurityAPIKey): {Type: "http", Scheme: "bearer", BearerFormat: "svc_ + 43 base62 characters",
 		Description: "API key in Authorization: Bearer. It never goes in a URL."},

@@ -10,7 +10,7 @@ import (
 // under components.securitySchemes in /openapi.json.
 type Security string
 
-// The credentials of spec 5 and contract 3. A route with several accepts any one of them.
+// The credentials of docs/api.md §5 and §10.3. A route with several accepts any one of them.
 const (
 	// SecurityAPIKey is an API key (svc_...) in Authorization: Bearer, on /v1.
 	SecurityAPIKey Security = "APIKey"
@@ -19,7 +19,7 @@ const (
 	// SecurityTempToken is the TOTP bridge token (tmp_...) of verify-totp and verify-recovery.
 	SecurityTempToken Security = "TempToken"
 	// SecurityStreamTicket is a stream ticket (svc_st_...) in the ticket query parameter of
-	// /v1/stream only (spec 5: an API key never goes in a URL).
+	// /v1/stream only (docs/api.md §5: an API key never goes in a URL).
 	SecurityStreamTicket Security = "StreamTicket"
 )
 
@@ -54,20 +54,20 @@ type Route struct {
 	// OptionalBody lets a request leave the declared Body out (no body, or JSON null); one
 	// that sends it is validated as usual.
 	OptionalBody bool
-	// Validate, when set, validates the decoded body instead of Body.Validate: for payloads
-	// with cross-field rules that a schema cannot state (spec 2.2: geometry start, occurred_at
+	// Validate, when set, validates the decoded body instead of Body.Validate: for payloads with
+	// cross-field rules that a schema cannot state (docs/api.md §2.2: geometry start, occurred_at
 	// slack, subtype under its type), so that they are reported in the same 422 as the schema's
-	// errors (contract 1: every error of a payload is reported). It receives the body as
-	// Body.Validate does (decoded with UseNumber) and must include Body's own errors. Body
-	// still documents, normalises and types the body. Validate may also return the body
-	// already decoded into the type the handler reads it as (nil otherwise): JSON then
-	// hands that over rather than encoding and decoding the body once more, a cost that shows
-	// on the publish path (docs/performance.md §2).
+	// errors (docs/api.md §10.1: every error of a payload is reported). It receives the body as
+	// Body.Validate does (decoded with UseNumber) and must include Body's own errors. Body still
+	// documents, normalises and types the body. Validate may also return the body already decoded
+	// into the type the handler reads it as (nil otherwise): JSON then hands that over rather than
+	// encoding and decoding the body once more, a cost that shows on the publish path
+	// (docs/performance.md §2).
 	Validate func(body any) (decoded any, errs schema.Errors)
 	// MaxBodyBytes overrides Config.MaxBodyBytes for this route.
 	MaxBodyBytes int64
 	// NoStore marks a route whose answers belong to one caller and may hold a credential:
-	// every answer, refusals included, is sent with Cache-Control: no-store (docs/api.md §3).
+	// every answer, refusals included, is sent with Cache-Control: no-store (docs/api.md §11.3).
 	NoStore bool
 	// Responses by status code. A route with parameters or a body gets 422
 	// (HTTPValidationError) and a secured route gets 401 without declaring them; a route
@@ -102,10 +102,10 @@ type Header struct {
 	Schema      *schema.Schema // its value; nil means a string
 }
 
-// RetryAfter documents the Retry-After header of a 429 (spec 8).
+// RetryAfter documents the Retry-After header of a 429 (docs/api.md §8).
 var RetryAfter = Header{Name: "Retry-After", Description: "Whole seconds to wait before retrying.", Schema: schema.Integer()}
 
-// WWWAuthenticate documents the header every 401 carries (spec 7).
+// WWWAuthenticate documents the header every 401 carries (docs/api.md §7).
 var WWWAuthenticate = Header{Name: "WWW-Authenticate", Description: "Always Bearer.", Schema: schema.Const("Bearer")}
 
 // JSONResponse documents a JSON body.

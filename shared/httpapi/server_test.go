@@ -58,7 +58,7 @@ func TestOpenAPIHandler(t *testing.T) {
 }
 
 // BenchmarkPublish measures one POST /v1/events through the whole stack with the largest
-// payload the spec allows (512 positions), validation and decoding included.
+// payload docs/api.md §8 allows (512 positions), validation and decoding included.
 func BenchmarkPublish(b *testing.B) {
 	api, _ := newTestAPI(b, httpapi.Config{})
 	h := api.Handler()

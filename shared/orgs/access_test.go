@@ -52,10 +52,10 @@ func orgRoutes(org, userID, inviteID, keyID string) []apitest.Scenario {
 	}
 }
 
-// spec 4.3 and 7: organisation routes resolve the caller's membership first, so a caller of
-// another organisation gets 404 on every route of this one, whatever ids they name, and a
-// resource id of another organisation is not found inside one's own (also 404). Nothing of
-// the other organisation changes.
+// docs/api.md §4.3 and §7: organisation routes resolve the caller's membership first, so a caller
+// of another organisation gets 404 on every route of this one, whatever ids they name, and a
+// resource id of another organisation is not found inside one's own (also 404). Nothing of the
+// other organisation changes.
 func TestOtherOrganisationIsNotFound(t *testing.T) {
 	t.Parallel()
 	tables.Each(t, func(t *testing.T, tab tables.Table) {
@@ -107,7 +107,7 @@ func TestOtherOrganisationIsNotFound(t *testing.T) {
 	})
 }
 
-// spec 5 and 7: every console-orgs route needs a session: without one, or with an API key,
+// docs/api.md §5 and §7: every console-orgs route needs a session: without one, or with an API key,
 // 401 with WWW-Authenticate: Bearer, before anything else is looked at.
 func TestRoutesNeedASession(t *testing.T) {
 	t.Parallel()
@@ -132,7 +132,7 @@ func TestRoutesNeedASession(t *testing.T) {
 	e.Run(t, scenarios)
 }
 
-// contract 3 "Roles": a member asking for any owner act gets 403 and nothing changes; a
+// docs/api.md §10.3 (Roles): a member asking for any owner act gets 403 and nothing changes; a
 // member may read everything (organisation, members, keys, audit) and leave.
 func TestMemberAskingOwnerActsIsForbidden(t *testing.T) {
 	t.Parallel()

@@ -14,7 +14,7 @@ import (
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
 )
 
-// spec 2.9, 4.3 and contract 3: the audit log is readable by any member, newest first, with
+// docs/api.md §2.9, §4.3 and §10.3: the audit log is readable by any member, newest first, with
 // limit honoured; actor_email is stored at write time and survives the actor's removal; the
 // TOTP changes of an account are written in every organisation the user belongs to.
 func TestAuditLog(t *testing.T) {
@@ -34,7 +34,7 @@ func TestAuditLog(t *testing.T) {
 		for _, org := range []string{a.OrgID, b.OrgID} {
 			log := e.auditLogAs(t, bob, r, org)
 			if len(log) < 2 || log[0].Action != "auth.totp_disabled" || log[1].Action != "auth.totp_enabled" {
-				t.Errorf("audit of %s starts %+v; want auth.totp_disabled then auth.totp_enabled (contract 3)", org, log)
+				t.Errorf("audit of %s starts %+v; want auth.totp_disabled then auth.totp_enabled (docs/api.md §10.3)", org, log)
 				continue
 			}
 			if log[0].ActorEmail == nil || *log[0].ActorEmail != "bob@example.com" {
@@ -51,7 +51,7 @@ func TestAuditLog(t *testing.T) {
 			}
 		}
 		if rename == nil || rename.ActorEmail == nil || *rename.ActorEmail != "bob@example.com" || rename.ActorUserID == nil || *rename.ActorUserID != bob.id {
-			t.Fatalf("org.updated after bob's removal = %+v; want bob's id and address kept (spec 2.9)", rename)
+			t.Fatalf("org.updated after bob's removal = %+v; want bob's id and address kept (docs/api.md §2.9)", rename)
 		}
 		if log[0].Action != orgs.ActionMemberRemoved || log[0].Target == nil || *log[0].Target != bob.id {
 			t.Errorf("newest entry = %+v; want member.removed of %s", log[0], bob.id)
@@ -85,8 +85,8 @@ func (e *env) auditLogAs(t *testing.T, u user, r apitest.Response, org string) [
 	return e.auditLog(u, org)
 }
 
-// contract 3 audit actions member.role_changed and member.left (actor, target, detail), the
-// AuditEntryPublic shape of spec 2.9, and spec 8 "Audit limit: default 50": with more than 50
+// docs/api.md §10.3 audit actions member.role_changed and member.left (actor, target, detail), the
+// AuditEntryPublic shape of docs/api.md §2.9, and §8 "Audit limit: default 50": with more than 50
 // entries the route without a limit answers exactly the 50 newest; limits outside 1..MaxLimit
 // are a validation 422 on ["query","limit"].
 func TestAuditRoleChangeLeaveAndDefaultLimit(t *testing.T) {

@@ -45,7 +45,7 @@ const (
 // MaxIDBytes is the longest id a path may name: every id this service mints (org_, usr_,
 // inv_, key ids) is far shorter, and a longer one could only overflow the store's key limit
 // (store.MaxKeyBytes, DynamoDB's own) and turn a lookup of nothing into a 500 instead of the
-// 404 spec 7 gives an id that names nothing.
+// 404 docs/api.md §7 gives an id that names nothing.
 const MaxIDBytes = 128
 
 // knownID refuses, as ErrNotFound, an id no record can have (empty or over MaxIDBytes), before
@@ -75,7 +75,7 @@ func userOrgKey(user, org string) store.Key {
 
 func tokenKey(hash string) store.Key { return store.Key{PK: pkInviteToken + hash, SK: skInviteToken} }
 
-// tokenHash is the SHA-256 an invitation token is stored and looked up by (contract 3).
+// tokenHash is the SHA-256 an invitation token is stored and looked up by (docs/api.md §10.3).
 func tokenHash(token string) string {
 	sum := sha256.Sum256([]byte(token))
 	return hex.EncodeToString(sum[:])

@@ -11,7 +11,7 @@ import (
 )
 
 // ListKeys returns the organisation's keys, newest first, of one environment when env is not
-// empty, without the revoked ones unless includeRevoked (spec 4.4). Readable by any member.
+// empty, without the revoked ones unless includeRevoked (docs/api.md §4.4). Readable by any member.
 func (s *Service) ListKeys(ctx context.Context, m Membership, env string, includeRevoked bool) ([]apikey.Key, error) {
 	keys, err := s.keys.List(ctx, m.Org.OrgID, env, includeRevoked)
 	if errors.Is(err, apikey.ErrInvalidRequest) {
@@ -20,9 +20,9 @@ func (s *Service) ListKeys(ctx context.Context, m Membership, env string, includ
 	return keys, err
 }
 
-// IssueKey issues a key (owner act, spec 5 API key rules 1-4). When the caller's own account
-// has TOTP, totpCode must be a valid, unused code (ErrTOTPRequired otherwise; the code is
-// consumed). Issuance is capped per organisation per hour (contract 3), live keys by the
+// IssueKey issues a key (owner act, docs/api.md §5 API key rules 1-4). When the caller's own
+// account has TOTP, totpCode must be a valid, unused code (ErrTOTPRequired otherwise; the code is
+// consumed). Issuance is capped per organisation per hour (docs/api.md §10.3), live keys by the
 // plan's cap (apikey.ErrLiveKeyCap, 409), and the other owners are e-mailed.
 func (s *Service) IssueKey(ctx context.Context, m Membership, c consoleauth.Caller, label, env string, totpCode *string) (string, apikey.Key, error) {
 	if err := ownerOnly(m); err != nil {
@@ -62,7 +62,7 @@ func (s *Service) IssueKey(ctx context.Context, m Membership, c consoleauth.Call
 	return raw, key, nil
 }
 
-// RevokeKey revokes a key of the organisation (owner act, no TOTP step-up: spec 4.4); it is
+// RevokeKey revokes a key of the organisation (owner act, no TOTP step-up: docs/api.md §4.4); it is
 // refused from the next /v1 request on. Revoking a revoked key is answered as done, once
 // audited. A key of another organisation is ErrNotFound.
 func (s *Service) RevokeKey(ctx context.Context, m Membership, actor Actor, keyID string) error {
@@ -83,7 +83,7 @@ func (s *Service) RevokeKey(ctx context.Context, m Membership, actor Actor, keyI
 }
 
 // auditKey returns the audit entry of a key's issuance or revocation as a write of the same
-// transaction (contract 3), naming the key by its label, environment and prefix, never its
+// transaction (docs/api.md §10.3), naming the key by its label, environment and prefix, never its
 // secret.
 func (s *Service) auditKey(org, action string, actor Actor) func(apikey.Key) ([]store.Op, error) {
 	return func(key apikey.Key) ([]store.Op, error) {

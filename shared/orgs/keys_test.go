@@ -15,8 +15,8 @@ import (
 
 var rawKey = regexp.MustCompile(`^svc_[0-9A-Za-z]{43}$`)
 
-// spec 5 API key rules 1-3 and 4.4: a key is svc_ + 43 base62, shown once; the listing shows
-// the prefix, never the secret, with created_by_email and last_used_at; live keys are capped
+// docs/api.md §5 API key rules 1-3 and §4.4: a key is svc_ + 43 base62, shown once; the listing
+// shows the prefix, never the secret, with created_by_email and last_used_at; live keys are capped
 // (Free: 1, 409 past it), sandbox keys are not; the filters environment and include_revoked;
 // revocation is effective on the next /v1 request (401), needs no TOTP, and is audited.
 func TestIssueListAndRevokeKeys(t *testing.T) {
@@ -121,7 +121,7 @@ func TestIssueListAndRevokeKeys(t *testing.T) {
 	})
 }
 
-// spec 5 API key rule 3 and contract 3: the live-key cap holds under concurrency: two live
+// docs/api.md §5 API key rule 3 and §10.3: the live-key cap holds under concurrency: two live
 // keys issued at once on the Free plan give exactly one 201 and one 409.
 func TestConcurrentLiveKeysOnFree(t *testing.T) {
 	t.Parallel()
@@ -146,7 +146,7 @@ func TestConcurrentLiveKeysOnFree(t *testing.T) {
 	})
 }
 
-// spec 5 API key rule 4 and contract 3: an owner whose account has TOTP issues a key only with
+// docs/api.md §5 API key rule 4 and §10.3: an owner whose account has TOTP issues a key only with
 // a valid totp_code (missing or wrong: 403), consumed on use (a replay: 403); revocation needs
 // no code. The other owners are e-mailed the label, environment, prefix and issuer, never the
 // secret; the issuer and members are not.
@@ -206,7 +206,7 @@ func TestKeyIssuanceStepUpAndNotice(t *testing.T) {
 	})
 }
 
-// contract 3: key issuance is capped at 30 per organisation per hour; past it 429 with
+// docs/api.md §10.3: key issuance is capped at 30 per organisation per hour; past it 429 with
 // Retry-After.
 func TestKeyIssuanceCap(t *testing.T) {
 	t.Parallel()

@@ -38,9 +38,9 @@ func withRole(o orgs.Organisation, role string) orgs.Organisation {
 	return o
 }
 
-// GET /console/orgs (an addition to spec 4.3, README "Console organisations"): the signed-in
-// caller's organisations with the caller's role in each, ordered by name then org_id, and
-// nobody else's. Leaving or being removed takes an organisation off the list at once; a
+// GET /console/orgs (beside the routes of docs/api.md §4.3, README "Console organisations"): the
+// signed-in caller's organisations with the caller's role in each, ordered by name then org_id,
+// and nobody else's. Leaving or being removed takes an organisation off the list at once; a
 // role change shows in it.
 func TestListOrganisations(t *testing.T) {
 	t.Parallel()

@@ -10,8 +10,7 @@ import (
 )
 
 // InviteLink is the link of an invitation e-mail: the console's accept page with the token in
-// the fragment, so that it never reaches a server's log (the lead's decision; ConsoleURL ends
-// in "/").
+// the fragment, so that it never reaches a server's log (ConsoleURL ends in "/").
 func InviteLink(consoleURL, token string) string {
 	return consoleURL + "accept-invite#token=" + token
 }
@@ -40,7 +39,7 @@ func (s *Service) sendInvitation(ctx context.Context, org Organisation, actor Ac
 	}
 }
 
-// notifyOwners e-mails every owner but the issuer about a new key (spec 5 API key rule 4),
+// notifyOwners e-mails every owner but the issuer about a new key (docs/api.md §5 API key rule 4),
 // naming its label, environment, prefix and issuer, never its secret. Failures are logged.
 func (s *Service) notifyOwners(ctx context.Context, org Organisation, actor Actor, key apikey.Key) {
 	members, _, err := s.seats(ctx, org.OrgID)

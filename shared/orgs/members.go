@@ -23,7 +23,7 @@ func normalizeEmail(email string) string { return strings.ToLower(strings.TrimSp
 func newToken() string { return tokenPrefix + rand.Text() + rand.Text() }
 
 // ListMembers returns the members (oldest first) and the pending, unexpired invitations
-// (spec 4.3: together, in one answer). Readable by any member.
+// (docs/api.md §4.3: together, in one answer). Readable by any member.
 func (s *Service) ListMembers(ctx context.Context, m Membership) ([]Member, []Invitation, error) {
 	members, invites, err := s.seats(ctx, m.Org.OrgID)
 	if err != nil {
@@ -103,11 +103,11 @@ func (s *Service) Owners(ctx context.Context, orgID string) (Organisation, []str
 	return orgFrom(it), owners, nil
 }
 
-// Invite invites email with role (owner act, spec 4.3). The seat cap of the plan counts
-// members and live invitations together (ErrSeatCap past it); the invitation is written under
-// the condition that the organisation's members did not change since they were counted, so
-// concurrent invitations cannot exceed the cap. Capped per actor and per recipient (contract
-// 3). The invitation e-mail carries the token in its link; the token is returned nowhere.
+// Invite invites email with role (owner act, docs/api.md §4.3). The seat cap of the plan counts
+// members and live invitations together (ErrSeatCap past it); the invitation is written under the
+// condition that the organisation's members did not change since they were counted, so concurrent
+// invitations cannot exceed the cap. Capped per actor and per recipient (docs/api.md §10.3). The
+// invitation e-mail carries the token in its link; the token is returned nowhere.
 func (s *Service) Invite(ctx context.Context, m Membership, actor Actor, email, role string) (Invitation, error) {
 	if err := ownerOnly(m); err != nil {
 		return Invitation{}, err
@@ -222,9 +222,9 @@ func (s *Service) getInvitation(ctx context.Context, org, id string) (invitation
 	return inv, nil
 }
 
-// Resend replaces a pending invitation with a new one (spec 3: a new invite_id, the old one
-// retired) and e-mails its new link. It takes no extra seat (spec 4.3) and counts in the
-// invitation caps, since it sends an invitation e-mail (contract 3).
+// Resend replaces a pending invitation with a new one (docs/api.md §3: a new invite_id, the old one
+// retired) and e-mails its new link. It takes no extra seat (docs/api.md §4.3) and counts in the
+// invitation caps, since it sends an invitation e-mail (docs/api.md §10.3).
 func (s *Service) Resend(ctx context.Context, m Membership, actor Actor, inviteID string) (Invitation, error) {
 	if err := ownerOnly(m); err != nil {
 		return Invitation{}, err
@@ -291,8 +291,8 @@ func (s *Service) Withdraw(ctx context.Context, m Membership, actor Actor, invit
 	return nil
 }
 
-// Accept makes the signed-in caller a member through an invitation token (spec 3, 4.3). An
-// unknown, used, withdrawn, replaced or expired token is ErrInvitationNotFound (contract 3:
+// Accept makes the signed-in caller a member through an invitation token (docs/api.md §3, §4.3). An
+// unknown, used, withdrawn, replaced or expired token is ErrInvitationNotFound (docs/api.md §10.3:
 // 404); a caller whose address is not the invited one is ErrEmailMismatch (403); one already a
 // member is ErrAlreadyMember (409). It returns the organisation with the caller's new role.
 func (s *Service) Accept(ctx context.Context, c consoleauth.Caller, token string) (Organisation, error) {
@@ -369,7 +369,7 @@ func (s *Service) member(ctx context.Context, org, userID string) (Member, error
 }
 
 // ChangeRole sets the role of member userID (owner act). Demoting the last owner is
-// ErrLastOwner (contract 3: 409): the owners counter is decremented under owners > 1 in the
+// ErrLastOwner (docs/api.md §10.3: 409): the owners counter is decremented under owners > 1 in the
 // same transaction, so two owners demoting each other concurrently cannot both succeed.
 func (s *Service) ChangeRole(ctx context.Context, m Membership, actor Actor, userID, role string) (Member, error) {
 	if err := ownerOnly(m); err != nil {
@@ -427,7 +427,7 @@ func (s *Service) withName(ctx context.Context, mem Member) Member {
 	return mem
 }
 
-// Remove removes member userID (owner act); the organisation's keys stay (spec 4.3: keys
+// Remove removes member userID (owner act); the organisation's keys stay (docs/api.md §4.3: keys
 // belong to the organisation). Removing the last owner is ErrLastOwner.
 func (s *Service) Remove(ctx context.Context, m Membership, actor Actor, userID string) error {
 	if err := ownerOnly(m); err != nil {

@@ -17,7 +17,7 @@ import (
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
 )
 
-// spec 4.3 and contract 3: the seat cap (Free: 3) counts members and live invitations
+// docs/api.md §4.3 and §10.3: the seat cap (Free: 3) counts members and live invitations
 // together; past it an invitation is 409. Resend gives a new invite_id, retires the old one
 // (its link stops working) and takes no extra seat; withdrawing frees a seat.
 func TestSeatCapWithResend(t *testing.T) {
@@ -37,7 +37,7 @@ func TestSeatCapWithResend(t *testing.T) {
 		e.Expect(r, http.StatusOK, orgs.InvitePublicSchema, "resend bob's invitation")
 		resent := apitest.Decode[orgs.Invitation](t, r)
 		if resent.InviteID == bob.InviteID || resent.Email != "bob@example.com" || resent.Role != orgs.RoleMember {
-			t.Errorf("resent invitation = %+v; want a new invite_id for bob@example.com as member (spec 3)", resent)
+			t.Errorf("resent invitation = %+v; want a new invite_id for bob@example.com as member (docs/api.md §3)", resent)
 		}
 		if n := len(e.inbox.To("bob@example.com")); n != 2 {
 			t.Errorf("bob has %d e-mails; want 2: the invitation and the resent one", n)
@@ -83,7 +83,7 @@ func TestSeatCapWithResend(t *testing.T) {
 		}
 		want := []string{"member.invited", "invitation.withdrawn", "invitation.accepted", "invitation.resent", "member.invited", "member.invited", "org.created"}
 		if strings.Join(actions, " ") != strings.Join(want, " ") {
-			t.Errorf("audit actions = %v; want %v (newest first, contract 3)", actions, want)
+			t.Errorf("audit actions = %v; want %v (newest first, docs/api.md §10.3)", actions, want)
 		}
 	})
 }
@@ -97,7 +97,7 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// spec 4.3: the seat cap holds under concurrent invitations: with two seats left, six
+// docs/api.md §4.3: the seat cap holds under concurrent invitations: with two seats left, six
 // invitations at once give exactly two 201 and four 409.
 func TestSeatCapHoldsUnderConcurrentInvitations(t *testing.T) {
 	t.Parallel()
@@ -129,7 +129,7 @@ func TestSeatCapHoldsUnderConcurrentInvitations(t *testing.T) {
 	})
 }
 
-// contract 3: invitations are capped at 3 per recipient address per day (a resend is an
+// docs/api.md §10.3: invitations are capped at 3 per recipient address per day (a resend is an
 // invitation e-mail too) and 20 per actor per hour; past a cap 429 with Retry-After.
 func TestInvitationCaps(t *testing.T) {
 	t.Parallel()
@@ -167,7 +167,7 @@ func TestInvitationCaps(t *testing.T) {
 	})
 }
 
-// spec 3, 4.3 and contract 3: an invitation is accepted by a signed-in user whose address
+// docs/api.md §3, §4.3 and §10.3: an invitation is accepted by a signed-in user whose address
 // matches (403 otherwise); an unknown, used or expired token is 404; the e-mail links to
 // <ConsoleURL>accept-invite#token=<token>; the token is in no response body.
 func TestAcceptInvitation(t *testing.T) {
@@ -207,7 +207,7 @@ func TestAcceptInvitation(t *testing.T) {
 		}
 		e.ExpectDetail(accept(bob, token), http.StatusNotFound, "accept a used token")
 
-		// Expiry: 7 days (contract 3), on the injected clock.
+		// Expiry: 7 days (docs/api.md §10.3), on the injected clock.
 		e.invite(ada, o.OrgID, "cat@example.com", orgs.RoleMember)
 		catToken := e.inbox.lastInviteToken(t, "cat@example.com")
 		e.clock.Advance(orgs.InvitationTTL + time.Second)
@@ -224,7 +224,7 @@ func TestAcceptInvitation(t *testing.T) {
 		e.ExpectDetail(e.Call("POST", "/console/orgs/"+o.OrgID+"/members", ada.token, `{"email":"dan@example.com"}`),
 			http.StatusConflict, "invite an address with a pending invitation")
 
-		e.auditLog(ada, o.OrgID) // the audit log's detail is among the bodies checked (contract 3)
+		e.auditLog(ada, o.OrgID) // the audit log's detail is among the bodies checked (docs/api.md §10.3)
 		for _, m := range e.inbox.All() {
 			if tok := inviteLink.FindStringSubmatch(m.Text); tok != nil {
 				for _, body := range e.seen.list() {
@@ -237,7 +237,7 @@ func TestAcceptInvitation(t *testing.T) {
 	})
 }
 
-// spec 4.3 and contract 3: the last owner can be neither demoted, removed nor leave (409);
+// docs/api.md §4.3 and §10.3: the last owner can be neither demoted, removed nor leave (409);
 // with two owners, each demoting the other at once, exactly one succeeds.
 func TestLastOwnerStays(t *testing.T) {
 	t.Parallel()
@@ -279,7 +279,7 @@ func TestLastOwnerStays(t *testing.T) {
 	})
 }
 
-// spec 4.3: role change, removal and leave; removing a member does not revoke the
+// docs/api.md §4.3: role change, removal and leave; removing a member does not revoke the
 // organisation's keys (keys belong to the organisation); the member list shows the role.
 func TestRoleChangeRemovalAndLeave(t *testing.T) {
 	t.Parallel()
@@ -310,7 +310,7 @@ func TestRoleChangeRemovalAndLeave(t *testing.T) {
 			t.Errorf("remove bob twice = %s; want 404", r)
 		}
 		if r := e.Call("GET", "/v1/events?lat=48.85&lon=2.35", key.Key, ""); r.Status != http.StatusOK {
-			t.Errorf("bob's key after his removal: GET /v1/events = %s; want 200 (spec 4.3: keys stay)", r)
+			t.Errorf("bob's key after his removal: GET /v1/events = %s; want 200 (docs/api.md §4.3: keys stay)", r)
 		}
 		// Cat joins and leaves.
 		cat := e.join(ada, o.OrgID, "cat@example.com", orgs.RoleMember)
@@ -328,7 +328,7 @@ func TestRoleChangeRemovalAndLeave(t *testing.T) {
 	})
 }
 
-// spec 4.3 GET .../members: each member shows the display name of their profile (null when
+// docs/api.md §4.3 GET .../members: each member shows the display name of their profile (null when
 // unset), read for all members at once.
 func TestMembersShowDisplayNames(t *testing.T) {
 	t.Parallel()

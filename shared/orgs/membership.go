@@ -33,11 +33,11 @@ func MembershipFrom(ctx context.Context) (Membership, bool) {
 
 // MembershipMiddleware resolves the caller's membership on every organisation-scoped route
 // (IsOrgRoute) of every group, and answers 404 {"detail": DetailOrgNotFound} to a caller who
-// is not a member or names no organisation. Spec 4.3: "Organisation routes resolve the
+// is not a member or names no organisation. docs/api.md §4.3: "Organisation routes resolve the
 // caller's membership first; a caller without one gets 404". As a route middleware it runs
 // before the router validates the query and body (httpapi.RouteMiddleware), so a non-member
 // learns nothing from a 422 about a route's input; put it after consoleauth.Middleware, whose
-// caller it reads, so that a missing session is still 401 first (spec 5).
+// caller it reads, so that a missing session is still 401 first (docs/api.md §5).
 //
 // Handlers read the membership with MembershipFrom instead of resolving it again. Declaring
 // an organisation-scoped route without a session security panics at start-up: such a route

@@ -51,11 +51,11 @@ func invalidInputs(t *testing.T, method, path string, params []schema.Param, has
 	return out
 }
 
-// spec 4.3: "Organisation routes resolve the caller's membership first; a caller without one
-// gets 404". On every organisation-scoped route the service serves, of every group (the list
-// comes from the service, so a route added later is covered), a signed-in non-member sending
-// an invalid body or query gets 404, not the router's 422, and so learns nothing about the
-// route's input; a member sending the same gets 422; without a session it is still 401 first.
+// docs/api.md §4.3: "Organisation routes resolve the caller's membership first; a caller without
+// one gets 404". On every organisation-scoped route the service serves, of every group (the list
+// comes from the service, so a route added later is covered), a signed-in non-member sending an
+// invalid body or query gets 404, not the router's 422, and so learns nothing about the route's
+// input; a member sending the same gets 422; without a session it is still 401 first.
 func TestMembershipIsResolvedBeforeValidation(t *testing.T) {
 	t.Parallel()
 	tables.Each(t, func(t *testing.T, tab tables.Table) {

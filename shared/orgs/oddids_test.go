@@ -38,7 +38,7 @@ var validBodies = map[string]string{
 	"acceptInvitation": `{"token":"x"}`,
 }
 
-// spec 7 and 4.3: an id that names nothing is a 404 {detail} (or a 422 when the router
+// docs/api.md §7 and §4.3: an id that names nothing is a 404 {detail} (or a 422 when the router
 // refuses the segment), never a 5xx. Every organisation-scoped route the service serves, of
 // every group, gets every odd id in each of its path parameters, on both adapters: DynamoDB
 // refuses keys over 2048/1024 bytes, so an id must not reach it unchecked. An empty segment
@@ -95,7 +95,7 @@ func TestOddPathIDsAreNotFound(t *testing.T) {
 						Detail json.RawMessage `json:"detail"`
 					}
 					if err := json.Unmarshal(r.Body, &d); err != nil || len(d.Detail) == 0 {
-						t.Errorf("%s: body %.200s is not {detail} (spec 7)", what, r.Body)
+						t.Errorf("%s: body %.200s is not {detail} (docs/api.md §7)", what, r.Body)
 					}
 				}
 			}

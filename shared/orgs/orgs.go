@@ -1,17 +1,17 @@
-// Package orgs is the console's organisations (route group console-orgs, ARCHITECTURE.md):
+// Package orgs is the console's organisations (route group console-orgs, docs/architecture.md §4):
 // organisations, members and invitations, roles, the organisation's API keys and its audit log
-// (spec 2.9, 3, 4.3, 4.4, 5, 7, 8; contract 3).
+// (docs/api.md §2.9, §3, §4.3, §4.4, §5, §7, §8 and §10.3).
 //
 // # Membership first
 //
 // Every /console/orgs/{org_id}/... route resolves the caller's membership before anything else,
 // with one BatchGet of the organisation item and the caller's member item: no membership (or no
-// such organisation) is 404, and a member asking for an owner act is 403 (contract 3 "Roles").
-// Resources named in the path (user_id, invite_id, key_id) are then read inside the caller's
-// organisation's partition only, so an id of another organisation is not found (spec 4.3).
-// MembershipMiddleware does the resolving for the organisation-scoped routes of every group
-// (usage and billing included), before the router validates query and body, so a non-member
-// gets 404 whatever they send, never 422.
+// such organisation) is 404, and a member asking for an owner act is 403 (docs/api.md §10.3
+// (Roles)). Resources named in the path (user_id, invite_id, key_id) are then read inside the
+// caller's organisation's partition only, so an id of another organisation is not found
+// (docs/api.md §4.3). MembershipMiddleware does the resolving for the organisation-scoped routes of
+// every group (usage and billing included), before the router validates query and body, so a
+// non-member gets 404 whatever they send, never 422.
 //
 // # Storage layout
 //
@@ -27,13 +27,13 @@
 //
 //   - owners counts the owners; demoting, removing or letting an owner leave decrements it
 //     under the condition owners > 1, so the last owner stays even under concurrent requests
-//     (spec 4.3, contract 3: 409);
+//     (docs/api.md §4.3, §10.3: 409);
 //   - rev is bumped by every change to the members and invitations. An invitation counts the
-//     seats (members plus live invitations, spec 4.3) and writes under the condition that rev
+//     seats (members plus live invitations, docs/api.md §4.3) and writes under the condition that rev
 //     is still what it read, so two concurrent invitations cannot both take the last seat.
 //
-// Invitation tokens are 256-bit random strings stored only as SHA-256 (contract 3); they appear
-// in the invitation e-mail's link and nowhere else, never in a response or in the audit log.
+// Invitation tokens are 256-bit random strings stored only as SHA-256 (docs/api.md §10.3); they
+// appear in the invitation e-mail's link and nowhere else, never in a response or in the audit log.
 package orgs
 
 import (
@@ -57,28 +57,28 @@ import (
 	"github.com/roadevents/roadevents/shared/store"
 )
 
-// Roles (spec 5 "Console authentication" rule 6).
+// Roles (docs/api.md §5 "Console authentication" rule 6).
 const (
 	RoleOwner  = "owner"
 	RoleMember = "member"
 )
 
-// FreePlan is the plan of a new organisation (contract 3).
+// FreePlan is the plan of a new organisation (docs/api.md §10.3).
 const FreePlan = "free"
 
-// Free plan caps (spec 8, contract 3), used when Options.Caps is nil.
+// Free plan caps (docs/api.md §8, §10.3), used when Options.Caps is nil.
 const (
 	FreeLiveKeyCap = 1
 	FreeSeatCap    = 3
 )
 
-// InvitationTTL is how long an invitation lasts (contract 3: 7 days).
+// InvitationTTL is how long an invitation lasts (docs/api.md §10.3: 7 days).
 const InvitationTTL = 7 * 24 * time.Hour
 
-// MaxNameLen is the longest organisation name, in characters (spec 8).
+// MaxNameLen is the longest organisation name, in characters (docs/api.md §8).
 const MaxNameLen = 80
 
-// The console caps of contract 3 (deployment values; spec 8 rule 5 leaves them open).
+// The console caps of docs/api.md §10.3 (deployment values; docs/api.md §8 rule 5 leaves them open).
 var (
 	OrgCreationCap     = ratelimit.Rule{Name: "console-org-creation", Limit: 10, Window: 24 * time.Hour}
 	InviteActorCap     = ratelimit.Rule{Name: "console-invites-actor", Limit: 20, Window: time.Hour}
@@ -86,7 +86,7 @@ var (
 	KeyIssuanceCap     = ratelimit.Rule{Name: "console-key-issuance", Limit: 30, Window: time.Hour}
 )
 
-// Audit actions of contract 3 written by this package.
+// Audit actions of docs/api.md §10.3 written by this package.
 const (
 	ActionOrgCreated          = "org.created"
 	ActionOrgUpdated          = "org.updated"
@@ -104,26 +104,26 @@ const (
 // Errors of the package. Check them with errors.Is.
 var (
 	// ErrNotFound is an organisation the caller is not a member of (or that does not exist),
-	// or a member, invitation or key that the organisation does not have: 404 (spec 4.3).
+	// or a member, invitation or key that the organisation does not have: 404 (docs/api.md §4.3).
 	ErrNotFound = errors.New("orgs: not found")
-	// ErrOwnerOnly is a member asking for an owner act: 403 (contract 3).
+	// ErrOwnerOnly is a member asking for an owner act: 403 (docs/api.md §10.3).
 	ErrOwnerOnly = errors.New("orgs: owner act")
-	// ErrLastOwner refuses demoting, removing or letting the last owner leave: 409 (contract 3).
+	// ErrLastOwner refuses demoting, removing or letting the last owner leave: 409 (docs/api.md §10.3).
 	ErrLastOwner = errors.New("orgs: the last owner must stay")
-	// ErrSeatCap is an invitation past the plan's seat cap: 409 (contract 3).
+	// ErrSeatCap is an invitation past the plan's seat cap: 409 (docs/api.md §10.3).
 	ErrSeatCap = errors.New("orgs: seat cap reached")
 	// ErrAlreadyMember is an invitation of, or an acceptance by, someone already a member: 409.
 	ErrAlreadyMember = errors.New("orgs: already a member")
 	// ErrAlreadyInvited is an invitation of an address with a live invitation: 409 (resend it).
 	ErrAlreadyInvited = errors.New("orgs: address already invited")
 	// ErrInvitationNotFound is an unknown, used, withdrawn, replaced or expired invitation
-	// token: 404 (contract 3).
+	// token: 404 (docs/api.md §10.3).
 	ErrInvitationNotFound = errors.New("orgs: invitation not found or no longer valid")
 	// ErrEmailMismatch is an acceptance by a user whose address is not the invited one: 403.
 	ErrEmailMismatch = errors.New("orgs: invitation is for another address")
 	// ErrTOTPRequired is a key issuance without a valid totp_code by a caller with TOTP: 403.
 	ErrTOTPRequired = errors.New("orgs: a valid TOTP code is required")
-	// ErrInvalid is an argument outside what the spec allows (a name too long, an unknown role).
+	// ErrInvalid is an argument outside docs/api.md §8 and §10.3 (a name too long, an unknown role).
 	ErrInvalid = errors.New("orgs: invalid request")
 	// ErrLimited is a capped request: ratelimit's sentinel, so errors.As with
 	// *ratelimit.LimitedError gives the rule and the Retry-After.
@@ -132,7 +132,7 @@ var (
 	ErrBusy = errors.New("orgs: concurrent changes, retry")
 )
 
-// Organisation is an organisation as the caller sees it (contract 3 Organisation).
+// Organisation is an organisation as the caller sees it (docs/api.md §10.3 Organisation).
 type Organisation struct {
 	OrgID     string    `json:"org_id"`
 	Name      string    `json:"name"`
@@ -142,7 +142,7 @@ type Organisation struct {
 	Role string `json:"role"`
 }
 
-// Member is one member (contract 3 MemberPublic).
+// Member is one member (docs/api.md §10.3 MemberPublic).
 type Member struct {
 	UserID      string    `json:"user_id"`
 	Email       string    `json:"email"`
@@ -151,7 +151,7 @@ type Member struct {
 	JoinedAt    time.Time `json:"joined_at"`
 }
 
-// Invitation is one pending invitation (spec 2.9 InvitePublic); the token is never part of it.
+// Invitation is one pending invitation (docs/api.md §2.9 InvitePublic); the token is never part of it.
 type Invitation struct {
 	InviteID       string    `json:"invite_id"`
 	Email          string    `json:"email"`
@@ -168,7 +168,7 @@ type Users interface {
 	Users(ctx context.Context, ids []string) (map[string]consoleauth.User, error)
 }
 
-// TOTPVerifier checks and consumes a TOTP code (spec 5 rule 2); *consoleauth.Service is one.
+// TOTPVerifier checks and consumes a TOTP code (docs/api.md §5 rule 2); *consoleauth.Service is one.
 type TOTPVerifier interface {
 	VerifyTOTP(ctx context.Context, userID, code string) error
 }
@@ -282,7 +282,7 @@ func (s *Service) allow(ctx context.Context, l *ratelimit.Limiter, rule ratelimi
 	return nil
 }
 
-// allowInvitation counts one invitation e-mail against both caps of contract 3, the actor's
+// allowInvitation counts one invitation e-mail against both caps of docs/api.md §10.3, the actor's
 // 20 an hour and the recipient's 3 a day, in one transaction: a call refused by either spends
 // nothing of the other.
 func (s *Service) allowInvitation(ctx context.Context, actor Actor, email string) error {
@@ -307,7 +307,7 @@ func (s *Service) transact(ctx context.Context, ops []store.Op) error {
 }
 
 // CreateOrg creates an organisation named name on the Free plan with the actor as its only
-// owner (spec 4.3), capped per user per day (contract 3).
+// owner (docs/api.md §4.3), capped per user per day (docs/api.md §10.3).
 func (s *Service) CreateOrg(ctx context.Context, actor Actor, name string) (Organisation, error) {
 	if n := utf8.RuneCountInString(name); n < 1 || n > MaxNameLen {
 		return Organisation{}, fmt.Errorf("%w: name of %d characters", ErrInvalid, n)
@@ -346,7 +346,7 @@ type Membership struct {
 }
 
 // Resolve returns the membership of userID in orgID with one BatchGet (the organisation item
-// and the member item), or ErrNotFound when either is missing (spec 4.3: 404).
+// and the member item), or ErrNotFound when either is missing (docs/api.md §4.3: 404).
 func (s *Service) Resolve(ctx context.Context, orgID, userID string) (Membership, error) {
 	if err := knownID("organisation", orgID); err != nil {
 		return Membership{}, err
@@ -393,12 +393,12 @@ func (s *Service) Access(ctx context.Context, orgID, userID string) (role, plan 
 	return m.Org.Role, m.Org.Plan, true, nil
 }
 
-// ListOrgs returns the organisations userID is a member of, each with the user's role, ordered
-// by name (code point order) then org_id; empty when none. GET /console/orgs serves it: an
-// addition to spec 4.3, which lists no route for a returning user to find their organisations
-// (README, "Console organisations"). One Query of the user's partition, then one BatchGet of
-// each organisation item and the user's member item: the member item, not the partition's
-// copy of the role, decides, so an organisation the user has left never appears.
+// ListOrgs returns the organisations userID is a member of, each with the user's role, ordered by
+// name (code point order) then org_id; empty when none. GET /console/orgs serves it, so that a
+// returning user on a new browser finds their organisations (README, "Console organisations"). One
+// Query of the user's partition, then one BatchGet of each organisation item and the user's member
+// item: the member item, not the partition's copy of the role, decides, so an organisation the user
+// has left never appears.
 func (s *Service) ListOrgs(ctx context.Context, userID string) ([]Organisation, error) {
 	out := []Organisation{}
 	if userID == "" {
@@ -462,7 +462,7 @@ func (s *Service) SetPlan(ctx context.Context, orgID, planID string) error {
 	return nil
 }
 
-// UpdateOrg renames the organisation (owner act, spec 4.3 PATCH); a nil name changes nothing.
+// UpdateOrg renames the organisation (owner act, docs/api.md §4.3 PATCH); a nil name changes nothing.
 func (s *Service) UpdateOrg(ctx context.Context, m Membership, actor Actor, name *string) (Organisation, error) {
 	if err := ownerOnly(m); err != nil {
 		return Organisation{}, err
@@ -498,7 +498,7 @@ func ownerOnly(m Membership) error {
 }
 
 // RecordUserAction writes action in the audit log of every organisation the user belongs to:
-// the consoleauth.Options.OnTOTPChange hook (contract 3: auth.totp_enabled and
+// the consoleauth.Options.OnTOTPChange hook (docs/api.md §10.3: auth.totp_enabled and
 // auth.totp_disabled, in every organisation the user belongs to). Failures are logged.
 func (s *Service) RecordUserAction(ctx context.Context, u consoleauth.User, action string) {
 	items, err := s.table.Query(ctx, store.Query{PK: userOrgPartition(u.ID), Prefix: pkOrgPrefix})

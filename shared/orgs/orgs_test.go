@@ -19,8 +19,8 @@ import (
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
 )
 
-// spec 4.3 POST, GET and PATCH /console/orgs: the creator is the owner, a new organisation is
-// on the free plan (contract 3), the record carries the caller's role, and a rename is an
+// docs/api.md §4.3 POST, GET and PATCH /console/orgs: the creator is the owner, a new organisation
+// is on the free plan (docs/api.md §10.3), the record carries the caller's role, and a rename is an
 // owner act recorded as org.updated.
 func TestCreateGetAndRenameOrganisation(t *testing.T) {
 	t.Parallel()
@@ -53,8 +53,8 @@ func TestCreateGetAndRenameOrganisation(t *testing.T) {
 	})
 }
 
-// spec 8 and 7: organisation name 1..80 characters, else 422 in the validation shape; a
-// missing session is 401 (spec 5).
+// docs/api.md §8 and §7: organisation name 1..80 characters, else 422 in the validation shape; a
+// missing session is 401 (docs/api.md §5).
 func TestOrganisationValidation(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, tables.Embedded(t))
@@ -99,7 +99,7 @@ func TestOrganisationValidation(t *testing.T) {
 	}
 }
 
-// docs/api.md §2: an organisation's name, on creation and on rename, and a key's label refuse
+// docs/api.md §11.2: an organisation's name, on creation and on rename, and a key's label refuse
 // control characters, bidirectional marks and text with nothing visible (they reach the
 // console and invitation e-mails), with a 422 value_error at the field; other scripts, accents
 // and emoji are kept as sent. A label stored before the rule still lists.
@@ -164,7 +164,7 @@ func TestNamesAndLabelsArePrintable(t *testing.T) {
 	}
 }
 
-// contract 3: organisation creation is capped at 10 per user per day; past it 429 with
+// docs/api.md §10.3: organisation creation is capped at 10 per user per day; past it 429 with
 // Retry-After, and the next day allows more.
 func TestOrganisationCreationCap(t *testing.T) {
 	t.Parallel()
@@ -178,7 +178,7 @@ func TestOrganisationCreationCap(t *testing.T) {
 		r := e.Call("POST", "/console/orgs", ada.token, `{"name":"One too many"}`)
 		e.ExpectDetail(r, http.StatusTooManyRequests, "11th organisation in a day")
 		if r.Header.Get("Retry-After") == "" {
-			t.Errorf("429 without Retry-After (contract 3)")
+			t.Errorf("429 without Retry-After (docs/api.md §10.3)")
 		}
 		// Another user has a budget of their own.
 		e.createOrg(e.signIn("bob@example.com"), "Bob Fleet")
@@ -210,7 +210,7 @@ func newService(t *testing.T, tab tables.Table, caps func(string) (int, int)) (*
 	return s, auth
 }
 
-// The lead's decision for billing: Access gives role and plan of a member, ok=false for a
+// What billing relies on: Access gives role and plan of a member, ok=false for a
 // non-member or an unknown organisation; SetPlan moves the organisation to a plan, whose
 // caps (Options.Caps) then apply; an unknown organisation is ErrNotFound.
 func TestAccessAndSetPlan(t *testing.T) {
@@ -250,7 +250,7 @@ func TestAccessAndSetPlan(t *testing.T) {
 	})
 }
 
-// spec 5 API key rule 3 and contract 3: the live-key cap follows the organisation's plan
+// docs/api.md §5 API key rule 3 and §10.3: the live-key cap follows the organisation's plan
 // through Options.Caps (here team allows 2).
 func TestLiveKeyCapFollowsPlan(t *testing.T) {
 	t.Parallel()

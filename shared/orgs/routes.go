@@ -11,7 +11,7 @@ import (
 	"github.com/roadevents/roadevents/shared/schema"
 )
 
-// Payload and record schemas, named as spec 2.9 and contract 3 name them.
+// Payload and record schemas, named as docs/api.md §2.9 and §10.3 name them.
 var (
 	role = schema.Enum(RoleOwner, RoleMember)
 
@@ -88,7 +88,7 @@ var (
 	).Named("AuditEntryPublic")
 )
 
-// ApiKeyPublic is the console's view of a key (spec 2.9): never its secret.
+// ApiKeyPublic is the console's view of a key (docs/api.md §2.9): never its secret.
 type ApiKeyPublic struct {
 	KeyID          string     `json:"key_id"`
 	Label          string     `json:"label"`
@@ -121,13 +121,13 @@ func KeyPublic(k apikey.Key) ApiKeyPublic {
 	return out
 }
 
-// IssuedKey is the answer of key issuance (spec 2.9): the raw key, this once.
+// IssuedKey is the answer of key issuance (docs/api.md §2.9): the raw key, this once.
 type IssuedKey struct {
 	Key    string       `json:"key"`
 	APIKey ApiKeyPublic `json:"api_key"`
 }
 
-// MembersList is the members route's answer (contract 3).
+// MembersList is the members route's answer (docs/api.md §10.3).
 type MembersList struct {
 	Members     []Member     `json:"members"`
 	Invitations []Invitation `json:"invitations"`
@@ -160,7 +160,7 @@ type createKeyIn struct {
 	TOTPCode    *string `json:"totp_code"`
 }
 
-// Public sentences of the handler errors (spec 7, shape 1).
+// Public sentences of the handler errors (docs/api.md §7, shape 1).
 const (
 	DetailOrgNotFound       = "Organisation not found"
 	DetailMemberNotFound    = "Member not found in this organisation"
@@ -192,7 +192,7 @@ var (
 )
 
 // Routes returns the console-orgs group's organisation, member, invitation, key and audit
-// routes (spec 4.3, 4.4). Every route takes a session token (consoleauth.Middleware).
+// routes (docs/api.md §4.3, §4.4). Every route takes a session token (consoleauth.Middleware).
 func Routes(s *Service) []httpapi.Route {
 	h := &handlers{s: s}
 	session := []httpapi.Security{httpapi.SecuritySession}
@@ -226,9 +226,8 @@ func Routes(s *Service) []httpapi.Route {
 		{
 			Method: http.MethodGet, Path: "/console/orgs", OperationID: "listOrgs", Tags: orgTags, Security: session,
 			Summary: "The caller's organisations, with the caller's role in each",
-			Description: "An addition to spec 4.3, which has no route for a returning user (a new browser) to find " +
-				"their organisations and switch between them. Ordered by name, then org_id; an empty array when " +
-				"the caller belongs to none.",
+			Description: "Lets a returning user (a new browser) find their organisations and switch between them. " +
+				"Ordered by name, then org_id; an empty array when the caller belongs to none.",
 			Responses: map[int]httpapi.Response{
 				http.StatusOK: httpapi.JSONResponse("Every organisation the caller is a member of.", schema.Array(OrganisationSchema)),
 			},
@@ -427,7 +426,7 @@ type handlers struct {
 	s *Service
 }
 
-// ErrorTable gives the package's errors their status and public sentence (spec 7, shape 1);
+// ErrorTable gives the package's errors their status and public sentence (docs/api.md §7, shape 1);
 // a route names the thing its 404 is about with notFoundAs. The cause is logged, never sent.
 var ErrorTable = httpapi.ErrorTable{
 	{Err: OrgCreationCap.Refusal(), Status: http.StatusTooManyRequests, Detail: DetailOrgCreationCap},
@@ -453,9 +452,9 @@ func notFoundAs(detail string) httpapi.ErrorTable {
 	return ErrorTable.With(httpapi.ErrorRule{Err: ErrNotFound, Status: http.StatusNotFound, Detail: detail})
 }
 
-// asMember adapts an operation on the caller's membership of {org_id} (404 without one, spec
-// 4.3). MembershipMiddleware has resolved it before the router validated the input; it is
-// resolved here only when the route is served without it.
+// asMember adapts an operation on the caller's membership of {org_id} (404 without one,
+// docs/api.md §4.3). MembershipMiddleware has resolved it before the router validated the input; it
+// is resolved here only when the route is served without it.
 func asMember[In, Out any](s *Service, f func(r *httpapi.Request[In], c consoleauth.Caller, m Membership) (Out, error)) func(*httpapi.Request[In]) (Out, error) {
 	return consoleauth.AsCaller(func(r *httpapi.Request[In], c consoleauth.Caller) (Out, error) {
 		m, ok := MembershipFrom(r.Context())

@@ -12,11 +12,11 @@ import (
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
 )
 
-// spec 4.3 ("resources are resolved within the caller's organisation") and 4.4: organisation
-// A's traffic, keys, members, invitations and audit entries never appear in any answer to
-// organisation B, read by B's owner on every route that reads B (usage and vitality of both
-// environments, reputation, billing summary, keys, members, audit, the organisation). A's own answers
-// show the traffic, so the check on B can fail. Both adapters.
+// docs/api.md §4.3 ("resources are resolved within the caller's organisation") and §4.4:
+// organisation A's traffic, keys, members, invitations and audit entries never appear in any answer
+// to organisation B, read by B's owner on every route that reads B (usage and vitality of both
+// environments, reputation, billing summary, keys, members, audit, the organisation). A's own
+// answers show the traffic, so the check on B can fail. Both adapters.
 func TestTenantDataStaysInItsOrganisation(t *testing.T) {
 	t.Parallel()
 	tables.Each(t, func(t *testing.T, tab tables.Table) {

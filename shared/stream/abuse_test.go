@@ -36,7 +36,7 @@ func nextFrame(t testing.TB, s *streamtest.Stream) (stream.Frame, error) {
 	}
 }
 
-// docs/api.md §4: revoking an API key ends, within moments, the streams it opened and those
+// docs/api.md §11.4: revoking an API key ends, within moments, the streams it opened and those
 // opened with tickets it minted, with bye credential_revoked and reconnect false; its tickets
 // open nothing more (401), on both stores. The other keys' streams go on.
 func TestRevocationEndsTheKeysStreams(t *testing.T) {
@@ -78,7 +78,7 @@ func TestRevocationEndsTheKeysStreams(t *testing.T) {
 	})
 }
 
-// docs/api.md §4: a stream whose credential was checked just before its key was revoked, and
+// docs/api.md §11.4: a stream whose credential was checked just before its key was revoked, and
 // that subscribes just after the hub saw the revocation, is refused all the same.
 func TestHubRefusesARecentlyRevokedKey(t *testing.T) {
 	t.Parallel()
@@ -125,7 +125,7 @@ func (c *capacity) InUse() int { return int(c.inUse.Load()) }
 // docs/operations.md §3: when the connection budget is nearly spent, a new stream of an
 // organisation holding its share is refused with 503 and Retry-After, the usual error body,
 // at once; another organisation's stream still opens, and the first opens again once the
-// budget has room. Spec 8 rule 1: no 429, no per-key ceiling.
+// budget has room. docs/api.md §8 rule 1: no 429, no per-key ceiling.
 func TestNearlySpentBudgetRefusesTheGreedyOrganisation(t *testing.T) {
 	t.Parallel()
 	tables.Each(t, func(t *testing.T, tab tables.Table) {

@@ -35,7 +35,7 @@ func (r *rig) mint(t testing.TB, key string) stream.TicketOut {
 
 var utcZ = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$`)
 
-// Spec 4.1, 2.8 and 5: POST /v1/stream/tickets answers 201 StreamTicketOut for an API key.
+// docs/api.md §4.1, §2.8 and §5: POST /v1/stream/tickets answers 201 StreamTicketOut for an API key.
 func TestMintTicket(t *testing.T) {
 	t.Parallel()
 	tables.Each(t, func(t *testing.T, tab tables.Table) {
@@ -59,7 +59,7 @@ func TestMintTicket(t *testing.T) {
 	})
 }
 
-// Spec 5 ticket rules and spec 7 (GET /v1/stream, POST /v1/stream/tickets): which credential
+// docs/api.md §5 ticket rules and §7 (GET /v1/stream, POST /v1/stream/tickets): which credential
 // opens what; each case is named after its route. Every 401 carries WWW-Authenticate: Bearer and a {"detail"} body.
 func TestCredentials(t *testing.T) {
 	t.Parallel()
@@ -103,7 +103,7 @@ func TestCredentials(t *testing.T) {
 			{"tickets: revoked key", http.MethodPost, "", "Bearer " + revoked, true, 401, apikey.DetailInvalid},
 			{"tickets: a ticket cannot mint a ticket (rule 1)", http.MethodPost, "", "Bearer " + fresh, true, 401, apikey.DetailInvalid},
 			{"tickets: a ticket in the query is no credential", http.MethodPost, "ticket=" + fresh, "", false, 401, apikey.DetailMissing},
-			// Rule 1: a ticket carries no scope beyond streaming (spec 5: it may not read
+			// Rule 1: a ticket carries no scope beyond streaming (docs/api.md §5: it may not read
 			// /v1/events nor publish).
 			{"events: a ticket as a bearer cannot read (rule 1)", http.MethodGet, q, "Bearer " + fresh, true, 401, apikey.DetailInvalid},
 			{"events: a ticket in the query cannot read (rule 1)", http.MethodGet, q + "&ticket=" + fresh, "", false, 401, apikey.DetailMissing},
@@ -156,8 +156,8 @@ func mustKeyID(t testing.TB, r *rig, raw string) string {
 	return p.KeyID
 }
 
-// Spec 5 ticket rules 2, 3 and 5: a ticket binds organisation and environment, not the area;
-// it may open several streams within 300 s; an open stream outlives it.
+// docs/api.md §5 ticket rules 2, 3 and 5: a ticket binds organisation and environment, not the
+// area; it may open several streams within 300 s; an open stream outlives it.
 func TestTicketStreams(t *testing.T) {
 	t.Parallel()
 	tables.Each(t, func(t *testing.T, tab tables.Table) {
@@ -168,7 +168,7 @@ func TestTicketStreams(t *testing.T) {
 		sandboxEvent := r.publish(t, r.sandboxKey, "accident", center)
 		liveEvent := r.publish(t, r.otherKey, "accident", offset(center, 5000))
 
-		// Two areas with one live ticket (rules 2 and 5); live events only (spec 6 rule 6).
+		// Two areas with one live ticket (rules 2 and 5); live events only (docs/api.md §6 rule 6).
 		here, snapHere := r.mustOpen(t, query(center, 1000)+"&ticket="+liveTicket, "")
 		there, snapThere := r.mustOpen(t, query(offset(center, 5000), 1000)+"&ticket="+liveTicket, "")
 		if len(snapHere.Events) != 0 {
@@ -194,7 +194,7 @@ func TestTicketStreams(t *testing.T) {
 	})
 }
 
-// Spec 7 and spec 6 rule 1: the stream's query follows the rules of GET /v1/events (the same
+// docs/api.md §7 and §6 rule 1: the stream's query follows the rules of GET /v1/events (the same
 // 422 body for the same query), and the credential is checked first.
 func TestQueryValidation(t *testing.T) {
 	t.Parallel()
@@ -232,7 +232,7 @@ func TestQueryValidation(t *testing.T) {
 				}
 			})
 		}
-		// Credential before query (spec 6 rule 1: both before the stream starts).
+		// Credential before query (docs/api.md §6 rule 1: both before the stream starts).
 		if _, status, _ := r.open(t, "lat=100", ""); status != http.StatusUnauthorized {
 			t.Errorf("bad query without credential: %d; want 401", status)
 		}
@@ -273,7 +273,7 @@ func TestStreamParamsMatchTheAreaQuery(t *testing.T) {
 	}
 }
 
-// Spec 1 and 5: stream connects and tickets are counted per organisation, environment and
+// docs/api.md §1 and §5: stream connects and tickets are counted per organisation, environment and
 // day, and never refused (no 429 however many).
 func TestMetering(t *testing.T) {
 	t.Parallel()

@@ -14,8 +14,8 @@ import (
 // which delta a change emits is decided here, from the two events (Classify).
 func NewDecoder(isEvent func(store.Key) bool, decode func(store.Item) (event.Event, error)) Decoder {
 	return keyedDecoder{wants: isEvent, DecoderFunc: func(ch store.Change) (EventChange, bool, error) {
-		// A removal emits nothing: TTL deletion is natural expiry, which sends no delta (spec 6
-		// rule 4), and the service deletes no active event.
+		// A removal emits nothing: TTL deletion is natural expiry, which sends no delta
+		// (docs/api.md §6 rule 4), and the service deletes no active event.
 		if !isEvent(ch.Key) || ch.Kind == store.ChangeRemove || ch.New == nil {
 			return EventChange{}, false, nil
 		}
@@ -82,15 +82,15 @@ var (
 	_ RevocationDecoder = revocationDecoder{}
 )
 
-// Classify says which delta a write of an event emits (contract 2, Stream), from the event
+// Classify says which delta a write of an event emits (docs/api.md §10.2 (Stream)), from the event
 // as stored before the write (nil when there was none) and after it; ok is false when the
 // write emits none.
 //
 //   - created: the event was published (no item before, or a fresh event, version 1, in the
 //     place of an older one that the table had not deleted yet);
 //   - ended: it left active by a write (deny quorum, merge, invalidation); natural expiry is
-//     no write and emits nothing (spec 6 rule 4);
-//   - updated: the publisher revised it (spec 6 rule 5: updated_at moves);
+//     no write and emits nothing (docs/api.md §6 rule 4);
+//   - updated: the publisher revised it (docs/api.md §6 rule 5: updated_at moves);
 //   - signal: a signal changed the tallies or the expiry (a repeated signal writes nothing);
 //   - nothing for an event that was already over, or a write no subscriber can see.
 func Classify(before *event.Event, after event.Event) (Kind, bool) {

@@ -22,7 +22,7 @@ func signalled(t testing.TB, ev event.Event, reporter, action string, minute int
 	return ev
 }
 
-// Contract 2: which operation emits which delta kind.
+// docs/api.md §10.2: which operation emits which delta kind.
 func TestClassify(t *testing.T) {
 	t.Parallel()
 	fresh := newEvent(t, "ev_a", "accident", event.EnvironmentLive, center)

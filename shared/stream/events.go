@@ -10,7 +10,7 @@ import (
 // EventsSnapshots reads snapshots from the events store: the very query of GET /v1/events
 // (eventstore.Store.Area), so a snapshot holds what that route returns for the same filter and
 // credential: active events of the networks the viewer is served, nearest first, at most
-// 500 (contract 2, snapshot).
+// 500 (docs/api.md §10.2 (Stream)).
 func EventsSnapshots(st *eventstore.Store) Snapshotter {
 	return SnapshotFunc(func(ctx context.Context, v Viewer, f Filter) ([]SnapshotEvent, error) {
 		res, err := st.Area(ctx, eventstore.Caller{Org: v.Org, Environment: v.Environment}, eventstore.AreaQuery{

@@ -9,7 +9,7 @@ import (
 	"strconv"
 )
 
-// Frame names: the SSE event: field of each frame (spec 6).
+// Frame names: the SSE event: field of each frame (docs/api.md §6).
 const (
 	FrameSnapshot  = "snapshot"
 	FrameEvent     = "event"
@@ -17,7 +17,7 @@ const (
 	FrameBye       = "bye"
 )
 
-// Reasons of a bye frame (spec 6, contract 2). Every bye says reconnect: true but
+// Reasons of a bye frame (docs/api.md §6, §10.2). Every bye says reconnect: true but
 // ReasonCredentialRevoked's.
 const (
 	// ReasonMaxConnectionAge: the connection's life is over: MaxConnectionAge has passed, or
@@ -29,11 +29,11 @@ const (
 	ReasonSnapshotUnavailable = "snapshot_unavailable"
 	// ReasonCredentialRevoked: the API key that opened the stream, or minted its ticket, was
 	// revoked; reconnect is false, since the credential opens nothing any more (an additive
-	// reason: docs/api.md §4).
+	// reason: docs/api.md §11.4).
 	ReasonCredentialRevoked = "credential_revoked"
 )
 
-// The data of each frame, as JSON (contract 2, Stream). The server writes them without
+// The data of each frame, as JSON (docs/api.md §10.2 (Stream)). The server writes them without
 // encoding the events again; clients and tests decode them with these types.
 type (
 	// SnapshotData is the data of the snapshot frame.

@@ -27,16 +27,16 @@ const (
 	// A client that has not read for that long, with the kernel's buffers full, is
 	// disconnected; until then it costs the others nothing, since the hub never waits for it.
 	DefaultWriteTimeout = 15 * time.Second
-	// DefaultMaxRadius is max_query_radius_m (spec 8).
+	// DefaultMaxRadius is max_query_radius_m (docs/api.md §8).
 	DefaultMaxRadius = 9780.0
-	// DefaultRadius is the radius of a stream that names none (spec 6 rule 1).
+	// DefaultRadius is the radius of a stream that names none (docs/api.md §6 rule 1).
 	DefaultRadius = 1000.0
 	// CrowdedRetryAfter is the Retry-After of a stream refused to share a nearly spent
 	// connection budget (ErrCrowded).
 	CrowdedRetryAfter = 5 * time.Second
 )
 
-// streamErrors answers a subscription the hub refuses. Spec 8 rule 1 allows no ceiling on
+// streamErrors answers a subscription the hub refuses. docs/api.md §8 rule 1 allows no ceiling on
 // streams, so a crowded budget is the server's condition, not the client's: 503 with
 // Retry-After, which clients retry with backoff (docs/operations.md §3).
 var streamErrors = httpapi.ErrorTable{
@@ -45,7 +45,7 @@ var streamErrors = httpapi.ErrorTable{
 	{Err: ErrRevoked, Status: http.StatusUnauthorized, Detail: apikey.DetailInvalid},
 }
 
-// Meter counts consumption (spec 1: every stream connect; contract 3: tickets);
+// Meter counts consumption (docs/api.md §1: every stream connect; docs/api.md §10.3: tickets);
 // *metering.Meter is one.
 type Meter interface {
 	Count(ctx context.Context, org, env string, c metering.Counter)
@@ -70,7 +70,7 @@ type Deps struct {
 	Timers Timers
 	// Logger receives what a stream cannot report to its client; slog.Default() when nil.
 	Logger *slog.Logger
-	// MaxRadius is max_query_radius_m: 422 above it (spec 7: same rules as GET /v1/events).
+	// MaxRadius is max_query_radius_m: 422 above it (docs/api.md §7: same rules as GET /v1/events).
 	// DefaultMaxRadius when 0.
 	MaxRadius float64
 	// DefaultRadius is the radius when the query names none; DefaultRadius when 0.
@@ -108,7 +108,7 @@ type nopMeter struct{}
 
 func (nopMeter) Count(context.Context, string, string, metering.Counter) {}
 
-// TicketOutSchema declares StreamTicketOut (spec 2.8, contract 1).
+// TicketOutSchema declares StreamTicketOut (docs/api.md §2.8, §10.1).
 var TicketOutSchema = schema.Object(
 	schema.Req("ticket", schema.String().Describe("svc_st_ followed by 43 base62 characters; pass it as the ticket query parameter of GET /v1/stream.")),
 	schema.Req("expires_at", schema.DateTime().Describe("When the ticket stops opening streams (UTC); an open stream is not cut then.")),
@@ -122,16 +122,16 @@ type TicketOut struct {
 	ExpiresIn int    `json:"expires_in"`
 }
 
-// TicketRoutes returns POST /v1/stream/tickets (spec 4.1, spec 5 ticket rules). It takes an
+// TicketRoutes returns POST /v1/stream/tickets (docs/api.md §4.1, §5 ticket rules). It takes an
 // API key only: a ticket in the Authorization header is refused as an invalid key and the
 // route reads no ticket parameter, so a ticket cannot mint a ticket. It is unrationed and
-// metered (spec 5, last rule).
+// metered (docs/api.md §5, last rule).
 func TicketRoutes(d Deps) []httpapi.Route {
 	d.defaults()
 	return []httpapi.Route{{
 		Method: http.MethodPost, Path: "/v1/stream/tickets", OperationID: "mintStreamTicket",
 		Tags: []string{"stream"}, Security: []httpapi.Security{httpapi.SecurityAPIKey},
-		NoStore: true, // the answer is a credential (docs/api.md §3)
+		NoStore: true, // the answer is a credential (docs/api.md §11.3)
 		Summary: "Mint a stream ticket",
 		Description: "A ticket opens GET /v1/stream with ?ticket= for the key's organisation and environment, " +
 			"any area, for 300 s; it may be reused to reconnect within that time. Expiry is checked at connect only.",
@@ -163,7 +163,7 @@ func TicketRoutes(d Deps) []httpapi.Route {
 var errNoPrincipal = errors.New("stream: no authenticated principal: is apikey.Middleware installed?")
 
 // QueryParams are the filters of GET /v1/stream: those of GET /v1/events, with the same rules
-// (spec 7: "422: same rules as GET /v1/events").
+// (docs/api.md §7: "422: same rules as GET /v1/events").
 func QueryParams(maxRadius, defaultRadius float64) []schema.Param {
 	return []schema.Param{
 		schema.Query("lat", schema.Number().Range(-90, 90)).Require().Describe("Latitude of the centre, decimal degrees."),
@@ -177,7 +177,7 @@ func QueryParams(maxRadius, defaultRadius float64) []schema.Param {
 	}
 }
 
-// streamDescription documents the frames in /openapi.json (spec 6, contract 2).
+// streamDescription documents the frames in /openapi.json (docs/api.md §6, §10.2).
 const streamDescription = "Server-sent events. Every frame has an id that increases within the connection, " +
 	"an event name and one JSON data line:\n\n" +
 	"- `snapshot`, first and once: `{\"events\": [EventPublic...], \"max_seconds\": 3300, \"at\": <time>}`, " +
@@ -195,10 +195,11 @@ const streamDescription = "Server-sent events. Every frame has an id that increa
 	"POST /v1/stream/tickets; when an Authorization header is present it decides. Credentials and filters are " +
 	"checked before the stream starts (401, 422). A live key is streamed live events, a sandbox key both."
 
-// Routes returns GET /v1/stream (spec 4.1 rule 7, spec 6). Authentication is apikey.Middleware's
-// (an API key, or a ticket when no Authorization header came: spec 5 ticket rule 4), and the
-// query is validated by the router, both before the handler, so a refusal is a status with the
-// usual body (spec 6 rule 1); once the stream has begun only a bye frame can end it.
+// Routes returns GET /v1/stream (docs/api.md §4.1 rule 7, §6). Authentication is
+// apikey.Middleware's (an API key, or a ticket when no Authorization header came: docs/api.md §5
+// ticket rule 4), and the query is validated by the router, both before the handler, so a refusal
+// is a status with the usual body (docs/api.md §6 rule 1); once the stream has begun only a bye
+// frame can end it.
 func Routes(d Deps) []httpapi.Route {
 	d.defaults()
 	params := append(QueryParams(d.MaxRadius, d.DefaultRadius),
@@ -241,7 +242,7 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) error {
 		MinConfidence: q.Float("min_confidence"),
 	}
 	// Register first, then read the snapshot: a change committed meanwhile is queued, not lost
-	// (ARCHITECTURE.md, Streaming).
+	// (docs/architecture.md §3).
 	sub, err := h.d.Hub.Subscribe(v, f)
 	if err != nil {
 		return err // answered by streamErrors
@@ -269,7 +270,7 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	if c.net == nil {
-		// STYLE.md guideline 6: make sure the writer can flush at all before promising a stream.
+		// Make sure the writer can flush at all before promising a stream: a Lambda's cannot.
 		if err := rc.Flush(); err != nil {
 			c.log.Error("stream: the response writer cannot flush; streams need streamer/ or main.go", "error", err.Error())
 			sub.Close()
@@ -382,7 +383,7 @@ func (c *conn) loop(ctx context.Context) {
 			}
 		case <-c.keepalive.C():
 			c.seen = nil
-			// Spec 6: keepalive while idle. A busy connection gets one too when it dropped
+			// docs/api.md §6: keepalive while idle. A busy connection gets one too when it dropped
 			// deltas since the last, or its client would never learn of the drops (rule 3).
 			if d := c.sub.Dropped(); idle || d != lastDropped {
 				if c.keepaliveFrame(d) != nil {

@@ -19,15 +19,15 @@ import (
 	"github.com/roadevents/roadevents/shared/store"
 )
 
-// Limits of the stream (spec 6, spec 8).
+// Limits of the stream (docs/api.md §6, §8).
 const (
 	// QueueSize is the delta queue of one connection; when it is full the oldest delta is
-	// dropped and counted (spec 6 rule 3).
+	// dropped and counted (docs/api.md §6 rule 3).
 	QueueSize = 256
-	// KeepaliveInterval is how often an idle connection gets a keepalive (spec 6, spec 8).
+	// KeepaliveInterval is how often an idle connection gets a keepalive (docs/api.md §6, §8).
 	KeepaliveInterval = 20 * time.Second
 	// MaxConnectionAge is when a connection is closed with bye max_connection_age; the
-	// snapshot announces it as max_seconds (spec 6 rule 2).
+	// snapshot announces it as max_seconds (docs/api.md §6 rule 2).
 	MaxConnectionAge = 3300 * time.Second
 )
 
@@ -81,11 +81,11 @@ const crowdedPercent = 80
 // credential was checked for just before the revocation but that subscribe just after.
 const revokedMemory = 10 * time.Minute
 
-// Hub routes the changes of events to the subscriptions they concern (ARCHITECTURE.md,
-// Streaming; STYLE.md guideline 6): subscriptions are indexed by H3 cell, a change finds its
-// candidates through the cells of its old and new extent and is matched exactly, and each
-// matching subscription gets it in a bounded queue without ever blocking: a slow or stalled
-// client cannot delay the others or the feed. It is safe for concurrent use.
+// Hub routes the changes of events to the subscriptions they concern (docs/architecture.md §3):
+// subscriptions are indexed by H3 cell, a change finds its candidates through the cells of its
+// old and new extent and is matched exactly, and each matching subscription gets it in a bounded
+// queue without ever blocking: a slow or stalled client cannot delay the others or the feed. It
+// is safe for concurrent use.
 type Hub struct {
 	clock     clock.Clock
 	logger    *slog.Logger
@@ -251,14 +251,14 @@ func (h *Hub) Run(ctx context.Context, feed store.Feed, dec Decoder) error {
 // is dropped before decoding (and a cursor that can, store.ImageFilter, does not decode its
 // images either), and while no subscription exists no record is decoded at all.
 //
-// Skipping on an empty hub never loses a change a subscriber is owed (ARCHITECTURE.md,
-// Streaming: register, then snapshot, then deltas). The count is read after Next has returned
-// the record, so the write was committed before the read. A subscription the read does not
-// see is counted after it, that is after the commit, and Subscribe returns only once it is
-// counted; its stream reads the snapshot after Subscribe returns, so the snapshot already
-// holds the write. A subscription the read does see gets the delta as before. The check must
-// never move before Next (a count read while waiting for the next record would let a
-// subscriber register between it and a later commit): TestEmptyHubSkipsWithoutLosingChanges.
+// Skipping on an empty hub never loses a change a subscriber is owed (docs/architecture.md §3:
+// register, then snapshot, then deltas). The count is read after Next has returned the record, so
+// the write was committed before the read. A subscription the read does not see is counted after
+// it, that is after the commit, and Subscribe returns only once it is counted; its stream reads the
+// snapshot after Subscribe returns, so the snapshot already holds the write. A subscription the
+// read does see gets the delta as before. The check must never move before Next (a count read while
+// waiting for the next record would let a subscriber register between it and a later commit):
+// TestEmptyHubSkipsWithoutLosingChanges.
 func (h *Hub) pump(ctx context.Context, cur store.Cursor, dec Decoder) error {
 	kf, _ := dec.(KeyFilter)
 	if f, ok := cur.(store.ImageFilter); ok && kf != nil {
@@ -320,9 +320,9 @@ type side struct {
 	ext      []geo.Point
 }
 
-// Dispatch routes one change of an event to every subscription that wants it: whose viewer
-// is served the event's environment and whose filter matches the event before or after the
-// change (contract 2: a subscriber sees an event move out of its area). Run calls it for each
+// Dispatch routes one change of an event to every subscription that wants it: whose viewer is
+// served the event's environment and whose filter matches the event before or after the change
+// (docs/api.md §10.2: a subscriber sees an event move out of its area). Run calls it for each
 // change of the feed; it never blocks on a subscriber.
 func (h *Hub) Dispatch(c EventChange) {
 	now := h.clock.Now()
@@ -435,7 +435,7 @@ func (h *Hub) crowdedLocked(org string) bool {
 
 // Subscribe registers a subscription: from the moment it returns, every change dispatched
 // that the filter matches is queued for it. A stream subscribes before it reads its snapshot,
-// so that no change falls between the two (ARCHITECTURE.md, Streaming). Close it when done.
+// so that no change falls between the two (docs/architecture.md §3). Close it when done.
 func (h *Hub) Subscribe(v Viewer, f Filter) (*Subscription, error) {
 	lvl := 0
 	if f.Radius > fineMaxRadius {
@@ -545,8 +545,8 @@ func (s *Subscription) wants(sides []side) bool {
 	return false
 }
 
-// push queues q, dropping the oldest delta when the queue is full (spec 6 rule 3), and wakes
-// the subscriber without waiting for it.
+// push queues q, dropping the oldest delta when the queue is full (docs/api.md §6 rule 3), and
+// wakes the subscriber without waiting for it.
 func (s *Subscription) push(q *Queued) {
 	s.mu.Lock()
 	if s.closed {

@@ -70,8 +70,8 @@ func subscribe(t testing.TB, h *stream.Hub, v stream.Viewer, f stream.Filter) *s
 	return s
 }
 
-// The hub routes a change only to the subscriptions it concerns (issue item 3; spec 6 rules
-// 1 and 6; contract 2: old or new extent).
+// The hub routes a change only to the subscriptions it concerns (docs/architecture.md §3;
+// docs/api.md §6 rules 1 and 6, §10.2: old or new extent).
 func TestDispatchReachesOnlyMatchingSubscriptions(t *testing.T) {
 	t.Parallel()
 	near := newEvent(t, "ev_near", "accident", event.EnvironmentLive, offset(center, 500))
@@ -118,8 +118,8 @@ func TestDispatchReachesOnlyMatchingSubscriptions(t *testing.T) {
 	}
 }
 
-// A LineString is matched on its full extent, not its first point (spec 4.1 rule 3 holds for
-// streams as for queries).
+// A LineString is matched on its full extent, not its first point (docs/api.md §4.1 rule 3 holds
+// for streams as for queries).
 func TestDispatchMatchesALineStringPassingBy(t *testing.T) {
 	t.Parallel()
 	start, end := geo.Point{Lat: 48.1, Lon: 11.5}, geo.Point{Lat: 48.2, Lon: 11.66} // ~15 km, passes the centre
@@ -141,7 +141,7 @@ func TestDispatchMatchesALineStringPassingBy(t *testing.T) {
 	}
 }
 
-// Spec 6 rule 3: a queue of 256; when full the oldest is dropped and counted.
+// docs/api.md §6 rule 3: a queue of 256; when full the oldest is dropped and counted.
 func TestQueueDropsTheOldest(t *testing.T) {
 	t.Parallel()
 	h := stream.NewHub(stream.HubOptions{Clock: clock.NewFake(t0)})
@@ -189,7 +189,7 @@ func TestCloseUnsubscribes(t *testing.T) {
 }
 
 // The delta carries the event as it stands after the change, in the frame layout of
-// contract 2.
+// docs/api.md §10.2.
 func TestDeltaData(t *testing.T) {
 	t.Parallel()
 	clk := clock.NewFake(t0.Add(5 * time.Second))

@@ -21,7 +21,7 @@ func checkMergedInto(t testing.TB, ev event.EventPublic, survivor string) {
 	}
 }
 
-// docs/network.md §1 and contract 2 (Stream): a report merged as it is published is never
+// docs/network.md §1 and docs/api.md §10.2 (Stream): a report merged as it is published is never
 // shown as active, so it sends no created delta; the survivor's new confirmation sends its
 // signal delta.
 func TestMergedAtBirthSendsNoCreated(t *testing.T) {
@@ -43,7 +43,7 @@ func TestMergedAtBirthSendsNoCreated(t *testing.T) {
 	})
 }
 
-// docs/network.md §1 and contract 2 (Stream): an active report that a revision makes a
+// docs/network.md §1 and docs/api.md §10.2 (Stream): an active report that a revision makes a
 // duplicate leaves active: an ended delta with status merged, beside the survivor's signal
 // delta (one transaction: either may come first).
 func TestMergeByRevisionSendsEnded(t *testing.T) {
@@ -79,8 +79,8 @@ func TestMergeByRevisionSendsEnded(t *testing.T) {
 	})
 }
 
-// docs/network.md §3 and contract 2 (Stream): a closed event sends an ended delta with status
-// expired and expires_at at the close.
+// docs/network.md §3 and docs/api.md §10.2 (Stream): a closed event sends an ended delta with
+// status expired and expires_at at the close.
 func TestCloseSendsEnded(t *testing.T) {
 	t.Parallel()
 	tables.Each(t, func(t *testing.T, tab tables.Table) {
@@ -100,8 +100,8 @@ func TestCloseSendsEnded(t *testing.T) {
 	})
 }
 
-// issue 21 §1 (races): 20 organisations publishing one hazard at once show a subscriber one
-// event: one created delta, then a signal delta per duplicate merged into it.
+// docs/network.md §1 (concurrent reports): 20 organisations publishing one hazard at once show a
+// subscriber one event: one created delta, then a signal delta per duplicate merged into it.
 func TestMergeRaceStreamsOneEvent(t *testing.T) {
 	t.Parallel()
 	tables.Each(t, func(t *testing.T, tab tables.Table) {

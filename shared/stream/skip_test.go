@@ -54,7 +54,7 @@ func (d *countingDecoder) Decode(ch store.Change) (stream.EventChange, bool, err
 
 // The hub decodes nothing while no subscription exists and never decodes a record that is
 // not an event item, yet a subscriber that registered while the hub waited for the feed's
-// next record gets that record (ARCHITECTURE.md, Streaming: register, snapshot, deltas): the
+// next record gets that record (docs/architecture.md §3: register, snapshot, deltas): the
 // write it carries was committed after the subscriber registered, so its snapshot could not
 // hold it. A hub that checked for subscribers before waiting for the record would skip it.
 func TestEmptyHubSkipsWithoutLosingChanges(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 )
 
 // Viewer is who watches a stream: the organisation and environment of the credential that
-// opened it (spec 1: always derived server-side from the credential).
+// opened it (docs/api.md §1: always derived server-side from the credential).
 type Viewer struct {
 	Org         string
 	Environment string // event.EnvironmentLive or event.EnvironmentSandbox
@@ -20,13 +20,13 @@ type Viewer struct {
 }
 
 // Sees reports whether the viewer is served events of environment env: a live credential
-// live events only, a sandbox credential both (spec 1, spec 6 rule 6). An event without an
-// environment is live (spec 2.3: environment defaults to live).
+// live events only, a sandbox credential both (docs/api.md §1, §6 rule 6). An event without an
+// environment is live (docs/api.md §2.3: environment defaults to live).
 func (v Viewer) Sees(env string) bool {
 	return env == event.EnvironmentLive || env == "" || v.Environment == event.EnvironmentSandbox
 }
 
-// Filter is what a subscriber watches (spec 6 rule 1): the same query as GET /v1/events.
+// Filter is what a subscriber watches (docs/api.md §6 rule 1): the same query as GET /v1/events.
 type Filter struct {
 	Center geo.Point
 	// Radius in metres, more than 0 and at most max_query_radius_m.
@@ -38,7 +38,7 @@ type Filter struct {
 }
 
 // Matches reports whether an event of type typ with confidence conf and extent ext passes the
-// filter, by the rules of the area query (spec 4.1 rule 3: distance to the full extent, at
+// filter, by the rules of the area query (docs/api.md §4.1 rule 3: distance to the full extent, at
 // most the radius; confidence at least min_confidence; type among the types asked for).
 func (f Filter) Matches(typ string, conf float64, ext []geo.Point) bool {
 	if len(f.Types) > 0 && !slices.Contains(f.Types, typ) {
@@ -62,7 +62,7 @@ type SnapshotEvent struct {
 }
 
 // Snapshotter reads the current state of a subscription: the events GET /v1/events returns
-// for the same filter and viewer, nearest first, capped the same way (contract 2, snapshot).
+// for the same filter and viewer, nearest first, capped the same way (docs/api.md §10.2 (Stream)).
 type Snapshotter interface {
 	Snapshot(ctx context.Context, v Viewer, f Filter) ([]SnapshotEvent, error)
 }
@@ -77,14 +77,15 @@ func (f SnapshotFunc) Snapshot(ctx context.Context, v Viewer, fl Filter) ([]Snap
 
 var _ Snapshotter = SnapshotFunc(nil)
 
-// Kind is the kind of an event delta (contract 2, Stream).
+// Kind is the kind of an event delta (docs/api.md §10.2 (Stream)).
 type Kind string
 
-// The delta kinds of contract 2. Natural expiry and TTL removals emit none (spec 6 rule 4).
+// The delta kinds of docs/api.md §10.2. Natural expiry and TTL removals emit none
+// (docs/api.md §6 rule 4).
 const (
 	// KindCreated: the event was published.
 	KindCreated Kind = "created"
-	// KindUpdated: the publisher revised the event; the delta holds the new extent (spec 6
+	// KindUpdated: the publisher revised the event; the delta holds the new extent (docs/api.md §6
 	// rule 5).
 	KindUpdated Kind = "updated"
 	// KindSignal: a signal changed the tallies, the confidence or the expiry.
@@ -96,7 +97,7 @@ const (
 
 // EventChange is one change of an event, as the hub routes it: the kind of delta it emits,
 // the event after the change, and the event before it (nil for KindCreated). Both sides are
-// needed because a delta reaches the subscribers of the old or the new extent (contract 2).
+// needed because a delta reaches the subscribers of the old or the new extent (docs/api.md §10.2).
 type EventChange struct {
 	Kind   Kind
 	Before *event.Event

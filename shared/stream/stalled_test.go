@@ -31,10 +31,10 @@ func (l smallBuffers) Accept() (net.Conn, error) {
 	return c, err
 }
 
-// Issue item 3 and spec 6 rule 3: one subscriber that reads nothing does not delay 100 healthy
-// ones, which receive every delta in order; the stalled one's queue keeps the newest 256 and
-// drops the oldest, and its keepalive reports exactly how many: every delta is either
-// received or counted as dropped. Counts, not timings, are asserted.
+// docs/architecture.md §3 and docs/api.md §6 rule 3: one subscriber that reads nothing does not
+// delay 100 healthy ones, which receive every delta in order; the stalled one's queue keeps the
+// newest 256 and drops the oldest, and its keepalive reports exactly how many: every delta is
+// either received or counted as dropped. Counts, not timings, are asserted.
 func TestStalledSubscriberDoesNotDelayOthers(t *testing.T) {
 	t.Parallel()
 	tables.Each(t, func(t *testing.T, tab tables.Table) {

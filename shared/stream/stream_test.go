@@ -20,7 +20,7 @@ import (
 	"github.com/roadevents/roadevents/shared/stream/streamtest"
 )
 
-// Spec 4.1 rule 7, spec 6, contract 2: the snapshot first (what GET /v1/events returns for the
+// docs/api.md §4.1 rule 7, §6, §10.2: the snapshot first (what GET /v1/events returns for the
 // same filter, max_seconds 3300), then a delta per change: created on publish, updated on
 // revision with the new extent, signal on a counted signal, ended on the deny quorum; every
 // frame with an increasing id. The deltas come through the table's real change feed (the
@@ -89,8 +89,8 @@ func TestSnapshotThenDeltas(t *testing.T) {
 				t.Errorf("ended delta status %q; want expired (deny quorum)", got.Status)
 			}
 		}
-		// A repeated signal changes nothing (spec 3) and sends nothing: the next delta is the
-		// next change.
+		// A repeated signal changes nothing (docs/api.md §3) and sends nothing: the next delta is
+		// the next change.
 		after := r.publish(t, r.liveKey, "accident", offset(center, 10))
 		r.signal(t, r.otherKey, after.EventID, event.ActionConfirm, "x")
 		r.signal(t, r.otherKey, after.EventID, event.ActionConfirm, "x")
@@ -101,7 +101,7 @@ func TestSnapshotThenDeltas(t *testing.T) {
 	})
 }
 
-// Every frame of a connection carries an id greater than the previous one (contract 2).
+// Every frame of a connection carries an id greater than the previous one (docs/api.md §10.2).
 func TestFrameIDsIncrease(t *testing.T) {
 	t.Parallel()
 	r := newRig(t, tables.Embedded(t))
@@ -125,7 +125,7 @@ func TestFrameIDsIncrease(t *testing.T) {
 	check(s.Next(t))
 }
 
-// Spec 6 rule 5 and contract 2: a revision reaches every subscriber whose filter matches the
+// docs/api.md §6 rule 5 and §10.2: a revision reaches every subscriber whose filter matches the
 // old or the new extent (so one sees the event leave its area), and no other.
 func TestRevisionReachesOldAndNewArea(t *testing.T) {
 	t.Parallel()
@@ -150,7 +150,7 @@ func TestRevisionReachesOldAndNewArea(t *testing.T) {
 	})
 }
 
-// Spec 6 rules 1 and 6: filters (radius, type, min_confidence) and environments decide who
+// docs/api.md §6 rules 1 and 6: filters (radius, type, min_confidence) and environments decide who
 // gets a delta. A subscriber that must get nothing is checked with a marker published after:
 // its next delta must be the marker's.
 func TestFiltersAndEnvironments(t *testing.T) {
@@ -203,7 +203,7 @@ func TestFiltersAndEnvironments(t *testing.T) {
 	})
 }
 
-// Spec 6 rule 4 and spec 3: natural expiry sends no delta, nor does the table's removal of
+// docs/api.md §6 rule 4 and §3: natural expiry sends no delta, nor does the table's removal of
 // expired items; a new snapshot no longer holds the event.
 func TestNaturalExpirySendsNothing(t *testing.T) {
 	t.Parallel()
@@ -229,7 +229,7 @@ func TestNaturalExpirySendsNothing(t *testing.T) {
 	})
 }
 
-// Spec 6 and spec 8: a keepalive every 20 s while idle, with the dropped counter; bye
+// docs/api.md §6 and §8: a keepalive every 20 s while idle, with the dropped counter; bye
 // max_connection_age with reconnect after 3300 s, then the end of the response; a reconnect
 // gets a new, authoritative snapshot (rule 2).
 func TestKeepaliveAndMaxAge(t *testing.T) {
@@ -269,7 +269,7 @@ func TestKeepaliveAndMaxAge(t *testing.T) {
 	})
 }
 
-// Spec 6: bye snapshot_unavailable (reconnect true) when the initial state cannot be read,
+// docs/api.md §6: bye snapshot_unavailable (reconnect true) when the initial state cannot be read,
 // never an empty snapshot.
 func TestSnapshotUnavailable(t *testing.T) {
 	t.Parallel()
@@ -297,7 +297,7 @@ func TestSnapshotUnavailable(t *testing.T) {
 	})
 }
 
-// ARCHITECTURE.md, Streaming: a subscriber registers before it reads its snapshot, so a change
+// docs/architecture.md §3: a subscriber registers before it reads its snapshot, so a change
 // committed while the snapshot is read is not lost: the event is in the snapshot or comes as a
 // delta, and not both (the snapshot already showing it, the delta is not sent again).
 func TestNoChangeLostBetweenSnapshotAndFirstDelta(t *testing.T) {

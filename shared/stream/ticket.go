@@ -14,11 +14,11 @@ import (
 	"github.com/roadevents/roadevents/shared/store"
 )
 
-// TicketLifetime is how long a stream ticket opens the stream (spec 5 ticket rules, spec 8).
+// TicketLifetime is how long a stream ticket opens the stream (docs/api.md §5 ticket rules, §8).
 const TicketLifetime = 300 * time.Second
 
-// Ticket format (contract 3): the prefix and 43 base62 characters from crypto/rand, about 256
-// bits, like an API key.
+// Ticket format (docs/api.md §10.3): the prefix and 43 base62 characters from crypto/rand, about
+// 256 bits, like an API key.
 const (
 	TicketPrefix    = apikey.TicketPrefix
 	TicketSecretLen = 43
@@ -26,8 +26,8 @@ const (
 
 const base62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
-// Storage layout: one item per ticket, in a partition of its own keyed by the SHA-256 of the
-// raw ticket (contract 3: tickets are stored only as hashes), so a ticket is verified with one
+// Storage layout: one item per ticket, in a partition of its own keyed by the SHA-256 of the raw
+// ticket (docs/api.md §10.3: tickets are stored only as hashes), so a ticket is verified with one
 // strongly consistent Get and tickets spread over the table:
 //
 //	pk "ticket#<hex sha256 of the raw ticket>"  sk "ticket"
@@ -58,7 +58,7 @@ type TicketOptions struct {
 	// Clock decides expiry; clock.System when nil. Give the table's clock.
 	Clock clock.Clock
 	// Keys tells whether the key that minted a ticket is still valid: a ticket of a revoked
-	// key opens nothing (docs/api.md §4). Without it, only expiry is checked.
+	// key opens nothing (docs/api.md §11.4). Without it, only expiry is checked.
 	Keys KeyReader
 }
 
@@ -69,7 +69,7 @@ type KeyReader interface {
 
 var _ KeyReader = (*apikey.Keys)(nil)
 
-// Tickets mints and verifies the stream tickets of spec 5: minted with an API key, bound to
+// Tickets mints and verifies the stream tickets of docs/api.md §5: minted with an API key, bound to
 // its organisation and environment but not to an area, reusable for TicketLifetime, checked
 // only at connect. It implements apikey.TicketVerifier for the /v1 middleware.
 type Tickets struct {
@@ -92,8 +92,8 @@ func NewTickets(table store.Table, opts TicketOptions) *Tickets {
 // wiring mistake, since every API key has both.
 var ErrNoPrincipal = errors.New("stream: ticket for an unauthenticated principal")
 
-// Mint issues a ticket for the principal of an API key (spec 5 ticket rule 1: a ticket cannot
-// mint a ticket; the route only takes API keys). It carries the principal's organisation and
+// Mint issues a ticket for the principal of an API key (docs/api.md §5 ticket rule 1: a ticket
+// cannot mint a ticket; the route only takes API keys). It carries the principal's organisation and
 // environment, nothing else (rule 2).
 func (t *Tickets) Mint(ctx context.Context, p apikey.Principal) (Ticket, error) {
 	if p.OrgID == "" || !apikey.ValidEnvironment(p.Environment) {
@@ -121,10 +121,11 @@ func (t *Tickets) Mint(ctx context.Context, p apikey.Principal) (Ticket, error) 
 	return Ticket{Raw: raw, ExpiresAt: expires, Principal: p}, nil
 }
 
-// VerifyTicket implements apikey.TicketVerifier: it returns the principal a ticket was minted
-// for, or an error wrapping apikey.ErrInvalidTicket when the ticket is malformed, unknown or
-// expired (spec 5 ticket rule 6: 401), or its key was revoked (docs/api.md §4). Expiry is checked here, at connect, and only here: an
-// open stream is not cut when its ticket ages out (rule 3). A ticket is not used up (rule 5).
+// VerifyTicket implements apikey.TicketVerifier: it returns the principal a ticket was minted for,
+// or an error wrapping apikey.ErrInvalidTicket when the ticket is malformed, unknown or expired
+// (docs/api.md §5 ticket rule 6: 401), or its key was revoked (docs/api.md §11.4). Expiry is
+// checked here, at connect, and only here: an open stream is not cut when its ticket ages out
+// (rule 3). A ticket is not used up (rule 5).
 func (t *Tickets) VerifyTicket(ctx context.Context, raw string) (apikey.Principal, error) {
 	if !wellFormedTicket(raw) {
 		return apikey.Principal{}, fmt.Errorf("%w: malformed", apikey.ErrInvalidTicket)

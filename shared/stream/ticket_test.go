@@ -18,7 +18,7 @@ import (
 
 var ticketShape = regexp.MustCompile(`^svc_st_[0-9A-Za-z]{43}$`)
 
-// Spec 5 ticket rules 2, 3, 5, 6 and contract 3, on both stores.
+// docs/api.md §5 ticket rules 2, 3, 5, 6 and §10.3, on both stores.
 func TestTickets(t *testing.T) {
 	t.Parallel()
 	tables.Each(t, func(t *testing.T, tab tables.Table) {
@@ -32,13 +32,13 @@ func TestTickets(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !ticketShape.MatchString(tk.Raw) {
-			t.Errorf("ticket %q; want svc_st_ + 43 base62 (contract 3)", tk.Raw)
+			t.Errorf("ticket %q; want svc_st_ + 43 base62 (docs/api.md §10.3)", tk.Raw)
 		}
 		if want := minted.Add(300 * time.Second); !tk.ExpiresAt.Equal(want) {
 			t.Errorf("ExpiresAt = %v; want %v (300 s)", tk.ExpiresAt, want)
 		}
 
-		// Stored hashed (contract 3): the item is keyed by the SHA-256 and holds no raw ticket.
+		// Stored hashed (docs/api.md §10.3): the item is keyed by the SHA-256 and holds no raw ticket.
 		sum := sha256.Sum256([]byte(tk.Raw))
 		it, err := tab.Get(ctx, store.Key{PK: "ticket#" + hex.EncodeToString(sum[:]), SK: "ticket"})
 		if err != nil {

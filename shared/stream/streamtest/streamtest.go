@@ -1,5 +1,5 @@
 // Package streamtest holds test doubles for package stream: timers that tick when a test says
-// so (the keepalive and end of life of a connection, spec 6, without sleeping) and a client
+// so (the keepalive and end of life of a connection, docs/api.md §6, without sleeping) and a client
 // that reads a stream's frames over a real HTTP connection.
 package streamtest
 
