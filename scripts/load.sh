@@ -3,16 +3,16 @@
 #
 # Builds the binary and scripts/loadgen, issues a live API key into a fresh temporary data
 # folder (roadevents apikey issue), starts the server on a free loopback port, seeds a city of
-# EVENTS events, then measures GET /v1/events at radius 1000 m and 9780 m (spec 8's maximum)
-# RUNS times each, closed loop (every client sends again as soon as it has its answer: the
-# throughput at saturation) and open loop at each offered rate of RATES_1000 and RATES_9780 (a
-# fixed schedule spread over the clients, latency from each request's due time, so that
-# queueing is measured: the latency at that throughput), then publishes PUBLISH_EVENTS more events RUNS times (after the queries, so
-# that every query run sees the same city), and prints the median of each figure: the seed and
-# the publish runs together make the median of "seed". Each phase also prints the load average
-# and the CPU seconds the server and the load generator spent (the machine is shared with the
-# load generator, so its share bounds what the server can get). The server is stopped and the
-# folder removed on exit, whatever happens.
+# EVENTS events, then measures GET /v1/events at radius 1000 m and 9780 m (the maximum of
+# docs/api.md §8) RUNS times each, closed loop (every client sends again as soon as it has its
+# answer: the throughput at saturation) and open loop at each offered rate of RATES_1000 and
+# RATES_9780 (a fixed schedule spread over the clients, latency from each request's due time, so
+# that queueing is measured: the latency at that throughput), then publishes PUBLISH_EVENTS more
+# events RUNS times (after the queries, so that every query run sees the same city), and prints the
+# median of each figure: the seed and the publish runs together make the median of "seed". Each
+# phase also prints the load average and the CPU seconds the server and the load generator spent
+# (the machine is shared with the load generator, so its share bounds what the server can get). The
+# server is stopped and the folder removed on exit, whatever happens.
 #
 # Environment (defaults in brackets):
 #   EVENTS [100000]  events to publish          CLIENTS [64]  concurrent keep-alive clients

@@ -1,4 +1,4 @@
-// Command streamer is the SSE container of the AWS deployment (ARCHITECTURE.md, Streaming):
+// Command streamer is the SSE container of the AWS deployment (docs/architecture.md §3):
 // GET /v1/stream for every client, fed by the table's DynamoDB Stream, and GET /health for the
 // load balancer. The Lambdas cannot stream (a proxied response cannot be flushed), so this
 // long-lived process holds the open connections. It is wiring only: configuration, the stream

@@ -120,7 +120,7 @@ func TestStreamerOnDynamoDBLocal(t *testing.T) {
 		t.Fatalf("snapshot with the ticket holds %d events; want 1", len(snap.Events))
 	}
 
-	// docs/api.md §4: the console revokes another key of the organisation; the streams it
+	// docs/api.md §11.4: the console revokes another key of the organisation; the streams it
 	// opened here, itself or by ticket, end at once, and its ticket opens nothing more.
 	other, otherKey, err := keys.Issue(context.Background(), apikey.IssueRequest{OrgID: "org_s", Environment: apikey.Live, Label: "other"})
 	if err != nil {

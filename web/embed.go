@@ -18,11 +18,11 @@ import (
 //go:embed all:dist
 var dist embed.FS
 
-// Prefix is where the console is served (the lead's decision: GET / is the API's JSON).
+// Prefix is where the console is served (GET / is the API's JSON, docs/api.md §10.1).
 const Prefix = "/app/"
 
 // ContentSecurityPolicy is sent with every answer of Handler: the console runs only its own
-// scripts and styles, talks only to its own origin, and cannot be framed (docs/api.md §3).
+// scripts and styles, talks only to its own origin, and cannot be framed (docs/api.md §11.3).
 // The built index.html holds no inline script or style, so nothing needs 'unsafe-inline';
 // the QR code is inline SVG, which img-src does not govern, and images may be data: URLs.
 const ContentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +

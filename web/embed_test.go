@@ -70,7 +70,7 @@ func TestHandler(t *testing.T) {
 }
 
 // Every answer of the console carries its Content-Security-Policy and the two headers that
-// keep a browser from sniffing types and from leaking the page's address (docs/api.md §3):
+// keep a browser from sniffing types and from leaking the page's address (docs/api.md §11.3):
 // pages, assets, missing files and refusals alike.
 func TestHandlerSecurityHeaders(t *testing.T) {
 	t.Parallel()

@@ -1,7 +1,7 @@
-// Command console-auth is the Lambda function of the console-auth route group (/console/auth/*; ARCHITECTURE.md,
-// "Lambdas and route groups"), behind the HTTP API (payload format 2.0). It is wiring only:
-// shared/app builds the group's handler from the environment, as main.go builds every
-// group, and aws-lambda-go-api-proxy turns each API Gateway event into a request for it.
+// Command console-auth is the Lambda function of the console-auth route group (/console/auth/*;
+// docs/architecture.md §4), behind the HTTP API (payload format 2.0). It is wiring only: shared/app
+// builds the group's handler from the environment, as main.go builds every group, and
+// aws-lambda-go-api-proxy turns each API Gateway event into a request for it.
 // scripts/build-lambdas.sh builds it as the bootstrap of provided.al2023 on arm64.
 package main
 

@@ -1,5 +1,5 @@
-// Package stack is the AWS deployment of the service as one CDK stack (ARCHITECTURE.md, "On
-// AWS"): the table, one Lambda per route group behind an HTTP API, the streamer on Fargate
+// Package stack is the AWS deployment of the service as one CDK stack (docs/architecture.md):
+// the table, one Lambda per route group behind an HTTP API, the streamer on Fargate
 // behind a load balancer, the console SPA on S3, one CloudFront distribution in front of all
 // of it, SES, the secrets and the alarms. infra/main.go synthesizes it; stack_test.go asserts
 // on the synthesized template.
@@ -67,7 +67,7 @@ const (
 	// reads every shard.
 	StreamerMaxTasks = 2
 	// StreamerIdleTimeout is the load balancer's idle timeout: above the stream's 20 s
-	// keepalive (spec 5), so an idle stream is never cut between two keepalives.
+	// keepalive (docs/api.md §5), so an idle stream is never cut between two keepalives.
 	StreamerIdleTimeoutSeconds = 120
 	// StreamerScaleOutConnections: past this many open connections on the load balancer a
 	// second task starts. One task served well beyond this in the load test
@@ -79,9 +79,9 @@ const (
 )
 
 // The streamer's origin: how CloudFront reaches the load balancer, and how the load balancer
-// tells CloudFront's requests from anyone else's (issue 8). API keys travel in the
-// Authorization header and stream tickets in the ticket query parameter (spec 5), so the hop
-// from CloudFront to the load balancer is HTTPS, and only CloudFront may make it.
+// tells CloudFront's requests from anyone else's (docs/architecture.md §5). API keys travel in the
+// Authorization header and stream tickets in the ticket query parameter (docs/api.md §5), so the
+// hop from CloudFront to the load balancer is HTTPS, and only CloudFront may make it.
 const (
 	// ContextStreamOriginDomain and ContextStreamCertificateARN are the context keys
 	// (-c key=value) of Props.StreamOriginDomain and Props.StreamCertificateARN.
@@ -228,7 +228,7 @@ func New(scope constructs.Construct, id string, p Props) *Stack {
 	awscdk.Tags_Of(st).Add(jsii.String("stage"), jsii.String(p.Stage), nil)
 	s := &Stack{Stack: st, Functions: map[routetable.Group]awslambda.Function{}}
 
-	// The one table (ARCHITECTURE.md, Storage), as shared/store/dynamodb.CreateTable makes it.
+	// The one table (docs/architecture.md §2), as shared/store/dynamodb.CreateTable makes it.
 	s.Table = awsdynamodb.NewTable(st, jsii.String("Table"), &awsdynamodb.TableProps{
 		PartitionKey:        &awsdynamodb.Attribute{Name: jsii.String(PartitionKey), Type: awsdynamodb.AttributeType_STRING},
 		SortKey:             &awsdynamodb.Attribute{Name: jsii.String(SortKey), Type: awsdynamodb.AttributeType_STRING},
@@ -253,7 +253,7 @@ func New(scope constructs.Construct, id string, p Props) *Stack {
 	// The Stripe secret starts with empty values (billing off: checkout and portal answer
 	// 503) and is filled by the operator; the template holds only the variable names.
 	stripe := awssecretsmanager.NewSecret(st, jsii.String("StripeKeys"), &awssecretsmanager.SecretProps{
-		Description: jsii.String("Stripe keys of the billing function (contract 4 variables); set them with " +
+		Description: jsii.String("Stripe keys of the billing function (STRIPE_SECRET_KEY, STRIPE_WEBHOOK_SECRET); set them with " +
 			"aws secretsmanager put-secret-value (README, Deploying to AWS)"),
 		SecretStringValue: awscdk.SecretValue_UnsafePlainText(jsii.String(`{"STRIPE_SECRET_KEY":"","STRIPE_WEBHOOK_SECRET":""}`)),
 		RemovalPolicy:     removal,
@@ -272,7 +272,7 @@ func New(scope constructs.Construct, id string, p Props) *Stack {
 	})
 	mailFrom := "Road Events <no-reply@" + p.MailDomain + ">"
 
-	// One function per route group (ARCHITECTURE.md, Lambdas and route groups).
+	// One function per route group (docs/architecture.md §4).
 	for _, g := range routetable.Lambdas {
 		secrets := []awssecretsmanager.ISecret{eventIDKey, authHashKey}
 		if g == routetable.GroupBilling {
@@ -350,7 +350,7 @@ func New(scope constructs.Construct, id string, p Props) *Stack {
 
 	// The HTTP API: every route of each group to that group's function. CORS preflight
 	// (OPTIONS on any path) and paths no route knows go to meta, whose handler answers both
-	// as every group's does (spec 5 CORS; spec 7 404 {"detail":"Not Found"}).
+	// as every group's does (docs/api.md §5 CORS; §7 404 {"detail":"Not Found"}).
 	meta := awsapigatewayv2integrations.NewHttpLambdaIntegration(jsii.String("metaDefault"), s.Functions[routetable.GroupMeta],
 		&awsapigatewayv2integrations.HttpLambdaIntegrationProps{PayloadFormatVersion: awsapigatewayv2.PayloadFormatVersion_VERSION_2_0()})
 	s.API = awsapigatewayv2.NewHttpApi(st, jsii.String("Api"), &awsapigatewayv2.HttpApiProps{
@@ -411,12 +411,12 @@ func New(scope constructs.Construct, id string, p Props) *Stack {
 	return s
 }
 
-// addStreamer runs streamer/ on Fargate behind a public load balancer (ARCHITECTURE.md,
-// Streaming). Tasks run in public subnets with a public address (no NAT gateway to pay for)
-// and accept traffic from the load balancer only. The load balancer accepts traffic from
-// CloudFront only (issue 8): its security group admits CloudFront's origin-facing prefix list
-// alone, and its listener forwards only requests carrying the secret OriginVerifyHeader.
-// With Props.StreamOverHTTPS the listener is HTTPS on 443 with the given certificate.
+// addStreamer runs streamer/ on Fargate behind a public load balancer (docs/architecture.md §3).
+// Tasks run in public subnets with a public address (no NAT gateway to pay for) and accept traffic
+// from the load balancer only. The load balancer accepts traffic from CloudFront only: its security
+// group admits CloudFront's origin-facing prefix list alone, and its listener forwards only
+// requests carrying the secret OriginVerifyHeader. With Props.StreamOverHTTPS the listener is HTTPS
+// on 443 with the given certificate.
 func (s *Stack) addStreamer(st awscdk.Stack, p Props, removal awscdk.RemovalPolicy, retention awslogs.RetentionDays, secrets ...awssecretsmanager.ISecret) {
 	vpc := awsec2.NewVpc(st, jsii.String("Vpc"), &awsec2.VpcProps{
 		MaxAzs:      jsii.Number(2),
@@ -604,8 +604,8 @@ func (s *Stack) originVerifyValue() *string {
 	return s.OriginVerify.SecretValueFromJson(jsii.String("value")).UnsafeUnwrap()
 }
 
-// addSite creates the private SPA bucket and the one CloudFront distribution (ARCHITECTURE.md,
-// One origin).
+// addSite creates the private SPA bucket and the one CloudFront distribution
+// (docs/architecture.md §5).
 func (s *Stack) addSite(st awscdk.Stack, p Props, removal awscdk.RemovalPolicy) {
 	s.SiteBucket = awss3.NewBucket(st, jsii.String("Site"), &awss3.BucketProps{
 		BlockPublicAccess: awss3.BlockPublicAccess_BLOCK_ALL(),
@@ -626,7 +626,7 @@ func (s *Stack) addSite(st awscdk.Stack, p Props, removal awscdk.RemovalPolicy) 
   return r;
 }`)),
 	})
-	// The console's files carry the headers `go run .` sends with them (docs/api.md §3): the
+	// The console's files carry the headers `go run .` sends with them (docs/api.md §11.3): the
 	// bucket cannot set them, so CloudFront adds them.
 	consoleHeaders := awscloudfront.NewResponseHeadersPolicy(st, jsii.String("ConsoleHeaders"), &awscloudfront.ResponseHeadersPolicyProps{
 		Comment: jsii.String("roadevents " + p.Stage + ": the console's Content-Security-Policy"),
@@ -681,8 +681,8 @@ func (s *Stack) addSite(st awscdk.Stack, p Props, removal awscdk.RemovalPolicy) 
 		Compress:             jsii.Bool(false),
 	}
 	// GET / is the API's JSON (the console lives under /app/), so the default behaviour is
-	// the API and the SPA has its own; every path the issue names for the API goes there
-	// through the default, and is also listed so the routing reads plainly.
+	// the API and the SPA has its own; every API path goes there through the default, and is
+	// also listed so the routing reads plainly.
 	s.Distribution = awscloudfront.NewDistribution(st, jsii.String("Distribution"), &awscloudfront.DistributionProps{
 		Comment:                jsii.String("roadevents " + p.Stage + ": console, API and stream on one origin"),
 		DefaultBehavior:        api,

@@ -214,8 +214,8 @@ func TestRoutesWiredToTheirFunction(t *testing.T) {
 	})
 }
 
-// TestDistribution: one origin for everything (ARCHITECTURE.md): the stream goes to the load
-// balancer, uncached and with a long read timeout; tickets and the API to the HTTP API; the
+// TestDistribution: one origin for everything (docs/architecture.md §5): the stream goes to the
+// load balancer, uncached and with a long read timeout; tickets and the API to the HTTP API; the
 // SPA to the bucket.
 func TestDistribution(t *testing.T) {
 	s := synth(t)[stack.StageDev]
@@ -280,7 +280,7 @@ func TestDistribution(t *testing.T) {
 			}
 		case strings.HasPrefix(pattern, "/app"):
 			want = "bucket"
-			// docs/api.md §3: the console's pages carry its Content-Security-Policy.
+			// docs/api.md §11.3: the console's pages carry its Content-Security-Policy.
 			if ref(bm["ResponseHeadersPolicyId"]) != consoleHeaders {
 				t.Errorf("%s: response headers policy %v; want the console's (%s)", pattern, bm["ResponseHeadersPolicyId"], consoleHeaders)
 			}
@@ -564,11 +564,11 @@ func jsonOf(v any) string {
 	return string(raw)
 }
 
-// TestStreamOrigin (issue 8): API keys and stream tickets reach the streamer's load balancer
-// over HTTPS from CloudFront only. Prod: an HTTPS listener on 443 with the given certificate,
-// and CloudFront's stream origin is that domain, HTTPS only. Both stages: the load balancer's
-// security group admits CloudFront's origin-facing prefix list and nothing from anywhere,
-// CloudFront adds the secret header and the listener forwards only requests carrying it
+// TestStreamOrigin (docs/architecture.md §5): API keys and stream tickets reach the streamer's load
+// balancer over HTTPS from CloudFront only. Prod: an HTTPS listener on 443 with the given
+// certificate, and CloudFront's stream origin is that domain, HTTPS only. Both stages: the load
+// balancer's security group admits CloudFront's origin-facing prefix list and nothing from
+// anywhere, CloudFront adds the secret header and the listener forwards only requests carrying it
 // (403 otherwise). Dev without a domain falls back to HTTP and says so at synth.
 func TestStreamOrigin(t *testing.T) {
 	for stage, s := range synth(t) {

@@ -39,7 +39,7 @@ func (s square) contains(lat, lon, slack float64) bool {
 	return math.Abs(dx) <= h && math.Abs(dy) <= h
 }
 
-// eventIn is the POST /v1/events body (spec 2.2); absent optional fields are left out.
+// eventIn is the POST /v1/events body (docs/api.md §2.2); absent optional fields are left out.
 type eventIn struct {
 	Type          string      `json:"type"`
 	Subtype       string      `json:"subtype,omitempty"`
@@ -55,7 +55,7 @@ type eventIn struct {
 	ReporterToken string      `json:"reporter_token,omitempty"`
 }
 
-// lineString is a GeoJSON LineString: positions are [lon, lat] (spec 2.2).
+// lineString is a GeoJSON LineString: positions are [lon, lat] (docs/api.md §2.2).
 type lineString struct {
 	Type        string       `json:"type"`
 	Coordinates [][2]float64 `json:"coordinates"`
@@ -68,7 +68,7 @@ type weighted struct {
 }
 
 // Point and segment events: a rough mix of what fleets report in a large city on a weekday.
-// Segments are the types that naturally have an extent (spec 2.1: congestion "usually a
+// Segments are the types that naturally have an extent (docs/api.md §2.1: congestion "usually a
 // segment with geometry").
 var (
 	pointTypes = []weighted{
@@ -82,7 +82,7 @@ var (
 	}
 	roadRefs   = []string{"A1", "A3", "A4", "A6", "A13", "A14", "A86", "N13", "N104", "N118", "D7", "D910", "D920", "BP"}
 	severities = []string{"low", "medium", "high"}
-	// descriptions per type; any is at most 280 characters (spec 8).
+	// descriptions per type; any is at most 280 characters (docs/api.md §8).
 	descriptions = map[string][]string{
 		"accident":             {"Two cars collided, right lane blocked", "Rear-end collision, emergency services on site", "Motorcycle down on the slip road"},
 		"stopped_vehicle":      {"Broken-down van on the hard shoulder", "Car stopped in the left lane, hazard lights on", "Lorry with a flat tyre"},
@@ -186,7 +186,7 @@ func (c *city) Event(i int) eventIn {
 
 // line draws a road-like polyline from (lat, lon): a random bearing that drifts a little at
 // each vertex. It returns the line and the bearing of its first segment, the direction of the
-// drivers at risk (spec 2.2 heading rule).
+// drivers at risk (docs/api.md §2.2 heading rule).
 func (c *city) line(r *rand.Rand, lat, lon float64) (*lineString, int) {
 	n := minLinePoints + r.IntN(maxLinePoints-minLinePoints+1)
 	length := minLineLength * math.Pow(maxLineLength/minLineLength, r.Float64())
@@ -194,7 +194,7 @@ func (c *city) line(r *rand.Rand, lat, lon float64) (*lineString, int) {
 	bearing := r.Float64() * 360
 	first := int(bearing) % 360
 	coords := make([][2]float64, 0, n)
-	// The first position is lat/lon exactly (spec 2.2: lat/lon must equal its first point).
+	// The first position is lat/lon exactly (docs/api.md §2.2: lat/lon must equal its first point).
 	coords = append(coords, [2]float64{lon, lat})
 	for len(coords) < n {
 		lat, lon = destination(lat, lon, bearing, step)
@@ -214,8 +214,8 @@ func destination(lat, lon, bearing, dist float64) (float64, float64) {
 	return φ2 * 180 / math.Pi, λ2 * 180 / math.Pi
 }
 
-// round5 rounds to the 5 decimals the server keeps (spec 2.2), so that what is sent is what is
-// stored and a line's first point stays equal to lat/lon.
+// round5 rounds to the 5 decimals the server keeps (docs/api.md §2.2), so that what is sent is what
+// is stored and a line's first point stays equal to lat/lon.
 func round5(v float64) float64 { return math.Round(v*1e5) / 1e5 }
 
 func pick(r *rand.Rand, ws []weighted) string {

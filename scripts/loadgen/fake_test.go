@@ -17,7 +17,7 @@ import (
 	"github.com/roadevents/roadevents/shared/taxonomy"
 )
 
-// fakeServer answers the routes the generator uses as the interface says (spec 4.1, 7):
+// fakeServer answers the routes the generator uses as the interface says (docs/api.md §4.1, §7):
 // publish with the domain's own validation and idempotency by client_event_id, and area
 // queries by exact distance to each extent, nearest first, capped at 500. It stands in for
 // shared/eventstore so the generator is tested on its own.
@@ -35,7 +35,7 @@ type fakeServer struct {
 	returned int // events returned by all queries
 }
 
-const fakeMaxEvents = 500 // spec 8: events per area query
+const fakeMaxEvents = 500 // docs/api.md §8: events per area query
 
 func newFake(t *testing.T, key string) (*fakeServer, *httptest.Server) {
 	t.Helper()

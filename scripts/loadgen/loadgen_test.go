@@ -45,7 +45,8 @@ func TestCityEventsArePublishableAndShaped(t *testing.T) {
 		if err != nil {
 			t.Fatalf("marshal event %d: %v", i, err)
 		}
-		// The server's own validation of POST /v1/events (spec 2.2) must accept every event.
+		// The server's own validation of POST /v1/events (docs/api.md §2.2) must accept every
+		// event.
 		dec := json.NewDecoder(bytes.NewReader(body))
 		dec.UseNumber()
 		var v any

@@ -202,7 +202,7 @@ func (o options) validate(phase string, extra int) error {
 }
 
 // randomRunID names a run: client_event_id values must not collide with an earlier run on
-// the same store, or the publishes would be replays (spec 4.1 rule 1), not creations.
+// the same store, or the publishes would be replays (docs/api.md §4.1 rule 1), not creations.
 func randomRunID() string {
 	b := make([]byte, 4)
 	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24+)

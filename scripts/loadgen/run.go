@@ -414,7 +414,7 @@ func snippet(b []byte) string {
 	return strconv.Quote(string(b))
 }
 
-// taxonomy reads GET /v1/meta/taxonomy (spec 2.6): the types and subtypes the server knows,
+// taxonomy reads GET /v1/meta/taxonomy (docs/api.md §2.6): the types and subtypes the server knows,
 // so the city uses the server's vocabulary as it is today.
 func (t *target) taxonomy(ctx context.Context) (map[string][]string, error) {
 	var w worker

@@ -5,7 +5,8 @@
 //
 // The load, for -duration:
 //   - publishers send accidents with a client_event_id and retry 5xx, 429 and network errors
-//     with the same id (spec 7's client rules); every 2xx is remembered as acknowledged;
+//     with the same id (the client rules of docs/api.md §7); every 2xx is remembered as
+//     acknowledged;
 //   - queriers read the area around random points; signallers confirm acknowledged events;
 //   - streamers hold streams for a few seconds and drop them without a word;
 //   - vanishers open a stream and reset its connection straight away;
@@ -312,7 +313,7 @@ func (s *soak) publish(ctx context.Context) {
 		lat, lon := munich()
 		body := map[string]any{"type": "accident", "lat": lat, "lon": lon,
 			"client_event_id": fmt.Sprintf("soak-%d-%d", time.Now().UnixNano(), s.n.Add(1))}
-		// Spec 7: retry 5xx, 429 and network errors with the same client_event_id. A retry
+		// docs/api.md §7: retry 5xx, 429 and network errors with the same client_event_id. A retry
 		// after the load ended still runs, so that nothing acknowledged is left unrecorded.
 		for attempt := range 6 {
 			var ev struct {

@@ -333,8 +333,8 @@ func (s *subscriber) read(ctx context.Context, client *http.Client, o options, s
 	readyOnce := sync.OnceFunc(ready)
 	defer readyOnce()
 	// A stream refused with a 5xx or that says bye snapshot_unavailable first is opened again
-	// after a pause, as spec 6 and 7 tell a client to (DynamoDB Local resets connections when
-	// thousands of streams read their snapshots at once); the retries are counted.
+	// after a pause, as docs/api.md §6 and §7 tell a client to (DynamoDB Local resets connections
+	// when thousands of streams read their snapshots at once); the retries are counted.
 	var fr *stream.FrameReader
 	for attempt := 1; ; attempt++ {
 		var body io.Closer
@@ -407,7 +407,7 @@ func (s *subscriber) open(ctx context.Context, client *http.Client, o options) (
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		resp.Body.Close()
-		// Spec 7, client retry rules: a 5xx is retried with backoff, a 4xx is not.
+		// docs/api.md §7, client retry rules: a 5xx is retried with backoff, a 4xx is not.
 		return nil, nil, resp.StatusCode >= 500, fmt.Errorf("GET /v1/stream: %d %s", resp.StatusCode, b)
 	}
 	fr = stream.NewFrameReader(bufio.NewReaderSize(resp.Body, 4096))

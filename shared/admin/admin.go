@@ -2,9 +2,9 @@
 // needs before (or without) the console, run against the configured store while the server is
 // stopped.
 //
-//   - `roadevents apikey issue` issues an API key (spec 5, API key rules) without the console,
-//     so that a fresh deployment, a load test or an end-to-end script can call /v1 before the
-//     console exists;
+//   - `roadevents apikey issue` issues an API key (docs/api.md §5, API key rules) without the
+//     console, so that a fresh deployment, a load test or an end-to-end script can call /v1 before
+//     the console exists;
 //   - `roadevents invalidate` is an operator's verdict on a publisher (docs/network.md §2): it
 //     invalidates the organisation's active events in one environment.
 package admin
@@ -62,7 +62,7 @@ const (
 )
 
 // IssueKey opens the store cfg names, issues one API key with req and closes the store. It
-// returns the raw key, which exists nowhere else (spec 5 API key rule 1), and its record.
+// returns the raw key, which exists nowhere else (docs/api.md §5 API key rule 1), and its record.
 //
 // req.LiveKeyCap is passed through as given: an operator acting outside the console is not
 // bound by a plan unless they ask for it.
@@ -182,7 +182,7 @@ func issueCommand(ctx context.Context, cfg config.Config, args []string, stdout,
 	fl.Usage = func() { fmt.Fprintln(stderr, apiKeyUsage); fl.PrintDefaults() }
 	var req apikey.IssueRequest
 	fl.StringVar(&req.OrgID, "org", "", "organisation id the key belongs to (required)")
-	// Sandbox by default, as CreateKeyPayload of spec 2.9: a live key must be asked for.
+	// Sandbox by default, as CreateKeyPayload of docs/api.md §2.9: a live key must be asked for.
 	fl.StringVar(&req.Environment, "env", apikey.Sandbox, "environment of the key: live or sandbox")
 	fl.StringVar(&req.Label, "label", "", "label shown in the console's key list, 1..120 characters (required)")
 	fl.IntVar(&req.LiveKeyCap, "live-cap", 0, "refuse a live key when the organisation already has this many (0: no cap)")

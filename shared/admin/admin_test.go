@@ -91,7 +91,7 @@ func TestMainDefaultsToSandbox(t *testing.T) {
 		t.Fatalf("Authenticate = %v; want nil", err)
 	}
 	if p.Environment != apikey.Sandbox {
-		t.Errorf("environment = %q; want %q (spec 2.9 CreateKeyPayload default)", p.Environment, apikey.Sandbox)
+		t.Errorf("environment = %q; want %q (docs/api.md §2.9 CreateKeyPayload default)", p.Environment, apikey.Sandbox)
 	}
 }
 
@@ -169,7 +169,8 @@ func TestIssueKeyHonoursLiveCap(t *testing.T) {
 	if _, _, err := admin.IssueKey(ctx, cfg, req, slog.New(slog.DiscardHandler)); !errors.Is(err, apikey.ErrLiveKeyCap) {
 		t.Errorf("second live key under cap 1 = %v; want ErrLiveKeyCap", err)
 	}
-	// Without a cap the operator may issue past the plan's (spec 5 rule 3 is the console's).
+	// Without a cap the operator may issue past the plan's (docs/api.md §5 rule 3 is the
+	// console's).
 	req.LiveKeyCap = 0
 	if _, _, err := admin.IssueKey(ctx, cfg, req, slog.New(slog.DiscardHandler)); err != nil {
 		t.Errorf("uncapped live key = %v; want nil", err)

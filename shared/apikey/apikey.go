@@ -1,17 +1,17 @@
-// Package apikey issues, authenticates, lists and revokes the API keys of spec 5 ("API key
-// rules"), and provides the authentication middleware of every /v1 route that takes one.
+// Package apikey issues, authenticates, lists and revokes the API keys of docs/api.md §5 (API key
+// rules), and provides the authentication middleware of every /v1 route that takes one.
 //
 // # Credentials
 //
-// A raw key is "svc_" followed by 43 characters of base62 drawn from crypto/rand (contract 3),
-// about 256 bits. It is returned once, by Issue; only its SHA-256 is stored (spec 5 API key
-// rule 1), with the first PrefixLen characters as the prefix the console lists. A stream
+// A raw key is "svc_" followed by 43 characters of base62 drawn from crypto/rand (docs/api.md
+// §10.3), about 256 bits. It is returned once, by Issue; only its SHA-256 is stored (docs/api.md §5
+// API key rule 1), with the first PrefixLen characters as the prefix the console lists. A stream
 // ticket ("svc_st_...") shares the "svc_" prefix but is not an API key and is refused.
 //
 // # Storage layout
 //
 // Each key is two items, written together in one transaction by Issue and changed together by
-// Revoke, plus one counter per organisation (single-table design, ARCHITECTURE.md "Storage"):
+// Revoke, plus one counter per organisation (single-table design, docs/architecture.md §2):
 //
 //	pk "apikey#<hex sha256 of the raw key>"  sk "apikey"           lookup item
 //	    key_id, org_id, environment, hash, revoked, revoked_at
@@ -19,11 +19,11 @@
 //	    key_id, org_id, environment, label, prefix, hash, created_at, created_by,
 //	    created_by_email, last_used_at, revoked, revoked_at
 //	pk "org#<org_id>"                       sk "apikeys#live"     live-key counter
-//	    active: unrevoked live keys, guarded at issuance for the plan's cap (spec 5 rule 3)
+//	    active: unrevoked live keys, guarded at issuance for the plan's cap (docs/api.md §5 rule 3)
 //
 // Authenticate reads only the lookup item: one strongly consistent Get by hash, so a
-// revocation is effective on the very next request (spec 3: "effective from the next request
-// that presents it"); validity is never cached. The lookup item lives in a partition of its
+// revocation is effective on the very next request (docs/api.md §3: from the next request
+// that presents it); validity is never cached. The lookup item lives in a partition of its
 // own, so authentication spreads over the table instead of loading the organisation's
 // partition. Revoked keys keep both items (revoked = true), which keeps the history and lets
 // a reported leaked key be traced to its organisation by hash.
@@ -61,13 +61,13 @@ import (
 	"github.com/roadevents/roadevents/shared/store"
 )
 
-// The environments of spec 1: every credential belongs to one.
+// The environments of docs/api.md §1: every credential belongs to one.
 const (
 	Live    = "live"
 	Sandbox = "sandbox"
 )
 
-// MaxLabelLen is the longest key label, in characters (spec 8: key label 1..120).
+// MaxLabelLen is the longest key label, in characters (docs/api.md §8: key label 1..120).
 const MaxLabelLen = 120
 
 // TimeFormat is how the items store timestamps: UTC, fixed width, so that the text orders as
@@ -88,27 +88,27 @@ const maxRetries = 3
 var (
 	// ErrInvalidKey is returned by Authenticate for any credential that does not open the
 	// service: malformed, unknown, revoked, or a stream ticket. The middleware answers it with
-	// 401 and DetailInvalid (spec 5 API key rule 5).
+	// 401 and DetailInvalid (docs/api.md §5 API key rule 5).
 	ErrInvalidKey = errors.New("apikey: invalid or revoked API key")
 	// ErrRevoked is returned by Authenticate for a revoked key; it is also an ErrInvalidKey.
 	ErrRevoked = fmt.Errorf("%w: revoked", ErrInvalidKey)
 	// ErrStreamTicket is returned by Authenticate for a stream ticket ("svc_st_...") sent as a
-	// key: a ticket is not an API key (spec 5). It is also an ErrInvalidKey.
+	// key: a ticket is not an API key (docs/api.md §5). It is also an ErrInvalidKey.
 	ErrStreamTicket = fmt.Errorf("%w: a stream ticket is not an API key", ErrInvalidKey)
 	// ErrNotFound is returned by Get and Revoke when the organisation has no key with the id.
 	ErrNotFound = errors.New("apikey: key not found")
 	// ErrAlreadyRevoked is returned by Revoke for a key revoked before; nothing changed.
 	ErrAlreadyRevoked = errors.New("apikey: key already revoked")
 	// ErrLiveKeyCap is returned by Issue when the organisation already holds
-	// IssueRequest.LiveKeyCap unrevoked live keys (spec 5 API key rule 3: 409 at issuance).
+	// IssueRequest.LiveKeyCap unrevoked live keys (docs/api.md §5 API key rule 3: 409 at issuance).
 	ErrLiveKeyCap = errors.New("apikey: live key cap reached")
-	// ErrInvalidRequest is returned by Issue and List for arguments the spec does not allow:
+	// ErrInvalidRequest is returned by Issue and List for arguments docs/api.md does not allow:
 	// an empty organisation, an unknown environment, a label outside 1..MaxLabelLen.
 	ErrInvalidRequest = errors.New("apikey: invalid request")
 )
 
 // Key is the stored record of an API key; the raw secret is never part of it. The console's
-// ApiKeyPublic (spec 2.9) is made from it, without OrgID, Hash and CreatedBy.
+// ApiKeyPublic (docs/api.md §2.9) is made from it, without OrgID, Hash and CreatedBy.
 type Key struct {
 	KeyID       string
 	OrgID       string
@@ -132,7 +132,7 @@ type Key struct {
 }
 
 // Principal is who a request authenticated as: always derived server-side from the
-// credential, never from a payload (spec 1).
+// credential, never from a payload (docs/api.md §1).
 type Principal struct {
 	OrgID       string
 	Environment string // Live or Sandbox
@@ -191,7 +191,7 @@ type IssueRequest struct {
 	CreatedBy      string
 	CreatedByEmail string
 	// LiveKeyCap caps the organisation's unrevoked live keys when it is above 0 (the plan's
-	// cap; spec 5 rule 3, the Free plan allows 1); 0 or less means no cap. Sandbox keys are
+	// cap; docs/api.md §5 rule 3, the Free plan allows 1); 0 or less means no cap. Sandbox keys are
 	// never capped.
 	LiveKeyCap int
 	// Also, when set, returns writes to commit in the same transaction as the key (the
@@ -201,9 +201,9 @@ type IssueRequest struct {
 }
 
 // Issue creates a key and returns its raw secret, which is never stored and cannot be
-// obtained again (spec 5 API key rule 1), and its record. The two items of the key and, for a
-// live key, the organisation's live-key counter are written in one transaction, so a cap is
-// never exceeded by concurrent issuance. Past the cap the error is ErrLiveKeyCap.
+// obtained again (docs/api.md §5 API key rule 1), and its record. The two items of the key and, for
+// a live key, the organisation's live-key counter are written in one transaction, so a cap is never
+// exceeded by concurrent issuance. Past the cap the error is ErrLiveKeyCap.
 func (k *Keys) Issue(ctx context.Context, req IssueRequest) (string, Key, error) {
 	if err := validOrg(req.OrgID); err != nil {
 		return "", Key{}, err
@@ -357,7 +357,7 @@ func (k *Keys) Revoke(ctx context.Context, org, keyID string, also func(Key) ([]
 
 // List returns the keys of organisation org, newest first: of one environment when env is
 // not empty, and without the revoked ones unless includeRevoked (the console's GET
-// /console/orgs/{org_id}/keys, spec 4.4).
+// /console/orgs/{org_id}/keys, docs/api.md §4.4).
 func (k *Keys) List(ctx context.Context, org, env string, includeRevoked bool) ([]Key, error) {
 	if err := validOrg(org); err != nil {
 		return nil, err
@@ -460,7 +460,7 @@ func (k *Keys) transact(ctx context.Context, ops []store.Op) error {
 	return err
 }
 
-// ValidEnvironment tells whether env is one of the two environments of spec 1.
+// ValidEnvironment tells whether env is one of the two environments of docs/api.md §1.
 func ValidEnvironment(env string) bool { return env == Live || env == Sandbox }
 
 func validOrg(org string) error {

@@ -66,7 +66,7 @@ func (e *env) lastUsed(org, keyID string) time.Time {
 	return k.LastUsedAt
 }
 
-// TestIssue: spec 5 API key rule 1 and contract 3: "svc_" + 43 base62, the listing shows
+// TestIssue: docs/api.md §5 API key rule 1 and §10.3: "svc_" + 43 base62, the listing shows
 // the prefix only, and only the SHA-256 is stored.
 func TestIssue(t *testing.T) {
 	t.Parallel()
@@ -138,7 +138,7 @@ func TestIssueRefusesInvalidRequests(t *testing.T) {
 		{"UnknownEnvironment", apikey.IssueRequest{OrgID: "o", Environment: "production", Label: "x"}},
 		{"EmptyLabel", apikey.IssueRequest{OrgID: "o", Environment: apikey.Live}},
 		{"LabelOver120", apikey.IssueRequest{OrgID: "o", Environment: apikey.Live, Label: strings.Repeat("é", 121)}},
-		// docs/api.md §2, for the apikey command, which issues without a request body.
+		// docs/api.md §11.2, for the apikey command, which issues without a request body.
 		{"LabelWithALineFeed", apikey.IssueRequest{OrgID: "o", Environment: apikey.Live, Label: "ops\nBcc: x"}},
 		{"LabelOfSpaces", apikey.IssueRequest{OrgID: "o", Environment: apikey.Live, Label: "   "}},
 	}
@@ -155,7 +155,7 @@ func TestIssueRefusesInvalidRequests(t *testing.T) {
 	}
 }
 
-// TestAuthenticate: spec 5 API key rules 2 and 5; spec 3: revocation is effective from the
+// TestAuthenticate: docs/api.md §5 API key rules 2 and 5; §3: revocation is effective from the
 // next request; a stream ticket or a session token is not an API key.
 func TestAuthenticate(t *testing.T) {
 	t.Parallel()
@@ -210,7 +210,7 @@ func flip(c byte) string {
 	return "a"
 }
 
-// TestRevoke: spec 4.4 DELETE .../keys/{key_id}; spec 3: active to revoked, no way back.
+// TestRevoke: docs/api.md §4.4 DELETE .../keys/{key_id}; §3: active to revoked, no way back.
 func TestRevoke(t *testing.T) {
 	t.Parallel()
 	tables.Each(t, func(t *testing.T, tab tables.Table) {
@@ -244,7 +244,7 @@ func TestRevoke(t *testing.T) {
 	})
 }
 
-// TestList: spec 4.4 GET .../keys: environment filter, include_revoked, newest first.
+// TestList: docs/api.md §4.4 GET .../keys: environment filter, include_revoked, newest first.
 func TestList(t *testing.T) {
 	t.Parallel()
 	tables.Each(t, func(t *testing.T, tab tables.Table) {
@@ -291,7 +291,7 @@ func TestList(t *testing.T) {
 	})
 }
 
-// TestLiveKeyCap: spec 5 API key rule 3: live keys are capped per plan (Free: 1), sandbox
+// TestLiveKeyCap: docs/api.md §5 API key rule 3: live keys are capped per plan (Free: 1), sandbox
 // keys are not; revoking a live key frees its place. Concurrent issuance cannot pass the cap.
 func TestLiveKeyCap(t *testing.T) {
 	t.Parallel()
@@ -347,7 +347,7 @@ func TestLiveKeyCap(t *testing.T) {
 }
 
 // TestLastUsedAt: last_used_at is written at most once per minute per key per process, and
-// again once the clock has moved past the minute (Vitality, contract 3, reads it).
+// again once the clock has moved past the minute (Vitality, docs/api.md §10.3, reads it).
 func TestLastUsedAt(t *testing.T) {
 	t.Parallel()
 	tables.Each(t, func(t *testing.T, tab tables.Table) {
@@ -461,7 +461,7 @@ func BenchmarkAuthenticate(b *testing.B) {
 }
 
 // TestAlsoCommitsWithTheKey: the writes of IssueRequest.Also and of Revoke's also commit in the
-// key's own transaction (the console's audit entry, contract 3): both or neither.
+// key's own transaction (the console's audit entry, docs/api.md §10.3): both or neither.
 func TestAlsoCommitsWithTheKey(t *testing.T) {
 	t.Parallel()
 	tables.Each(t, func(t *testing.T, tab tables.Table) {

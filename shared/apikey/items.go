@@ -7,7 +7,7 @@ import (
 )
 
 // Key layout (see the package doc). The organisation partition "org#<org_id>" is shared with
-// the other records of an organisation (ARCHITECTURE.md, "Storage"); this package owns the
+// the other records of an organisation (docs/architecture.md §2); this package owns the
 // sort keys starting with "apikey".
 const (
 	pkLookupPrefix = "apikey#"

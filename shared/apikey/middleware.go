@@ -12,7 +12,7 @@ import (
 	"github.com/roadevents/roadevents/shared/httpapi"
 )
 
-// The public sentences of the 401 answers (spec 5 API key rule 5, spec 7).
+// The public sentences of the 401 answers (docs/api.md §5 API key rule 5, §7).
 const (
 	// DetailMissing answers a request without a usable Authorization: Bearer header.
 	DetailMissing = "Missing API key"
@@ -22,7 +22,7 @@ const (
 	// DetailMissingCredential answers a request to a route that also takes a stream ticket
 	// when neither an Authorization header nor a ticket came.
 	DetailMissingCredential = "Missing API key or stream ticket"
-	// DetailInvalidTicket answers an unknown or expired stream ticket (spec 5 ticket rule 6).
+	// DetailInvalidTicket answers an unknown or expired ticket (docs/api.md §5 ticket rule 6).
 	DetailInvalidTicket = "Invalid or expired stream ticket"
 )
 
@@ -38,7 +38,7 @@ type Authenticator interface {
 
 var _ Authenticator = (*Keys)(nil)
 
-// TicketVerifier turns a stream ticket into the Principal it was minted for (spec 5 stream
+// TicketVerifier turns a stream ticket into the Principal it was minted for (docs/api.md §5 stream
 // ticket rules). Errors wrapping ErrInvalidTicket mean the ticket is refused.
 type TicketVerifier interface {
 	VerifyTicket(ctx context.Context, ticket string) (Principal, error)
@@ -54,13 +54,13 @@ type MiddlewareOptions struct {
 // Middleware authenticates every route whose Security lists httpapi.SecurityAPIKey and puts
 // the Principal in the request's context (PrincipalFrom). Other routes pass untouched.
 //
-//   - The key comes from Authorization: Bearer <key> only (spec 5: never in a URL). A missing
-//     header, another scheme or an empty token is 401 DetailMissing; an unknown, revoked or
-//     malformed key, a stream ticket or a session token in the header is 401 DetailInvalid.
-//     Every 401 carries WWW-Authenticate: Bearer (spec 5 API key rule 5, spec 7).
+//   - The key comes from Authorization: Bearer <key> only (docs/api.md §5: never in a URL). A
+//     missing header, another scheme or an empty token is 401 DetailMissing; an unknown, revoked or
+//     malformed key, a stream ticket or a session token in the header is 401 DetailInvalid. Every
+//     401 carries WWW-Authenticate: Bearer (docs/api.md §5 API key rule 5, §7).
 //   - On a route that also takes a stream ticket, the ticket query parameter is read only when
 //     no Authorization header came: a header present decides, so a bad header is 401 even with
-//     a valid ticket (spec 5 ticket rule 4).
+//     a valid ticket (docs/api.md §5 ticket rule 4).
 //   - A failure of the table is 500, not 401: a working key must not look revoked.
 //
 // Neither the key nor its prefix is ever logged; the key_id of a revoked key is.

@@ -71,9 +71,9 @@ func (s *server) do(t *testing.T, target string, authorization ...string) *httpt
 	return w
 }
 
-// TestMiddleware: spec 5 API key rule 5 and spec 7: every credential failure on /v1 is 401
+// TestMiddleware: docs/api.md §5 API key rule 5 and §7: every credential failure on /v1 is 401
 // with WWW-Authenticate: Bearer and {"detail": <sentence>}; the detail says the key is
-// missing, or invalid or revoked. Spec 5 ticket rule 4: a header present decides.
+// missing, or invalid or revoked. docs/api.md §5 ticket rule 4: a header present decides.
 func TestMiddleware(t *testing.T) {
 	t.Parallel()
 	tables.Each(t, func(t *testing.T, tab tables.Table) {
@@ -186,7 +186,7 @@ func (failingAuth) Authenticate(context.Context, string) (apikey.Principal, erro
 }
 
 // TestMiddlewareServiceFailure: a failing table is a 500, never a 401 that would tell a
-// client its working key is revoked (so it stops retrying, spec 7 client retry rules).
+// client its working key is revoked (so it stops retrying, docs/api.md §7 client retry rules).
 func TestMiddlewareServiceFailure(t *testing.T) {
 	t.Parallel()
 	srv := newServer(t, failingAuth{})

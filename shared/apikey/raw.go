@@ -5,15 +5,15 @@ import (
 	"strings"
 )
 
-// Credential formats (contract 3).
+// Credential formats (docs/api.md §10.3).
 const (
 	// KeyPrefix starts every API key.
 	KeyPrefix = "svc_"
 	// TicketPrefix starts every stream ticket: it shares KeyPrefix but is not an API key.
 	TicketPrefix = "svc_st_"
-	// SecretLen is the number of base62 characters after KeyPrefix (spec 5 API key rule 1).
+	// SecretLen is the number of base62 characters after KeyPrefix (docs/api.md §5 API key rule 1).
 	SecretLen = 43
-	// PrefixLen is how many leading characters of the raw key the listing shows (spec 2.9:
+	// PrefixLen is how many leading characters of the raw key the listing shows (docs/api.md §2.9:
 	// "about a dozen"): KeyPrefix and 8 characters of the secret, which identify a key to a
 	// person without weakening it (35 unknown characters are about 208 bits).
 	PrefixLen = 12

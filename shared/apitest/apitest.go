@@ -1,8 +1,8 @@
 // Package apitest is what the tests of the service's HTTP routes share: sending one request,
 // in process or over the network, reading the answer against its status, its documented body
-// (contract 1) and the error shapes of spec 7, and running tables of such requests as named
-// scenarios. It imports nothing of the service but schema, so that the tests of any package
-// can use it, its own internal tests included; it is imported by tests only.
+// (docs/api.md §10.1) and the error shapes of docs/api.md §7, and running tables of such requests
+// as named scenarios. It imports nothing of the service but schema, so that the tests of any
+// package can use it, its own internal tests included; it is imported by tests only.
 package apitest
 
 import (
@@ -101,7 +101,7 @@ func (c Client) do(req *http.Request) Response {
 }
 
 // Expect fails the test unless r has status want; with a schema, the body must also be
-// valid against it (the documented response, contract 1).
+// valid against it (the documented response, docs/api.md §10.1).
 func (c Client) Expect(r Response, want int, s *schema.Schema, what string) {
 	c.T.Helper()
 	if r.Status != want {
@@ -113,7 +113,7 @@ func (c Client) Expect(r Response, want int, s *schema.Schema, what string) {
 }
 
 // ExpectDetail fails the test unless r has status want and the body of a handler error,
-// exactly {"detail": <sentence>} (spec 7 shape 1); it returns the sentence.
+// exactly {"detail": <sentence>} (docs/api.md §7 shape 1); it returns the sentence.
 func (c Client) ExpectDetail(r Response, want int, what string) string {
 	c.T.Helper()
 	if r.Status != want {
@@ -125,13 +125,13 @@ func (c Client) ExpectDetail(r Response, want int, what string) string {
 	}
 	d, ok := body["detail"].(string)
 	if !ok || d == "" || len(body) != 1 {
-		c.T.Fatalf("%s: body %s; want {\"detail\": <sentence>} (spec 7 shape 1)", what, r.Body)
+		c.T.Fatalf("%s: body %s; want {\"detail\": <sentence>} (docs/api.md §7 shape 1)", what, r.Body)
 	}
 	return d
 }
 
 // ExpectProblems fails the test unless r is a validation error: 422 with exactly
-// {"detail": [{type, loc, msg, input}, ...]} (spec 7 shape 2), each with a type and a msg
+// {"detail": [{type, loc, msg, input}, ...]} (docs/api.md §7 shape 2), each with a type and a msg
 // and a loc from body, query or path. It returns the items.
 func (c Client) ExpectProblems(r Response, what string) []schema.ValidationError {
 	c.T.Helper()
@@ -142,12 +142,12 @@ func (c Client) ExpectProblems(r Response, what string) []schema.ValidationError
 	var members []map[string]json.RawMessage
 	if err := json.Unmarshal(r.Body, &body); err != nil || len(body) != 1 ||
 		json.Unmarshal(body["detail"], &members) != nil || len(members) == 0 {
-		c.T.Fatalf("%s: body %s; want {\"detail\": [validation errors]} (spec 7 shape 2)", what, r.Body)
+		c.T.Fatalf("%s: body %s; want {\"detail\": [validation errors]} (docs/api.md §7 shape 2)", what, r.Body)
 	}
 	for _, m := range members {
 		for _, k := range []string{"type", "loc", "msg", "input"} {
 			if _, ok := m[k]; !ok {
-				c.T.Fatalf("%s: validation error %v lacks %q (spec 7 shape 2)", what, m, k)
+				c.T.Fatalf("%s: validation error %v lacks %q (docs/api.md §7 shape 2)", what, m, k)
 			}
 		}
 	}
@@ -179,7 +179,8 @@ func Decode[T any](t testing.TB, r Response) T {
 	return v
 }
 
-// CheckBody fails t unless body is JSON valid against s (the documented response, contract 1).
+// CheckBody fails t unless body is JSON valid against s (the documented response, docs/api.md
+// §10.1).
 func CheckBody(t testing.TB, body []byte, s *schema.Schema, what string) {
 	t.Helper()
 	dec := json.NewDecoder(bytes.NewReader(body))

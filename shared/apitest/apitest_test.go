@@ -89,7 +89,8 @@ func fails(check func(c apitest.Client)) bool {
 }
 
 // TestErrorShapes: ExpectDetail takes exactly {"detail": <sentence>} at the status wanted,
-// ExpectProblems exactly a 422's {"detail": [validation errors]} (spec 7), and nothing else.
+// ExpectProblems exactly a 422's {"detail": [validation errors]} (docs/api.md §7), and nothing
+// else.
 func TestErrorShapes(t *testing.T) {
 	t.Parallel()
 	detail := func(status int, body string) func(c apitest.Client) {

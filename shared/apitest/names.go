@@ -1,7 +1,7 @@
 package apitest
 
 // UnprintableNames are names, labels and display names the service refuses with a 422
-// value_error (docs/api.md §2), by what is wrong with each: control characters that break a
+// value_error (docs/api.md §11.2), by what is wrong with each: control characters that break a
 // line or a terminal, marks that reverse the text around them, and nothing visible at all.
 var UnprintableNames = map[string]string{
 	"NUL":                     "Fleet\x00",

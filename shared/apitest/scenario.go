@@ -17,7 +17,7 @@ type Scenario struct {
 	Body       string
 	WantStatus int
 	// WantDetail, when set, is the sentence of the error answer. Every error answer must be
-	// spec 7's {"detail": <sentence>}, or, for a 422, its list of validation errors.
+	// the {"detail": <sentence>} of docs/api.md §7, or, for a 422, its list of validation errors.
 	WantDetail string
 	// WantHeader are headers the answer must carry, with their values.
 	WantHeader map[string]string

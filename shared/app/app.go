@@ -1,11 +1,11 @@
-// Package app assembles the route groups of shared/routetable into one API (ARCHITECTURE.md,
-// "Lambdas and route groups"). main.go mounts every group and streamer/ the stream, both
-// through daemon.Run; each Lambda mounts its own group through the same constructors
-// (NewLambda, StartLambda), so a route that works locally works on Lambda, and /openapi.json
-// always describes every group, whichever process serves it. Each group serves exactly its
-// rows of the route table (the package's tests check it), which the CDK stack wires without
-// building the API. New returns an error rather than panicking; what it fills in for an
-// empty field of Deps is documented there, and logged when it changes behaviour.
+// Package app assembles the route groups of shared/routetable into one API (docs/architecture.md
+// §4). main.go mounts every group and streamer/ the stream, both through daemon.Run; each Lambda
+// mounts its own group through the same constructors (NewLambda, StartLambda), so a route that
+// works locally works on Lambda, and /openapi.json always describes every group, whichever process
+// serves it. Each group serves exactly its rows of the route table (the package's tests check it),
+// which the CDK stack wires without building the API. New returns an error rather than panicking;
+// what it fills in for an empty field of Deps is documented there, and logged when it changes
+// behaviour.
 package app
 
 import (
@@ -58,7 +58,7 @@ type Deps struct {
 	// Keys authenticates the API keys of /v1 (apikey.Middleware). Required: its owner waits
 	// for its last_used_at writes (apikey.Keys.Wait).
 	Keys *apikey.Keys
-	// Meter counts usage (spec 1). Required: its owner writes what it counted
+	// Meter counts usage (docs/api.md §1). Required: its owner writes what it counted
 	// (metering.Meter.Flush or Close).
 	Meter *metering.Meter
 	// Mailer sends the console's e-mail (OpenMailer builds it from the configuration). When
@@ -120,12 +120,12 @@ func New(d Deps, groups ...routetable.Group) (*API, error) {
 	if d.Logger == nil {
 		d.Logger = slog.Default()
 	}
-	// The plans of the configuration decide the caps of the organisations (contract 3).
+	// The plans of the configuration decide the caps of the organisations (docs/api.md §10.3).
 	catalogue := plans.New(d.Config.Billing)
 	if d.PlanCaps == nil {
 		d.PlanCaps = catalogue.Caps
 	}
-	// The limits document serves the level the area index is read at (contract 2), whatever
+	// The limits document serves the level the area index is read at (docs/api.md §10.2), whatever
 	// the configuration says.
 	d.Config.Limits.QueryLevel = eventstore.QueryLevel
 	if len(d.Config.EventIDKey) == 0 {
@@ -137,7 +137,7 @@ func New(d Deps, groups ...routetable.Group) (*API, error) {
 		}
 	}
 	// console-orgs: the TOTP hook of consoleauth writes in the audit log of every organisation
-	// of the user (contract 3), so the identity is built with a hook on the organisations,
+	// of the user (docs/api.md §10.3), so the identity is built with a hook on the organisations,
 	// which are built from the identity right after.
 	var og *orgs.Service
 	onTOTP := func(ctx context.Context, u consoleauth.User, action string) {
@@ -235,7 +235,7 @@ type built struct {
 	// billing is the billing group: plans, summary, checkout, portal, Stripe webhook.
 	billing *billing.Service
 	// tickets mints stream tickets (GroupEvents) and verifies them for apikey.Middleware on
-	// GET /v1/stream (spec 5 stream ticket rules).
+	// GET /v1/stream (docs/api.md §5 stream ticket rules).
 	tickets *stream.Tickets
 }
 
@@ -257,13 +257,13 @@ func newHTTPAPI(d Deps, b built) *httpapi.API {
 		Logger:      d.Logger,
 		Clock:       d.Clock,
 		CORSOrigins: d.Config.CORSOrigins,
-		// API keys on every /v1 route that declares them (spec 5); other routes pass.
-		// Session and temp tokens on every /console route that declares them (spec 4.2, 5).
+		// API keys on every /v1 route that declares them (docs/api.md §5); other routes pass.
+		// Session and temp tokens on each /console route declaring them (docs/api.md §4.2, §5).
 		Middleware: []httpapi.RouteMiddleware{
 			apikey.Middleware(d.Keys, apikey.MiddlewareOptions{Tickets: b.tickets}),
 			consoleauth.Middleware(b.auth),
 			// Membership of /console/orgs/{org_id}/... routes of every group, after the
-			// session and before validation: a non-member gets 404, never 422 (spec 4.3).
+			// session and before validation: a non-member gets 404, never 422 (docs/api.md §4.3).
 			orgs.MembershipMiddleware(b.orgs),
 		},
 		Description: "Real-time, short-lived road hazard events shared between organisations, " +
@@ -317,7 +317,7 @@ func routes(d Deps, a *API, b built, groups ...routetable.Group) []httpapi.Route
 	return out
 }
 
-// private marks the console's routes NoStore (docs/api.md §3): their answers belong to one
+// private marks the console's routes NoStore (docs/api.md §11.3): their answers belong to one
 // user, and many hold a credential (a session token, a TOTP secret, recovery codes, a new API
 // key).
 func private(routes []httpapi.Route) []httpapi.Route {

@@ -16,7 +16,8 @@ import (
 )
 
 // newBilling builds the billing group on the organisations og and the plan catalogue.
-// Billing is on only with a Stripe key (contract 4); the key never leaves the Stripe adapter.
+// Billing is on only with a Stripe key (docs/api.md §10.4); the key never leaves the Stripe
+// adapter.
 func newBilling(d Deps, og *orgs.Service, catalogue *plans.Catalogue, serving bool) (*billing.Service, error) {
 	cfg := d.Config.Billing
 	var provider billing.Provider

@@ -20,11 +20,11 @@ import (
 	"github.com/roadevents/roadevents/shared/seal"
 )
 
-// OutboxDir is the outbox folder inside the data folder (contract 4: <data>/outbox).
+// OutboxDir is the outbox folder inside the data folder (docs/api.md §10.4: <data>/outbox).
 const OutboxDir = "outbox"
 
-// OpenMailer builds the mailer the configuration names: the outbox in <data>/outbox (contract
-// 4) or Amazon SES through the standard AWS configuration chain.
+// OpenMailer builds the mailer the configuration names: the outbox in <data>/outbox (docs/api.md
+// §10.4) or Amazon SES through the standard AWS configuration chain.
 func OpenMailer(ctx context.Context, cfg config.Config, clk clock.Clock, logger *slog.Logger) (mail.Mailer, error) {
 	switch cfg.Mail.Adapter {
 	case config.MailOutbox, "":
@@ -132,8 +132,8 @@ func newOrgs(d Deps, auth *consoleauth.Service, serving bool) (*orgs.Service, er
 }
 
 // consoleAppURL is where the console's pages are, ending in "/": ConsoleURL when set (the
-// lead's decision: the SPA at /app/), "/app/" on the serving origin otherwise, so that an
-// invitation link is at least a path of the same service.
+// console lives under /app/ because GET / is the API's JSON), "/app/" on the serving origin
+// otherwise, so that an invitation link is at least a path of the same service.
 func consoleAppURL(u string) string {
 	if u == "" {
 		return "/app/"

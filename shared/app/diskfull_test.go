@@ -94,7 +94,7 @@ func TestEmbeddedDiskFull(t *testing.T) {
 	c, s = serve(embedded.Options{})
 	t.Cleanup(func() { s.Close() })
 	// A publish repeated with its client_event_id replays what was stored (200) and creates
-	// what was not (201, spec 4.1 rule 1).
+	// what was not (201, docs/api.md §4.1 rule 1).
 	c.Expect(publish("before"), http.StatusOK, nil, "publish before again after the restart")
 	c.Expect(publish("after"), http.StatusOK, nil, "publish after again after the restart")
 	c.Expect(publish("refused"), http.StatusCreated, nil, "publish the refused one again after the restart")

@@ -32,7 +32,7 @@ import (
 // route's own answer or 503 with Retry-After, never a 500 (docs/operations.md §1); once
 // DynamoDB answers again every acknowledged write is there, and a publish or a sign-in that
 // got a 503 is completed by its retry (with the same client_event_id, as the client retry
-// rules of spec 7 ask).
+// rules of docs/api.md §7 ask).
 
 // faultConsoleURL is the console address; invitation links start with it.
 const faultConsoleURL = "http://console.test/app/"
@@ -58,7 +58,7 @@ type faultEnv struct {
 	liveKey string
 	event   string
 	// per round (0 is the round where every call fails): a session of a user who logs out
-	// (which ends all the user's sessions, spec 5), a sign-in code, an invitation to
+	// (which ends all the user's sessions, docs/api.md §5), a sign-in code, an invitation to
 	// withdraw, one to accept with its token, a sandbox key to revoke
 	leavers  []string
 	codes    []string
@@ -331,8 +331,8 @@ func runFault(t *testing.T, e *faultEnv, fault faulttest.Fault) {
 
 // checkOutcomes checks, with DynamoDB answering again, that every acknowledged write is there,
 // that a publish answered 503 left either nothing or the whole event (with its area index),
-// which its retry with the same client_event_id returns (spec 4.1 rule 1), and that a sign-in
-// answered 503 left its code usable, unless the fault let writes through and lost their
+// which its retry with the same client_event_id returns (docs/api.md §4.1 rule 1), and that a
+// sign-in answered 503 left its code usable, unless the fault let writes through and lost their
 // answers (applied): then the code may have gone with a session nobody received.
 func (e *faultEnv) checkOutcomes(got *outcomes, applied bool) {
 	e.T.Helper()
@@ -349,8 +349,8 @@ func (e *faultEnv) checkOutcomes(got *outcomes, applied bool) {
 				e.T.Errorf("acknowledged event %s is not in the area query", ev)
 			}
 		case http.StatusServiceUnavailable:
-			// Spec 7: resend with the same client_event_id; the first attempt's event, if it
-			// was written, is replayed (200), or this one creates it (201).
+			// docs/api.md §7: resend with the same client_event_id; the first attempt's event, if
+			// it was written, is replayed (200), or this one creates it (201).
 			r := d.Call("POST", "/v1/events", e.liveKey, p.body)
 			if r.Status != http.StatusOK && r.Status != http.StatusCreated {
 				e.T.Errorf("publish %s again after its 503 = %s; want 200 or 201", p.body, r)

@@ -169,7 +169,7 @@ func openLambdaTable(ctx context.Context, cfg *config.Config, clk clock.Clock, l
 }
 
 // stripeSecrets are the variables outside ROADEVENTS_* a secret may set: the Stripe keys of
-// the billing group (config.Billing, contract 4), which keep Stripe's own names.
+// the billing group (config.Billing, docs/api.md §10.4), which keep Stripe's own names.
 var stripeSecrets = map[string]bool{"STRIPE_SECRET_KEY": true, "STRIPE_WEBHOOK_SECRET": true}
 
 // withSecrets returns getenv overlaid with the variables of the secrets config.SecretsEnv names.

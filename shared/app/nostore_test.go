@@ -18,7 +18,7 @@ import (
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
 )
 
-// docs/api.md §3: the console's answers and stream tickets carry Cache-Control: no-store,
+// docs/api.md §11.3: the console's answers and stream tickets carry Cache-Control: no-store,
 // those holding a credential first (a session token, a TOTP secret, a new API key, a ticket),
 // refusals included; the public, shareable /v1 answers do not.
 func TestConsoleAndTicketAnswersAreNotStored(t *testing.T) {

@@ -48,7 +48,7 @@ type document struct {
 	} `json:"components"`
 }
 
-// issue 2 item 6 and contract 1: /openapi.json is OpenAPI 3.1, info.version 1.0.0, and valid
+// docs/api.md §10.1: /openapi.json is OpenAPI 3.1, info.version 1.0.0, and valid
 // against the official OAS 3.1 schema.
 func TestOpenAPIDocumentIsValid(t *testing.T) {
 	t.Parallel()
@@ -61,33 +61,33 @@ func TestOpenAPIDocumentIsValid(t *testing.T) {
 		t.Fatal(err)
 	}
 	if d.OpenAPI != "3.1.0" || d.Info.Version != "1.0.0" {
-		t.Errorf("openapi %q, info.version %q; want 3.1.0 and 1.0.0 (contract 1)", d.OpenAPI, d.Info.Version)
+		t.Errorf("openapi %q, info.version %q; want 3.1.0 and 1.0.0 (docs/api.md §10.1)", d.OpenAPI, d.Info.Version)
 	}
-	// Contract 1 names these schemas; the ones of groups not built yet join as they land.
+	// docs/api.md §10.1 names these schemas; the ones of groups not built yet join as they land.
 	for _, name := range []string{"HTTPValidationError", "ValidationError", "TaxonomyOut", "TypeSpec", "LimitsOut",
-		// contract 3, the console-auth group
+		// docs/api.md §10.3, the console-auth group
 		"RequestCodePayload", "VerifyCodePayload", "TotpCodePayload", "RecoveryCodePayload", "Session",
 		"TotpEnrolment", "RecoveryCodes", "RecoveryCodesStatus", "OkResponse", "ProfileUpdate", "AuthChallenge", "MePublic",
 		// the stream ticket (POST /v1/stream/tickets)
 		"StreamTicketOut",
-		// spec 2.9 and contract 3: usage, vitality and billing
+		// docs/api.md §2.9 and §10.3: usage, vitality and billing
 		"UsageTotals", "UsageDay", "UsageSeries", "Vitality", "PlanPublic", "BillingSummary",
 		"CheckoutPayload", "BillingSessionPublic",
-		// contract 3: organisations, members, invitations, keys and audit
+		// docs/api.md §10.3: organisations, members, invitations, keys and audit
 		"Organisation", "OrganisationUpdate", "CreateOrgPayload", "MemberPublic", "MembersList", "MemberUpdate",
 		"InvitePayload", "InvitePublic", "AcceptInvitePayload", "CreateKeyPayload", "ApiKeyPublic", "IssuedKey",
 		"AuditEntryPublic"} {
 		if d.Components.Schemas[name] == nil {
-			t.Errorf("components.schemas lacks %s (contract 1)", name)
+			t.Errorf("components.schemas lacks %s (docs/api.md §10.1)", name)
 		}
 	}
 }
 
 var wildcard = regexp.MustCompile(`\{[^}]+\}`)
 
-// issue 2 item 6: the document and the router agree both ways: every route served is
-// documented, and every documented operation is served (a request reaches a handler rather
-// than the router's JSON 404/405).
+// docs/api.md §10.1 (every route described): the document and the router agree both ways: every
+// route served is documented, and every documented operation is served (a request reaches a handler
+// rather than the router's JSON 404/405).
 func TestOpenAPIDocumentMatchesRoutes(t *testing.T) {
 	t.Parallel()
 	api := newAPI(t)

@@ -69,8 +69,8 @@ func TestReputationRuleThroughTheService(t *testing.T) {
 			c.Expect(r, http.StatusCreated, nil, "alpha publishes")
 			return apitest.Decode[event.Event](t, r).ID
 		}
-		// deny has three of Bravo's reporters deny id: a deny quorum (spec 3). The verdict runs
-		// within the third signal's request; a verdict waiting for that signal's own event
+		// deny has three of Bravo's reporters deny id: a deny quorum (docs/api.md §3). The verdict
+		// runs within the third signal's request; a verdict waiting for that signal's own event
 		// would never answer, so the wait is bounded.
 		deny := func(id string) {
 			answers := make(chan apitest.Response, 3)
@@ -115,7 +115,7 @@ func TestReputationRuleThroughTheService(t *testing.T) {
 			t.Errorf("after the fall: the remaining event is %s; want invalidated", got)
 		}
 		if got := status(second); got != event.StatusExpired {
-			t.Errorf("the denied event is %s; want expired (the deny quorum's, spec 3)", got)
+			t.Errorf("the denied event is %s; want expired (the deny quorum's, docs/api.md §3)", got)
 		}
 		mails := inbox.To("ada@example.com")[mailsBefore:]
 		if len(mails) != 1 || !strings.Contains(mails[0].Text, cfg.ConsoleURL+"orgs/"+alpha+"/quality") {

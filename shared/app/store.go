@@ -31,7 +31,7 @@ type Store struct {
 // EmbeddedFile is the embedded store's file inside the data folder.
 const EmbeddedFile = "roadevents.db"
 
-// OpenStore opens the adapter the configuration names (contract 4): the embedded store in
+// OpenStore opens the adapter the configuration names (docs/api.md §10.4): the embedded store in
 // the data folder, or a DynamoDB table through the standard AWS configuration chain. A missing
 // DynamoDB table is created, which is what a local run against DynamoDB Local needs; on AWS the
 // table comes from the stack and the function has no right to create one.

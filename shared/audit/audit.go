@@ -1,25 +1,26 @@
-// Package audit is the audit log of an organisation (spec 4.3 GET /console/orgs/{org_id}/audit,
-// spec 2.9 AuditEntryPublic, contract 3 "Audit actions"): who changed what, written when the
-// change is made, read newest first by any member.
+// Package audit is the audit log of an organisation (docs/api.md §4.3 GET
+// /console/orgs/{org_id}/audit, §2.9 AuditEntryPublic, §10.3 audit actions): who changed what,
+// written when the change is made, read newest first by any member.
 //
 // # Storage layout
 //
 //	pk "org#<org_id>"  sk "audit#<created_at, fixed-width UTC>#<audit_id>"
 //	    audit_id, org_id, action, actor_user_id, actor_email, target, detail (JSON text), created_at
 //
-// Entries live in the organisation's partition (ARCHITECTURE.md, "Storage"), and their sort key
+// Entries live in the organisation's partition (docs/architecture.md §2), and their sort key
 // starts with the time in a fixed-width format, so a descending query with a limit reads the
 // newest entries and nothing else. The random audit_id after the time keeps two entries of
 // the same instant apart.
 //
-// actor_email is copied into the entry at write time (spec 2.9: it survives the removal of the
-// actor), never looked up when the log is read.
+// actor_email is copied into the entry at write time (docs/api.md §2.9: it survives the removal of
+// the actor), never looked up when the log is read.
 //
 // # Secrets
 //
-// detail never holds a secret (contract 3). Record and PutOp refuse a detail carrying a member
-// whose name says it holds one (token, key, code, secret, password, ...), so a careless caller
-// fails loudly in its tests instead of writing a credential into a log every member can read.
+// detail never holds a secret (docs/api.md §10.3). Record and PutOp refuse a detail carrying a
+// member whose name says it holds one (token, key, code, secret, password, ...), so a careless
+// caller fails loudly in its tests instead of writing a credential into a log every member can
+// read.
 package audit
 
 import (
@@ -36,7 +37,7 @@ import (
 	"github.com/roadevents/roadevents/shared/store"
 )
 
-// Limits of List (spec 4.3: query limit, default 50).
+// Limits of List (docs/api.md §4.3: query limit, default 50).
 const (
 	// DefaultLimit is how many entries the audit route returns when no limit is given.
 	DefaultLimit = 50
@@ -66,8 +67,8 @@ var (
 	// ErrInvalid is returned for an entry that cannot be written: no organisation or action,
 	// a detail that cannot be encoded, or a List limit outside 1..MaxLimit.
 	ErrInvalid = errors.New("audit: invalid entry")
-	// ErrSecretDetail is returned when detail names a member that holds a secret (contract 3:
-	// detail never holds a secret).
+	// ErrSecretDetail is returned when detail names a member that holds a secret (docs/api.md
+	// §10.3: detail never holds a secret).
 	ErrSecretDetail = errors.New("audit: detail would hold a secret")
 )
 
@@ -75,7 +76,7 @@ var (
 // and a key's listed prefix are not secrets and are allowed.
 var secretNames = []string{"token", "secret", "password", "code", "totp_code", "key", "raw_key", "api_key", "hash", "token_hash"}
 
-// Entry is one audit entry, with the JSON of AuditEntryPublic (spec 2.9).
+// Entry is one audit entry, with the JSON of AuditEntryPublic (docs/api.md §2.9).
 type Entry struct {
 	AuditID     string         `json:"audit_id"`
 	Action      string         `json:"action"`
@@ -188,7 +189,7 @@ func (l *Log) sortTime(now time.Time) time.Time {
 	return now
 }
 
-// List returns the newest limit entries of organisation orgID, newest first (spec 4.3).
+// List returns the newest limit entries of organisation orgID, newest first (docs/api.md §4.3).
 // limit must be 1..MaxLimit.
 func (l *Log) List(ctx context.Context, orgID string, limit int) ([]Entry, error) {
 	if orgID == "" || limit < 1 || limit > MaxLimit {

@@ -11,8 +11,9 @@ import (
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
 )
 
-// spec 4.3 and 2.9: entries read back newest first, limit honoured, actor_email as written,
-// absent actor and target as null, detail {} by default; another organisation's log is apart.
+// docs/api.md §4.3 and §2.9: entries read back newest first, limit honoured, actor_email as
+// written, absent actor and target as null, detail {} by default; another organisation's log is
+// apart.
 func TestRecordAndList(t *testing.T) {
 	t.Parallel()
 	tables.Each(t, func(t *testing.T, tab tables.Table) {
@@ -56,7 +57,7 @@ func TestRecordAndList(t *testing.T) {
 	})
 }
 
-// contract 3: detail never holds a secret; a limit outside 1..MaxLimit is refused.
+// docs/api.md §10.3: detail never holds a secret; a limit outside 1..MaxLimit is refused.
 func TestRefusals(t *testing.T) {
 	t.Parallel()
 	tab := tables.Embedded(t)

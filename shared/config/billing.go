@@ -9,8 +9,8 @@ import (
 	"strings"
 )
 
-// Billing configures the plans (contract 3: "Plans (deployment values, served by GET
-// /console/plans)") and Stripe. Billing is off unless StripeSecretKey is set (contract 4).
+// Billing configures the plans (docs/api.md §10.3: deployment values, served by GET
+// /console/plans) and Stripe. Billing is off unless StripeSecretKey is set (docs/api.md §10.4).
 // The Stripe keys are secrets: Billing's LogValue hides them, and nothing else prints them.
 type Billing struct {
 	// StripeSecretKey is the Stripe API key (STRIPE_SECRET_KEY); empty turns billing off:
@@ -25,7 +25,7 @@ type Billing struct {
 	// Currency of the plans' prices, ISO 4217 lower case as Stripe writes it
 	// (ROADEVENTS_BILLING_CURRENCY).
 	Currency string
-	// Team and Business are the self-serve plans (contract 3).
+	// Team and Business are the self-serve plans (docs/api.md §10.3).
 	Team     PlanSettings
 	Business PlanSettings
 }
@@ -33,7 +33,7 @@ type Billing struct {
 // PlanSettings are the deployment values of one self-serve plan. Caps of 0 mean uncapped.
 type PlanSettings struct {
 	// PriceID is the plan's Stripe price (STRIPE_PRICE_<PLAN>); without one the plan cannot
-	// be bought through checkout. Never sent in an API body (contract 3).
+	// be bought through checkout. Never sent in an API body (docs/api.md §10.3).
 	PriceID string
 	// MeteredPriceID is the plan's metered Stripe price for reads beyond IncludedReads, per
 	// 1 000 (STRIPE_METERED_PRICE_<PLAN>; README "Reads beyond included_reads"): checkout adds
@@ -58,7 +58,8 @@ var DefaultBilling = Billing{
 	Business: PlanSettings{MonthlyPriceCents: 19900, IncludedReads: 10_000_000, LiveKeyCap: 25, SeatCap: 50},
 }
 
-// Configured reports whether billing is on (contract 4: off unless STRIPE_SECRET_KEY is set).
+// Configured reports whether billing is on (docs/api.md §10.4: off unless STRIPE_SECRET_KEY is
+// set).
 func (b Billing) Configured() bool { return b.StripeSecretKey != "" }
 
 // LogValue describes the billing configuration without its secrets, so that logging a

@@ -9,8 +9,8 @@ import (
 	"github.com/roadevents/roadevents/shared/config"
 )
 
-// Contract 4: billing is off unless STRIPE_SECRET_KEY is set; the plans' deployment values
-// have defaults and can be overridden (contract 3, Plans).
+// docs/api.md §10.4: billing is off unless STRIPE_SECRET_KEY is set; the plans' deployment values
+// have defaults and can be overridden (the plans of docs/api.md §10.3).
 func TestBillingFromEnv(t *testing.T) {
 	t.Parallel()
 	c, err := config.FromEnv(env(nil))
@@ -18,7 +18,7 @@ func TestBillingFromEnv(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.Billing.Configured() {
-		t.Errorf("Billing.Configured() = true without STRIPE_SECRET_KEY; want false (contract 4)")
+		t.Errorf("Billing.Configured() = true without STRIPE_SECRET_KEY; want false (docs/api.md §10.4)")
 	}
 	if c.Billing.Team.PriceID != "" || c.Billing.Team.LiveKeyCap == 0 || c.Billing.Team.SeatCap == 0 || c.Billing.Currency != "usd" {
 		t.Errorf("default Billing = %+v; want no price ids, team caps set, usd", c.Billing)

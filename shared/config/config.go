@@ -1,5 +1,5 @@
 // Package config is the service's typed configuration, read once at start from the environment
-// (ARCHITECTURE.md, Configuration). No other package reads the environment.
+// (docs/architecture.md §6). No other package reads the environment.
 package config
 
 import (
@@ -14,7 +14,7 @@ import (
 // Store names the storage adapter.
 type Store string
 
-// The storage adapters (contract 4).
+// The storage adapters (docs/api.md §10.4).
 const (
 	StoreEmbedded Store = "embedded"
 	StoreDynamoDB Store = "dynamodb"
@@ -29,7 +29,8 @@ type Config struct {
 
 	// ConsoleURL is where people open the console; GET / reports it.
 	ConsoleURL string
-	// CORSOrigins are the origins allowed to call the API from a browser; ["*"] allows any (spec 5).
+	// CORSOrigins are the origins allowed to call the API from a browser; ["*"] allows any
+	// (docs/api.md §5).
 	CORSOrigins []string
 	LogLevel    slog.Level
 	// MaxConnections caps the connections a long-running server holds at once
@@ -50,7 +51,7 @@ type Config struct {
 	// Reputation holds the thresholds of the publisher reputation rule (reputation.go).
 	Reputation Reputation
 
-	// EventIDKey is the HMAC key event ids are derived from (contract 2: an id derived from
+	// EventIDKey is the HMAC key event ids are derived from (docs/api.md §10.2: an id derived from
 	// organisation and client_event_id). Every process serving one table must share it, or a
 	// retried publish reaching another process would not find its event. It comes from
 	// ROADEVENTS_EVENT_ID_KEY (hex, at least MinEventIDKeyBytes) or, for `go run .`, from the
@@ -75,17 +76,17 @@ const MinEventIDKeyBytes = 16
 // created on first start (hex, one line, readable by its owner only).
 const EventIDKeyFile = "event-id.key"
 
-// Limits are the deployment values of spec 8 that the service enforces or serves.
+// Limits are the deployment values of docs/api.md §8 that the service enforces or serves.
 type Limits struct {
-	MaxQueryRadiusM   float64 // GET /v1/events and the stream: 422 above it (spec 8)
+	MaxQueryRadiusM   float64 // GET /v1/events and the stream: 422 above it (docs/api.md §8)
 	QueryLevel        int     // H3 resolution of the area index, served by /v1/meta/limits (app.New sets it to eventstore.QueryLevel, the level the index is read at)
-	MaxEventsPerQuery int     // silent truncation of an area query (spec 8)
+	MaxEventsPerQuery int     // silent truncation of an area query (docs/api.md §8)
 }
 
-// DefaultLimits are the current values of spec 8.
+// DefaultLimits are the current values of docs/api.md §8.
 var DefaultLimits = Limits{MaxQueryRadiusM: 9780, QueryLevel: 8, MaxEventsPerQuery: 500}
 
-// Default is the configuration of `go run .` on a fresh machine (contract 4).
+// Default is the configuration of `go run .` on a fresh machine (docs/api.md §10.4).
 func Default() Config {
 	return Config{
 		Addr:        "127.0.0.1:8080",

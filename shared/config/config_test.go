@@ -13,7 +13,7 @@ import (
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 
-// contract 4: defaults of `go run .` and the ROADEVENTS_* overrides.
+// docs/api.md §10.4: defaults of `go run .` and the ROADEVENTS_* overrides.
 func TestFromEnv(t *testing.T) {
 	c, err := config.FromEnv(env(nil))
 	if err != nil {
@@ -23,10 +23,10 @@ func TestFromEnv(t *testing.T) {
 		t.Errorf("defaults = %q %q %q; want 127.0.0.1:8080 data embedded", c.Addr, c.DataDir, c.Store)
 	}
 	if !slices.Equal(c.CORSOrigins, []string{"*"}) {
-		t.Errorf("CORSOrigins = %v; want [*] (spec 5: permissive by default)", c.CORSOrigins)
+		t.Errorf("CORSOrigins = %v; want [*] (docs/api.md §5: permissive by default)", c.CORSOrigins)
 	}
 	if c.Limits.MaxQueryRadiusM != 9780 || c.Limits.MaxEventsPerQuery != 500 {
-		t.Errorf("limits = %+v; want spec 8 values", c.Limits)
+		t.Errorf("limits = %+v; want docs/api.md §8 values", c.Limits)
 	}
 
 	c, err = config.FromEnv(env(map[string]string{
@@ -69,8 +69,8 @@ func TestFromEnvRejects(t *testing.T) {
 	}
 }
 
-// The event-id key (contract 2: ids derived from organisation and client_event_id) comes from
-// the environment when set, and wins over the data folder.
+// The event-id key (docs/api.md §10.2: ids derived from organisation and client_event_id) comes
+// from the environment when set, and wins over the data folder.
 func TestEventIDKeyFromEnv(t *testing.T) {
 	t.Parallel()
 	hexKey := strings.Repeat("ab", 32)

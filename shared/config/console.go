@@ -9,7 +9,7 @@ import (
 // MailAdapter names the mailer (package mail).
 type MailAdapter string
 
-// The mailers: the outbox folder of `go run .` (contract 4) and Amazon SES on AWS.
+// The mailers: the outbox folder of `go run .` (docs/api.md §10.4) and Amazon SES on AWS.
 const (
 	MailOutbox MailAdapter = "outbox"
 	MailSES    MailAdapter = "ses"

@@ -20,7 +20,7 @@ func TestFromEnvConsole(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.Mail.Adapter != config.MailOutbox || c.Mail.From == "" {
-		t.Errorf("Mail = %+v; want the outbox and a sender by default (contract 4)", c.Mail)
+		t.Errorf("Mail = %+v; want the outbox and a sender by default (docs/api.md §10.4)", c.Mail)
 	}
 	if c.Console.HashKey != nil || c.Console.SealKey != nil || c.Console.KMSKeyID != "" {
 		t.Errorf("Console = %+v; want no keys until EnsureConsoleKeys", c.Console)

@@ -9,12 +9,12 @@ import (
 // by one streamer. DynamoDB Streams serves at most 2 readers per shard and about 5 GetRecords
 // calls a second per shard; the deployment runs 2 streamer tasks (README, Streaming), so each
 // may poll an idle shard 2.5 times a second: 400 ms. It adds at most 400 ms (200 on average)
-// to the delivery of the first change after a quiet spell, within the 1 s p95 of spec 1.
+// to the delivery of the first change after a quiet spell, within the 1 s p95 of docs/api.md §1.
 // A single reader can set 250 ms.
 const DefaultStreamPollInterval = 400 * time.Millisecond
 
 // Stream configures how a process follows the table's change feed for GET /v1/stream
-// (ARCHITECTURE.md, Streaming). The embedded store's feed needs none of it.
+// (docs/architecture.md §3). The embedded store's feed needs none of it.
 type Stream struct {
 	// ARN is the table's DynamoDB stream (ROADEVENTS_STREAM_ARN); empty means read it from
 	// the table's description, which needs dynamodb:DescribeTable.

@@ -2,8 +2,8 @@
 // console's quality panel (docs/network.md §2): GET /console/orgs/{org_id}/reputation, per
 // environment the events the network corroborated and those it ended by deny quorum over the
 // window, the score and band drawn from them, and the deployment's thresholds. Readable by
-// any member (contract 3, Roles); a caller who is not a member, or an organisation that does
-// not exist, gets 404 (spec 4.3).
+// any member (the roles of docs/api.md §10.3); a caller who is not a member, or an organisation
+// that does not exist, gets 404 (docs/api.md §4.3).
 package consolereputation
 
 import (
@@ -44,7 +44,7 @@ type Deps struct {
 	Standings Standings
 }
 
-// DetailOrgNotFound answers a caller who is not a member (spec 4.3: 404, never 403).
+// DetailOrgNotFound answers a caller who is not a member (docs/api.md §4.3: 404, never 403).
 const DetailOrgNotFound = "Organisation not found"
 
 // EnvironmentStanding is the standing of the organisation in one environment.

@@ -77,7 +77,7 @@ func (r *rig) member(ownerToken, org, addr string) string {
 	return token
 }
 
-// docs/network.md §2 (quality panel), spec 4.3: any member of an organisation reads its
+// docs/network.md §2 (quality panel), docs/api.md §4.3: any member of an organisation reads its
 // standing in both environments with the deployment's thresholds; a member of another
 // organisation gets 404, and reads only its own. Both adapters.
 func TestReputationRoute(t *testing.T) {

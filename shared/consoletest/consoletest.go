@@ -1,7 +1,8 @@
 // Package consoletest holds what the console packages' tests (consoleauth, orgs, billing,
 // consoleusage) each needed of their own: an inbox standing in for the outbox, fixed sessions
-// in place of consoleauth's store, and signing in over HTTP with the e-mailed code (spec 4.2)
-// and turning TOTP on (contract 3), through apitest's client. It is imported by tests only.
+// in place of consoleauth's store, and signing in over HTTP with the e-mailed code (docs/api.md
+// §4.2) and turning TOTP on (docs/api.md §10.3), through apitest's client. It is imported by tests
+// only.
 package consoletest
 
 import (
@@ -99,7 +100,7 @@ func (s Sessions) AuthenticateTemp(context.Context, string) (consoleauth.Caller,
 	return consoleauth.Caller{}, consoleauth.ErrUnauthenticated
 }
 
-// SignIn signs addr up or in over HTTP with the code e-mailed to inbox (spec 4.2), for an
+// SignIn signs addr up or in over HTTP with the code e-mailed to inbox (docs/api.md §4.2), for an
 // account without TOTP, and returns the session.
 func SignIn(c apitest.Client, inbox *Inbox, addr string) consoleauth.SessionOut {
 	c.T.Helper()

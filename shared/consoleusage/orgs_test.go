@@ -20,7 +20,7 @@ import (
 )
 
 // With the real organisations: the creator of an organisation reads its usage and vitality,
-// a signed-in stranger gets 404 for both (spec 4.3), as does anyone for an unknown id.
+// a signed-in stranger gets 404 for both (docs/api.md §4.3), as does anyone for an unknown id.
 func TestUsageWithRealOrganisations(t *testing.T) {
 	t.Parallel()
 	tab := tables.Embedded(t)

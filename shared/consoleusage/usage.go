@@ -1,8 +1,8 @@
-// Package consoleusage serves what an organisation consumed, as the console shows it (spec 4.4):
-// GET /console/orgs/{org_id}/usage, a dense daily series of the meter's counters over a
-// window, and GET /console/orgs/{org_id}/vitality, whether and when the organisation's keys
-// last called the service. Both are readable by any member (contract 3, Roles); a caller who
-// is not a member, or an organisation that does not exist, gets 404 (spec 4.3).
+// Package consoleusage serves what an organisation consumed, as the console shows it (docs/api.md
+// §4.4): GET /console/orgs/{org_id}/usage, a dense daily series of the meter's counters over a
+// window, and GET /console/orgs/{org_id}/vitality, whether and when the organisation's keys last
+// called the service. Both are readable by any member (the roles of docs/api.md §10.3); a caller
+// who is not a member, or an organisation that does not exist, gets 404 (docs/api.md §4.3).
 //
 // Days are UTC calendar days, as the meter counts them (package metering). The window ends
 // today, by the injected clock, and holds exactly 7, 30 or 90 days, today included.
@@ -54,17 +54,17 @@ type Deps struct {
 	Clock clock.Clock
 }
 
-// Windows are the usage windows of spec 8 ("Usage window: 7d, 30d, 90d") and their length in
+// Windows are the usage windows of docs/api.md §8 (7d, 30d, 90d) and their length in
 // days; DefaultWindow applies when none is asked for.
 var Windows = map[string]int{"7d": 7, "30d": 30, "90d": 90}
 
-// DefaultWindow is the window of spec 4.4 when the query names none.
+// DefaultWindow is the window of docs/api.md §4.4 when the query names none.
 const DefaultWindow = "30d"
 
-// DetailOrgNotFound answers a caller who is not a member (spec 4.3: 404, never 403).
+// DetailOrgNotFound answers a caller who is not a member (docs/api.md §4.3: 404, never 403).
 const DetailOrgNotFound = "Organisation not found"
 
-// Totals is the UsageTotals record of contract 3.
+// Totals is the UsageTotals record of docs/api.md §10.3.
 type Totals struct {
 	Reads          int64 `json:"reads"`
 	Publishes      int64 `json:"publishes"`
@@ -78,13 +78,13 @@ func TotalsOf(t metering.Totals) Totals {
 	return Totals{Reads: t.Reads, Publishes: t.Publishes, Signals: t.Signals, StreamConnects: t.StreamConnects, Tickets: t.Tickets}
 }
 
-// Day is the UsageDay record of contract 3.
+// Day is the UsageDay record of docs/api.md §10.3.
 type Day struct {
 	Date string `json:"date"`
 	Totals
 }
 
-// Series is the UsageSeries record of contract 3.
+// Series is the UsageSeries record of docs/api.md §10.3.
 type Series struct {
 	OrgID       string `json:"org_id"`
 	Environment string `json:"environment"`
@@ -95,14 +95,14 @@ type Series struct {
 	Totals      Totals `json:"totals"`
 }
 
-// KeyActivity is one entry of Vitality.keys (contract 3).
+// KeyActivity is one entry of Vitality.keys (docs/api.md §10.3).
 type KeyActivity struct {
 	KeyID      string     `json:"key_id"`
 	Label      string     `json:"label"`
 	LastUsedAt *time.Time `json:"last_used_at"`
 }
 
-// Vitality is the Vitality record of contract 3.
+// Vitality is the Vitality record of docs/api.md §10.3.
 type Vitality struct {
 	Environment   string        `json:"environment"`
 	HasTraffic    bool          `json:"has_traffic"`
@@ -112,7 +112,7 @@ type Vitality struct {
 	Keys          []KeyActivity `json:"keys"`
 }
 
-// Schemas of the records, named as contract 3 names them. TotalsSchema is shared with the
+// Schemas of the records, named as docs/api.md §10.3 names them. TotalsSchema is shared with the
 // billing summary.
 var (
 	TotalsSchema = schema.Object(counters()...).Named("UsageTotals")
@@ -149,13 +149,13 @@ func counters() []schema.Property {
 	return []schema.Property{
 		schema.Req("reads", count()),
 		schema.Req("publishes", count()),
-		schema.Req("signals", count().Describe("Throttled signals included (spec 8 rule 3).")),
+		schema.Req("signals", count().Describe("Throttled signals included.")),
 		schema.Req("stream_connects", count()),
 		schema.Req("tickets", count()),
 	}
 }
 
-// Routes returns the usage and vitality routes (spec 4.4), for the console-orgs group. They
+// Routes returns the usage and vitality routes (docs/api.md §4.4), for the console-orgs group. They
 // declare httpapi.SecuritySession: mount consoleauth.Middleware in the API.
 func Routes(d Deps) []httpapi.Route {
 	if d.Clock == nil {
@@ -272,7 +272,7 @@ func (h handlers) vitality(r *httpapi.Request[httpapi.NoBody]) (Vitality, error)
 	out := Vitality{Environment: env, Today: TotalsOf(metering.Sum(today)), Keys: []KeyActivity{}}
 	for _, k := range keys {
 		// A revoked key's last use is still traffic of the organisation; only the listing
-		// leaves it out (contract 3: keys are the unrevoked ones).
+		// leaves it out (docs/api.md §10.3: keys are the unrevoked ones).
 		if !k.LastUsedAt.IsZero() && (out.LastUsedAt == nil || k.LastUsedAt.After(*out.LastUsedAt)) {
 			t, id := k.LastUsedAt.UTC(), k.KeyID
 			out.LastUsedAt, out.LastUsedKeyID = &t, &id

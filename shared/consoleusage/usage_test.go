@@ -13,8 +13,8 @@ import (
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
 )
 
-// Spec 4.4: a dense daily series, every UTC day of the window present, zeros included, oldest
-// first, with totals; here across a month boundary on the injected clock, live traffic only
+// docs/api.md §4.4: a dense daily series, every UTC day of the window present, zeros included,
+// oldest first, with totals; here across a month boundary on the injected clock, live traffic only
 // by default.
 func TestUsageAcrossMonthBoundary(t *testing.T) {
 	t.Parallel()
@@ -103,8 +103,8 @@ func TestUsageNewOrganisation(t *testing.T) {
 	})
 }
 
-// Spec 4.3 and 7: a caller without membership gets 404 (never 403); no session is 401;
-// spec 8: a window other than 7d, 30d, 90d and an unknown environment are 422.
+// docs/api.md §4.3 and §7: a caller without membership gets 404 (never 403); no session is 401;
+// docs/api.md §8: a window other than 7d, 30d, 90d and an unknown environment are 422.
 func TestUsageAndVitalityStatuses(t *testing.T) {
 	t.Parallel()
 	newRig(t, tables.Embedded(t)).client(t).Run(t, []apitest.Scenario{
@@ -121,8 +121,8 @@ func TestUsageAndVitalityStatuses(t *testing.T) {
 	})
 }
 
-// Spec 4.4: vitality derives from last_used_at per key and today's counters; an organisation
-// that never called the service holds nulls and has_traffic false.
+// docs/api.md §4.4: vitality derives from last_used_at per key and today's counters; an
+// organisation that never called the service holds nulls and has_traffic false.
 func TestVitality(t *testing.T) {
 	t.Parallel()
 	tables.Each(t, func(t *testing.T, tab tables.Table) {

@@ -12,7 +12,7 @@ import (
 	"github.com/roadevents/roadevents/shared/daemon"
 )
 
-// issue 2: graceful shutdown lets an in-flight request finish and refuses new connections.
+// Graceful shutdown lets an in-flight request finish and refuses new connections.
 func TestServeDrainsInFlightRequests(t *testing.T) {
 	t.Parallel()
 	entered := make(chan struct{})

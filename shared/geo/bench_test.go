@@ -16,7 +16,7 @@ func BenchmarkCoverCircle(b *testing.B) {
 		radius float64
 	}{
 		{"radius=1000m", 1000},
-		{"radius=9780m", maxQueryRadius}, // spec 8's max_query_radius_m
+		{"radius=9780m", maxQueryRadius}, // max_query_radius_m of docs/api.md §8
 	} {
 		b.Run(bm.name, func(b *testing.B) {
 			var n int

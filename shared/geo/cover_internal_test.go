@@ -9,8 +9,8 @@ import (
 )
 
 // CoverCircle's bounds only skip work: over random centres of the whole sphere, the poles, the
-// antimeridian and the pentagons, at both index levels and radii up to spec 8's maximum, the
-// cover with them is the cover without them.
+// antimeridian and the pentagons, at both index levels and radii up to the maximum of docs/api.md
+// §8, the cover with them is the cover without them.
 func TestCoverBoundsChangeNothing(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(8, 6))

@@ -7,7 +7,7 @@ import (
 )
 
 // A query point 30 m from the middle of a 100 km segment: the segment is returned although both
-// of its vertices are 50 km away (spec 4.1 rule 3).
+// of its vertices are 50 km away (docs/api.md §4.1 rule 3).
 func ExampleDistanceToExtent() {
 	segment := []geo.Point{{Lat: 0, Lon: 9.55}, {Lat: 0, Lon: 10.45}}
 	p := geo.Point{Lat: 0.00027, Lon: 10}

@@ -22,7 +22,7 @@ type Point struct {
 }
 
 // Valid reports whether p is a finite position with latitude in -90..90 and longitude in
-// -180..180, the ranges of spec 2.2.
+// -180..180, the ranges of docs/api.md §2.2.
 func (p Point) Valid() bool {
 	return p.Lat >= -90 && p.Lat <= 90 && p.Lon >= -180 && p.Lon <= 180
 }
@@ -40,8 +40,8 @@ func Distance(a, b Point) float64 {
 
 // DistanceToExtent returns the distance in metres from p to the nearest point of an event's
 // extent: a single point, or a LineString whose segments are great-circle arcs. The nearest
-// point may lie anywhere on a segment, not only at a vertex (spec 4.1 rule 3: "Distance is
-// measured to the event's full extent, so a long segment containing the point is returned").
+// point may lie anywhere on a segment, not only at a vertex (docs/api.md §4.1 rule 3: distance is
+// measured to the event's full extent, so a long segment containing the point is returned).
 // An empty extent is infinitely far away. Points are expected to be Valid.
 func DistanceToExtent(p Point, extent []Point) float64 {
 	if len(extent) == 0 {
@@ -173,7 +173,8 @@ func angle(u, v vec) float64 {
 }
 
 // degenerateSine is the |a×b| below which two vertices are treated as the same point or as
-// exactly antipodal: 1e-12 rad is about 6 µm, far below the 1 m coordinate precision of spec 8.
+// exactly antipodal: 1e-12 rad is about 6 µm, far below the 1 m coordinate precision of docs/api.md
+// §8.
 const degenerateSine = 1e-12
 
 // arc is the great-circle segment from a, turning towards dir, over span radians. A point on it

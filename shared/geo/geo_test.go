@@ -42,7 +42,7 @@ func TestDistance(t *testing.T) {
 	}
 }
 
-// TestDistanceToExtent checks spec 4.1 rule 3: distance is measured to the event's full
+// TestDistanceToExtent checks docs/api.md §4.1 rule 3: distance is measured to the event's full
 // extent, any point of any segment, not only to its vertices.
 func TestDistanceToExtent(t *testing.T) {
 	t.Parallel()
@@ -283,7 +283,7 @@ func TestPathDistanceIsDistanceToExtent(t *testing.T) {
 
 // A chord compared with ChordSquared of a distance a metre longer (or shorter) says on which
 // side of that distance two positions are, at every scale from metres to the antipodes: the
-// area query sets candidates aside on it without measuring them (spec 4.1 rule 3).
+// area query sets candidates aside on it without measuring them (docs/api.md §4.1 rule 3).
 func TestChordSquaredOrdersAsDistance(t *testing.T) {
 	t.Parallel()
 	r := rand.New(rand.NewPCG(7, 9))

@@ -11,9 +11,9 @@ import (
 	"github.com/uber/h3-go/v4"
 )
 
-// DefaultLevel is the H3 resolution of the area index (contract 2, limits document
+// DefaultLevel is the H3 resolution of the area index (docs/api.md §10.2, limits document
 // "query_level"). At 7 a cell is about 5 km² (edge about 1.4 km): a 1 km query reads 1 to 6
-// cells and the widest query (9780 m, spec 8) 84 to 121 (measured over thousands of random
+// cells and the widest query (9780 m, docs/api.md §8) 84 to 121 (measured over thousands of random
 // centres and the 12 pentagons), while a straight 50 km congestion segment is stored under 19
 // to 43 cells.
 const DefaultLevel = 7
@@ -28,18 +28,19 @@ const SampleSpacing = 200.0
 const coverSlack = 1.0
 
 // MaxExtentLength is the longest extent, in metres, IndexCells accepts. It is a bound on work
-// (MaxExtentLength/SampleSpacing samples), not a rule of the spec, which limits points (2..512)
+// (MaxExtentLength/SampleSpacing samples), not a rule of docs/api.md, which limits points (2..512)
 // but not length; the events package decides what it accepts below it.
 const MaxExtentLength = 1_000_000.0
 
 // MaxCoverCells bounds the cells CoverCircle visits, so a radius the caller failed to validate
-// cannot make it walk the globe (res 7 has 98 million cells). The widest query of spec 8 needs
-// at most about 120 at DefaultLevel; 20,000 is a radius of about 180 km there.
+// cannot make it walk the globe (res 7 has 98 million cells). The widest query of docs/api.md §8
+// needs at most about 120 at DefaultLevel; 20,000 is a radius of about 180 km there.
 const MaxCoverCells = 20_000
 
 // Errors returned by the index functions; match them with errors.Is.
 var (
-	// ErrInvalidPoint is returned for a coordinate that is not finite or out of range (spec 2.2).
+	// ErrInvalidPoint is returned for a coordinate that is not finite or out of range (docs/api.md
+	// §2.2).
 	ErrInvalidPoint = errors.New("geo: invalid point")
 	// ErrInvalidResolution is returned for an H3 resolution outside 0..15.
 	ErrInvalidResolution = errors.New("geo: invalid H3 resolution")
@@ -62,8 +63,8 @@ var (
 // SampleSpacing apart, and the cells of the samples (vertices included) are returned. Every
 // point of the extent is then within SampleSpacing/2 of a sample, and CoverCircle pads its
 // radius by that much, so an extent within r of a query point always has a cell in the query's
-// cover (spec 4.1 rule 3: a long segment passing the point is found even when its vertices are
-// far away). The cells are not necessarily every cell the line crosses at fine resolutions;
+// cover (docs/api.md §4.1 rule 3: a long segment passing the point is found even when its vertices
+// are far away). The cells are not necessarily every cell the line crosses at fine resolutions;
 // they are the ones the padded cover is guaranteed to meet.
 func IndexCells(extent []Point, res int) ([]h3.Cell, error) {
 	if err := checkResolution(res); err != nil {

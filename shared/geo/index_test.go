@@ -13,16 +13,16 @@ import (
 	"github.com/roadevents/roadevents/shared/geo"
 )
 
-// maxQueryRadius is max_query_radius_m of spec 8.
+// maxQueryRadius is max_query_radius_m of docs/api.md §8.
 const maxQueryRadius = 9780.0
 
-// TestCoverProperty is the area index's correctness requirement (spec 4.1 rule 3): every event
-// whose extent is within r of the query point is stored under at least one cell the query
+// TestCoverProperty is the area index's correctness requirement (docs/api.md §4.1 rule 3): every
+// event whose extent is within r of the query point is stored under at least one cell the query
 // reads. Query points are drawn worldwide with the antimeridian, the poles and the pentagons
-// over-represented; extents are points, long segments passing inside the circle with their
-// vertices far outside, random LineStrings (judged by DistanceToExtent, as the query handler
-// judges them), and points just outside. It also checks the other way: a cell the query reads
-// never holds an extent farther than the padded radius plus that cell's width.
+// over-represented; extents are points, long segments passing inside the circle with their vertices
+// far outside, random LineStrings (judged by DistanceToExtent, as the query handler judges them),
+// and points just outside. It also checks the other way: a cell the query reads never holds an
+// extent farther than the padded radius plus that cell's width.
 func TestCoverProperty(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -31,7 +31,7 @@ func TestCoverProperty(t *testing.T) {
 		maxRadius float64
 		cases     int
 	}{
-		{"default level, radii up to the spec maximum", geo.DefaultLevel, maxQueryRadius, 1500},
+		{"default level, radii up to the maximum", geo.DefaultLevel, maxQueryRadius, 1500},
 		// At level 9 a cell (edge ~ 175 m) is smaller than the sample spacing, so whole cells
 		// the line crosses go unindexed: only the cover's padding keeps the property.
 		{"level 9, cells finer than the sample spacing", 9, 1500, 200},
@@ -186,7 +186,7 @@ func cellDiameter(t *testing.T, c h3.Cell) float64 {
 	return d
 }
 
-// TestCoverSize checks that the widest query (spec 8: 9780 m) reads a sensible number of
+// TestCoverSize checks that the widest query (docs/api.md §8: 9780 m) reads a sensible number of
 // cells at the default level, wherever it is.
 //
 // Bound: every read cell comes within R = 9780 + 100 + 1 m of the centre, so lies within

@@ -6,8 +6,8 @@ import (
 	"strings"
 )
 
-// Decimals is the coordinate precision kept on write (spec 2.2 and spec 8: "rounded to 5
-// decimals (about 1 m) on write").
+// Decimals is the coordinate precision kept on write (docs/api.md §2.2 and §8: rounded to 5
+// decimals, about 1 m, on write).
 const Decimals = 5
 
 // Round5 rounds v to Decimals decimal places, half away from zero, and never returns -0.

@@ -10,7 +10,7 @@ import (
 	"github.com/roadevents/roadevents/shared/geo"
 )
 
-// TestRound5 checks spec 2.2: "Coordinates are rounded to 5 decimals (about 1 m) on write",
+// TestRound5 checks docs/api.md §2.2: coordinates are rounded to 5 decimals (about 1 m) on write,
 // half away from zero, as a client reading its own request would round.
 func TestRound5(t *testing.T) {
 	t.Parallel()
@@ -57,7 +57,7 @@ func TestRound5NonFinite(t *testing.T) {
 
 // TestRound5Properties: for any coordinate, the stored value prints with at most 5 decimals,
 // is within half a unit of the fifth decimal of the input, and rounding again changes nothing
-// (so a replay of the same content compares equal, contract 2 "identical content").
+// (so a replay of the same content compares equal, docs/api.md §10.2 "identical content").
 func TestRound5Properties(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(5, 5))

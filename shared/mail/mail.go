@@ -1,8 +1,8 @@
-// Package mail sends the service's e-mail: sign-in codes now, invitations and key-issuance
-// notices later. Callers see one narrow interface, Mailer, with one method (STYLE.md, the
-// PocketBase model); two adapters implement it:
+// Package mail sends the service's e-mail: sign-in codes, invitations and key-issuance
+// notices. Callers see one narrow interface, Mailer, with one method, so that a transport is
+// one more adapter and no caller changes; two adapters implement it:
 //
-//   - Outbox, for `go run .` (contract 4): every message is written as an RFC 5322 file
+//   - Outbox, for `go run .` (docs/api.md §10.4): every message is written as an RFC 5322 file
 //     <dir>/<time>-<id>.eml and one summary line is logged, so that a developer reads the code
 //     from the file without any mail server;
 //   - SES, on AWS: Amazon SES v2 SendEmail.

@@ -29,7 +29,7 @@ var codeMessage = rmail.Message{
 	HTML:    "<p>Your sign-in code is <b>493817</b>.</p><p>It expires in 10 minutes.</p>",
 }
 
-// Contract 4: every outgoing message is an RFC 5322 file <data>/outbox/<time>-<id>.eml with
+// docs/api.md §10.4: every outgoing message is an RFC 5322 file <data>/outbox/<time>-<id>.eml with
 // To, Subject and Date, the plain-text body holding the code; here also From and MIME, and an
 // HTML alternative. One summary line is logged, without the code.
 func TestOutboxWritesAnRFC5322Message(t *testing.T) {

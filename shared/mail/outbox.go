@@ -30,7 +30,7 @@ type OutboxOptions struct {
 	Logger *slog.Logger
 }
 
-// Outbox writes every message to a folder instead of sending it (contract 4).
+// Outbox writes every message to a folder instead of sending it (docs/api.md §10.4).
 type Outbox struct {
 	dir  string
 	from string
@@ -64,7 +64,7 @@ func (o *Outbox) Dir() string { return o.dir }
 // Send writes m as <dir>/<time>-<id>.eml. The file appears whole or not at all: it is written
 // to a temporary name, synced, then renamed, so a crash never leaves half a message for a
 // reader to take a wrong code from. The summary line names the recipient, the subject and the
-// file, never the body: the body holds a credential (contract 3: no credential in a log).
+// file, never the body: the body holds a credential (docs/api.md §10.3: no credential in a log).
 func (o *Outbox) Send(ctx context.Context, m Message) error {
 	if err := m.Validate(); err != nil {
 		return err

@@ -16,8 +16,8 @@ type SESClient interface {
 
 var _ SESClient = (*sesv2.Client)(nil)
 
-// SES sends through Amazon SES v2 (ARCHITECTURE.md: e-mail through SES on AWS) as a simple
-// message: SES builds the MIME structure from the text and HTML bodies.
+// SES sends through Amazon SES v2 (the mailer of the AWS deployment, docs/architecture.md) as a
+// simple message: SES builds the MIME structure from the text and HTML bodies.
 type SES struct {
 	client SESClient
 	from   string

@@ -8,7 +8,7 @@ import (
 	"github.com/roadevents/roadevents/shared/taxonomy"
 )
 
-// docs/network.md §1 and spec 2.6: every TypeSpec of GET /v1/meta/taxonomy publishes the
+// docs/network.md §1 and docs/api.md §2.6: every TypeSpec of GET /v1/meta/taxonomy publishes the
 // type's merge distance (merge_distance_m, metres, above 0), the one the merge applies, and
 // the TypeSpec schema of /openapi.json lists it as a required number.
 func TestTaxonomyMergeDistances(t *testing.T) {

@@ -1,6 +1,6 @@
-// Package meta is the open route group (ARCHITECTURE.md, route group "meta"): /health, /,
-// /openapi.json and /v1/meta/* (spec 4.1, 2.6, 2.7; contract 1 and 2). None of it needs a
-// credential (spec 5).
+// Package meta is the open route group (docs/architecture.md §4, group "meta"): /health, /,
+// /openapi.json and /v1/meta/* (docs/api.md §4.1, §2.6, §2.7, §10.1 and §10.2). None of it needs a
+// credential (docs/api.md §5).
 package meta
 
 import (
@@ -13,7 +13,7 @@ import (
 	"github.com/roadevents/roadevents/shared/taxonomy"
 )
 
-// InterfaceVersion is the version of the interface description (spec 9 rule 1).
+// InterfaceVersion is the version of the interface description (docs/api.md §9 rule 1).
 const InterfaceVersion = "1.0.0"
 
 // Deps is what the group needs.
@@ -28,13 +28,13 @@ type Deps struct {
 	OpenAPI func() []byte
 }
 
-// Health is the body of GET /health (contract 1).
+// Health is the body of GET /health (docs/api.md §10.1).
 type Health struct {
 	Status  string `json:"status"`
 	Version string `json:"version"`
 }
 
-// Root is the body of GET / (contract 1).
+// Root is the body of GET / (docs/api.md §10.1).
 type Root struct {
 	Service string `json:"service"`
 	Version string `json:"version"`
@@ -42,8 +42,9 @@ type Root struct {
 	Console string `json:"console"`
 }
 
-// TypeSpec describes one event type (spec 2.6). Description and ExtensionSeconds are appended
-// to the spec's four fields so a client can tell what a type means and predict extensions.
+// TypeSpec describes one event type (docs/api.md §2.6). Description and ExtensionSeconds are
+// appended to the four fields of docs/api.md §2.6 so a client can tell what a type means and
+// predict extensions.
 type TypeSpec struct {
 	ID               string   `json:"id"`
 	Subtypes         []string `json:"subtypes"`
@@ -54,20 +55,20 @@ type TypeSpec struct {
 	MergeDistanceM   float64  `json:"merge_distance_m"`
 }
 
-// TaxonomyOut is the body of GET /v1/meta/taxonomy (spec 2.6).
+// TaxonomyOut is the body of GET /v1/meta/taxonomy (docs/api.md §2.6).
 type TaxonomyOut struct {
 	SchemaVersion int        `json:"schema_version"`
 	Types         []TypeSpec `json:"types"`
 }
 
-// LimitsOut is the body of GET /v1/meta/limits (spec 2.7, contract 2).
+// LimitsOut is the body of GET /v1/meta/limits (docs/api.md §2.7, §10.2).
 type LimitsOut struct {
 	MaxQueryRadiusM float64 `json:"max_query_radius_m"`
 	QueryLevel      int     `json:"query_level"`
 	Note            string  `json:"note"`
 }
 
-// Schemas of the bodies, named as contract 1 lists them.
+// Schemas of the bodies, named as docs/api.md §10.1 lists them.
 var (
 	HealthSchema = schema.Object(
 		schema.Req("status", schema.Const("ok")),
@@ -169,7 +170,7 @@ func Routes(d Deps) []httpapi.Route {
 		},
 		{
 			Method: http.MethodGet, Path: "/v1/meta/event-types", OperationID: "listEventTypes", Tags: tags,
-			Summary:   "The event types, as a flat list of strings (spec 9 rule 3)",
+			Summary:   "The event types, as a flat list of strings",
 			Responses: map[int]httpapi.Response{200: httpapi.JSONResponse("Type ids.", schema.Array(schema.String()))},
 			Handler:   static(typeIDs),
 		},

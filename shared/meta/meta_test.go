@@ -57,8 +57,8 @@ func do(t *testing.T, srv *httptest.Server, method, path, body string) (int, htt
 	return resp.StatusCode, resp.Header, b
 }
 
-// Scenarios for the open routes: spec 4.1 (meta routes, /health, /), 2.6, 2.7, 5 (open,
-// no credential needed) and contract 1 and 2 (bodies).
+// Scenarios for the open routes: docs/api.md §4.1 (meta routes, /health, /), §2.6, §2.7, §5 (open,
+// no credential needed) and §10.1 and §10.2 (bodies).
 func TestOpenRoutes(t *testing.T) {
 	t.Parallel()
 	srv := newServer(t)
@@ -95,8 +95,8 @@ func TestOpenRoutes(t *testing.T) {
 	}
 }
 
-// spec 2.6: TaxonomyOut has schema_version and one TypeSpec per type, same order as the flat
-// list, with the spec's lifetimes.
+// docs/api.md §2.6: TaxonomyOut has schema_version and one TypeSpec per type, same order as the
+// flat list, with the lifetimes of §2.1.
 func TestTaxonomyDocument(t *testing.T) {
 	t.Parallel()
 	srv := newServer(t)
@@ -130,14 +130,14 @@ func TestTaxonomyDocument(t *testing.T) {
 	}
 	json.Unmarshal(body, &raw)
 	if string(raw.Types[6]["subtypes"]) != `["pothole","damaged_surface","damaged_barrier","sinkhole"]` {
-		t.Errorf("road_damage subtypes = %s; want spec 2.1's list", raw.Types[6]["subtypes"])
+		t.Errorf("road_damage subtypes = %s; want the list of docs/api.md §2.1", raw.Types[6]["subtypes"])
 	}
 	if string(raw.Types[5]["subtypes"]) != `[]` {
 		t.Errorf("wrong_way_vehicle subtypes = %s; want []", raw.Types[5]["subtypes"])
 	}
 }
 
-// spec 2.7 and contract 2: the limits document.
+// docs/api.md §2.7 and §10.2: the limits document.
 func TestLimitsDocument(t *testing.T) {
 	t.Parallel()
 	srv := newServer(t)

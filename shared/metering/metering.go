@@ -1,7 +1,7 @@
-// Package metering counts consumption per organisation, environment and UTC day (spec 1:
-// "every read, publish, signal and stream connect"; contract 3 UsageTotals adds tickets). No
-// request is refused for it (spec 8 rule 2): it only counts, and a throttled signal is counted
-// too (spec 8 rule 3; the signal handler counts before it asks the ceiling).
+// Package metering counts consumption per organisation, environment and UTC day (docs/api.md §1:
+// every read, publish, signal and stream connect; §10.3 UsageTotals adds tickets). No
+// request is refused for it (docs/api.md §8 rule 2): it only counts, and a throttled signal is
+// counted too (docs/api.md §8 rule 3; the signal handler counts before it asks the ceiling).
 //
 // # Counting without a write per request
 //
@@ -22,14 +22,14 @@
 //
 // # Storage layout and hot partitions
 //
-// Counts live under the organisation's partition (ARCHITECTURE.md, "Storage"):
+// Counts live under the organisation's partition (docs/architecture.md §2):
 //
 //	pk "org#<org_id>"  sk "usage#<environment>#<YYYY-MM-DD>#<shard>"
 //	    org_id, environment, date, reads, publishes, signals, stream_connects, tickets, ttl
 //
 // Each write goes to one of Options.Shards items of the day chosen at random, so a busy
-// organisation's flushes from many processes do not all queue on one item (ARCHITECTURE.md,
-// "Hot partitions"); Read sums the shards with one Query. Items expire Options.Retention
+// organisation's flushes from many processes do not all queue on one item (docs/architecture.md
+// §2, hot partitions); Read sums the shards with one Query. Items expire Options.Retention
 // after their day (400 days: the console shows 90, billing the current month).
 package metering
 
@@ -47,10 +47,10 @@ import (
 )
 
 // Counter names one kind of consumption; its value is the attribute name in the table and
-// the field name of UsageTotals (contract 3).
+// the field name of UsageTotals (docs/api.md §10.3).
 type Counter string
 
-// The counters of contract 3's UsageTotals.
+// The counters of UsageTotals (docs/api.md §10.3).
 const (
 	Reads          Counter = "reads"
 	Publishes      Counter = "publishes"
@@ -71,7 +71,7 @@ const (
 	MaxReadDays = 366
 )
 
-// DateFormat is how days are written, in keys and in Day.Date (contract 1: YYYY-MM-DD).
+// DateFormat is how days are written, in keys and in Day.Date (docs/api.md §10.1: YYYY-MM-DD).
 const DateFormat = "2006-01-02"
 
 // flushTimeout bounds a background flush; flushWorkers bounds its concurrent writes.
@@ -83,7 +83,7 @@ const (
 // ErrInvalid is returned by Read for arguments it cannot serve.
 var ErrInvalid = errors.New("metering: invalid request")
 
-// Totals are the five counters (contract 3 UsageTotals).
+// Totals are the five counters (docs/api.md §10.3 UsageTotals).
 type Totals struct {
 	Reads          int64
 	Publishes      int64
@@ -130,7 +130,7 @@ func (t *Totals) merge(o Totals) {
 	}
 }
 
-// Day is the usage of one UTC day (contract 3 UsageDay).
+// Day is the usage of one UTC day (docs/api.md §10.3 UsageDay).
 type Day struct {
 	Date string // YYYY-MM-DD
 	Totals
@@ -378,7 +378,7 @@ func (m *Meter) hasPending() bool {
 
 // Read returns the usage of organisation org in environment env for every UTC day from the
 // date of from to the date of to, both included, oldest first: a dense series with zero days
-// included (spec 4.4 usage). It reads what has been flushed, from every process.
+// included (docs/api.md §4.4 usage). It reads what has been flushed, from every process.
 func (m *Meter) Read(ctx context.Context, org, env string, from, to time.Time) ([]Day, error) {
 	first := truncateDay(from)
 	last := truncateDay(to)
@@ -416,7 +416,7 @@ func (m *Meter) Read(ctx context.Context, org, env string, from, to time.Time) (
 	return days, nil
 }
 
-// Sum adds up days (contract 3 UsageSeries.totals).
+// Sum adds up days (docs/api.md §10.3 UsageSeries.totals).
 func Sum(days []Day) Totals {
 	var t Totals
 	for _, d := range days {

@@ -42,7 +42,7 @@ func flush(t *testing.T, m *metering.Meter) {
 	}
 }
 
-// TestCountAndFlush: spec 1: consumption is metered per organisation, per environment, per
+// TestCountAndFlush: docs/api.md §1: consumption is metered per organisation, per environment, per
 // day; counts reach the table only when flushed (no write per request), and the counts of
 // several processes add up.
 func TestCountAndFlush(t *testing.T) {
@@ -110,7 +110,7 @@ func TestCountAndFlush(t *testing.T) {
 }
 
 // TestDayBoundary: days are UTC days, and a count belongs to the day it was made, whenever
-// it is flushed. Read returns a dense series, zero days included (spec 4.4 usage).
+// it is flushed. Read returns a dense series, zero days included (docs/api.md §4.4 usage).
 func TestDayBoundary(t *testing.T) {
 	t.Parallel()
 	tables.Each(t, func(t *testing.T, tab tables.Table) {

@@ -1,8 +1,8 @@
-// Package plans is the plan catalogue of contract 3 ("Plans (deployment values, served by GET
-// /console/plans)"): free, team, business and enterprise, built once from the configuration.
-// It decides the caps that follow a plan (the live-key cap of spec 5 rule 3, the seat cap of
-// spec 4.3) and which plans checkout can sell. A plan's Stripe price id lives here and in
-// the configuration only, never in an API body (contract 3): Public leaves it out.
+// Package plans is the plan catalogue of docs/api.md §10.3 (Plans: deployment values, served by GET
+// /console/plans): free, team, business and enterprise, built once from the configuration.
+// It decides the caps that follow a plan (the live-key cap of docs/api.md §5 rule 3, the seat cap
+// of docs/api.md §4.3) and which plans checkout can sell. A plan's Stripe price id lives here and
+// in the configuration only, never in an API body (docs/api.md §10.3): Public leaves it out.
 package plans
 
 import (
@@ -10,7 +10,7 @@ import (
 	"github.com/roadevents/roadevents/shared/schema"
 )
 
-// The plan ids of contract 3.
+// The plan ids of docs/api.md §10.3.
 const (
 	Free       = "free"
 	Team       = "team"
@@ -18,8 +18,8 @@ const (
 	Enterprise = "enterprise"
 )
 
-// The free plan's values (contract 3: 1 live key, 3 seats, 100 000 included reads a month;
-// spec 8: "Free plan: 1").
+// The free plan's values (docs/api.md §10.3: 1 live key, 3 seats, 100 000 included reads a month;
+// §8: one live key on the Free plan).
 const (
 	FreeLiveKeyCap    = 1
 	FreeSeatCap       = 3
@@ -47,7 +47,7 @@ type Plan struct {
 	MeteredPriceID string
 }
 
-// Public is the PlanPublic record of contract 3.
+// Public is the PlanPublic record of docs/api.md §10.3.
 type Public struct {
 	PlanID            string `json:"plan_id"`
 	Name              string `json:"name"`
@@ -98,8 +98,8 @@ type Catalogue struct {
 	plans []Plan
 }
 
-// New builds the catalogue from the billing configuration: free with the values of contract
-// 3, team and business with the configured caps, prices, included reads and Stripe prices,
+// New builds the catalogue from the billing configuration: free with the values of docs/api.md
+// §10.3, team and business with the configured caps, prices, included reads and Stripe prices,
 // enterprise sales-led and uncapped.
 func New(b config.Billing) *Catalogue {
 	cur := b.Currency

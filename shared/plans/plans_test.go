@@ -16,7 +16,7 @@ func catalogue() *plans.Catalogue {
 	return plans.New(b)
 }
 
-// Contract 3: free has 1 live key, 3 seats, 100 000 included reads; team and business take
+// docs/api.md §10.3: free has 1 live key, 3 seats, 100 000 included reads; team and business take
 // their caps from configuration; enterprise is sales-led and uncapped; an unknown plan keeps
 // the free caps rather than none.
 func TestCaps(t *testing.T) {
@@ -42,7 +42,7 @@ func TestCaps(t *testing.T) {
 	}
 }
 
-// Contract 3 PlanPublic: every field present, caps and prices null where none apply,
+// docs/api.md §10.3 PlanPublic: every field present, caps and prices null where none apply,
 // self_serve only for a plan checkout can sell, and never the Stripe price id.
 func TestPublic(t *testing.T) {
 	t.Parallel()
@@ -57,7 +57,7 @@ func TestPublic(t *testing.T) {
 		t.Fatal(err)
 	}
 	if strings.Contains(string(raw), "price_team_secret") {
-		t.Errorf("plans JSON %s holds a Stripe price id (contract 3)", raw)
+		t.Errorf("plans JSON %s holds a Stripe price id (docs/api.md §10.3)", raw)
 	}
 	if err := json.Unmarshal(raw, &got); err != nil {
 		t.Fatal(err)

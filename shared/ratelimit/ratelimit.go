@@ -1,17 +1,17 @@
 // Package ratelimit counts requests in fixed time windows on the table and refuses those past
-// a limit. Its first rule is the signal ceiling of spec 8, the only rate limit on /v1: 3000
+// a limit. Its first rule is the signal ceiling of docs/api.md §8, the only rate limit on /v1: 3000
 // signals per organisation per hour, within one side of the live/sandbox line, counted in
-// fixed UTC clock-hour windows (contract 2). The console caps of contract 3 (code requests,
-// TOTP attempts, invitations, key issuance) are the same kind of rule with other windows.
+// fixed UTC clock-hour windows (docs/api.md §10.2). The console caps of docs/api.md §10.3 (code
+// requests, TOTP attempts, invitations, key issuance) are the same kind of rule with other windows.
 //
 // # How it counts
 //
 // Each (rule, subject, window) is one item, pk "ratelimit#<rule>#<subject>#<window start>",
-// sk "window", holding count and a TTL a little past the window's end (ARCHITECTURE.md:
-// "counters for rate limits per window, expiring by TTL"). Allow makes one atomic conditional
+// sk "window", holding count and a TTL a little past the window's end (docs/architecture.md
+// §2: counters for rate limits per window, expiring by TTL). Allow makes one atomic conditional
 // Add per call: count + 1 if count < limit or the item is absent. The table decides, so every
 // process and every Lambda shares one budget, exactly; a second key of the organisation gives
-// no second budget (spec 8 rule 1) because the subject is the organisation, not the key.
+// no second budget (docs/api.md §8 rule 1) because the subject is the organisation, not the key.
 //
 // Each window has its own partition key, so windows and subjects spread over the table. A
 // refused call costs a refused write; to keep a client hammering past its ceiling from
@@ -23,7 +23,7 @@
 //
 // # Metering
 //
-// A refused signal is still counted by the meter (spec 8 rule 3): the caller counts every
+// A refused signal is still counted by the meter (docs/api.md §8 rule 3): the caller counts every
 // signal with package metering before or regardless of calling Allow; this package only
 // decides.
 package ratelimit
@@ -38,8 +38,8 @@ import (
 	"github.com/roadevents/roadevents/shared/store"
 )
 
-// SignalCeiling is spec 8's signal ceiling: 3000 per organisation and environment per UTC
-// clock hour (contract 2).
+// SignalCeiling is the signal ceiling of docs/api.md §8: 3000 per organisation and environment per
+// UTC clock hour (docs/api.md §10.2).
 var SignalCeiling = Rule{Name: "signals", Limit: 3000, Window: time.Hour}
 
 // ttlMargin keeps a window's item past the window's end, so that a process whose clock runs
@@ -54,7 +54,7 @@ const maxExhausted = 4096
 var ErrInvalid = errors.New("ratelimit: invalid rule or subject")
 
 // ErrLimited is a call a rule refused, past its limit in the current window: the 429 of
-// spec 8 and contracts 2 and 3. errors.As with *LimitedError gives the rule and the
+// docs/api.md §8, §10.2 and §10.3. errors.As with *LimitedError gives the rule and the
 // Retry-After. The console packages (consoleauth, orgs) name it as their own ErrLimited, so a
 // cap of one package met through another (a TOTP attempt during key issuance) is the same error.
 var ErrLimited = errors.New("ratelimit: too many requests")
@@ -64,7 +64,7 @@ var ErrLimited = errors.New("ratelimit: too many requests")
 type LimitedError struct {
 	// Rule is the refusing rule's Name, which tells the caller's public message apart.
 	Rule string
-	// RetryAfter is the time left in the window, whole seconds, at least one (contract 2).
+	// RetryAfter is the time left in the window, whole seconds, at least one (docs/api.md §10.2).
 	RetryAfter time.Duration
 }
 
@@ -136,7 +136,7 @@ func New(table store.Table, rule Rule) (*Limiter, error) {
 
 // Allow counts one call of subject at now and tells whether the window still allowed it.
 // When it did not, retryAfter is the time left in the window in whole seconds, rounded up and
-// at least one (contract 2: the Retry-After of the 429). A refused call is not counted.
+// at least one (docs/api.md §10.2: the Retry-After of the 429). A refused call is not counted.
 func (l *Limiter) Allow(ctx context.Context, subject string, now time.Time) (ok bool, retryAfter time.Duration, err error) {
 	w, err := l.window(subject, now)
 	if err != nil {
@@ -282,7 +282,7 @@ func wholeSeconds(d time.Duration) time.Duration {
 	return max(d, time.Second)
 }
 
-// Signals is the signal ceiling (spec 8): one budget per organisation and environment.
+// Signals is the signal ceiling (docs/api.md §8): one budget per organisation and environment.
 type Signals struct {
 	l *Limiter
 }
@@ -298,7 +298,7 @@ func NewSignals(table store.Table) *Signals {
 
 // Allow counts one signal of organisation org in environment env ("live" or "sandbox") at
 // now. When refused, answer 429 with Retry-After retryAfter (httpapi.TooManyRequests); the
-// meter counts the signal either way (spec 8 rule 3).
+// meter counts the signal either way (docs/api.md §8 rule 3).
 func (s *Signals) Allow(ctx context.Context, org, env string, now time.Time) (ok bool, retryAfter time.Duration, err error) {
 	if org == "" || (env != "live" && env != "sandbox") {
 		return false, 0, fmt.Errorf("%w: organisation %q, environment %q", ErrInvalid, org, env)

@@ -15,10 +15,10 @@ import (
 // hour is a UTC clock hour after tables.Start (so DynamoDB Local's own TTL never interferes).
 var hour = time.Date(2040, 3, 1, 14, 0, 0, 0, time.UTC)
 
-// TestSignalCeilingRace: spec 8 and contract 2: 3000 signals per organisation per clock
+// TestSignalCeilingRace: docs/api.md §8 and §10.2: 3000 signals per organisation per clock
 // hour, exactly, however many processes and requests race for them; the next hour allows
 // again. Two limiters on one table stand for two processes (a second key, or a second Lambda,
-// gives no second budget: spec 8 rule 1).
+// gives no second budget: docs/api.md §8 rule 1).
 func TestSignalCeilingRace(t *testing.T) {
 	t.Parallel()
 	tables.Each(t, func(t *testing.T, tab tables.Table) {
@@ -87,8 +87,8 @@ func TestSignalCeilingRace(t *testing.T) {
 	})
 }
 
-// TestRetryAfter: contract 2: Retry-After is the whole seconds left in the window, at least 1
-// (rounded up, so a client that waits that long lands in the next window).
+// TestRetryAfter: docs/api.md §10.2: Retry-After is the whole seconds left in the window, at least
+// 1 (rounded up, so a client that waits that long lands in the next window).
 func TestRetryAfter(t *testing.T) {
 	t.Parallel()
 	tab := tables.Embedded(t)
@@ -152,7 +152,7 @@ func TestWindows(t *testing.T) {
 }
 
 // TestAdmit: Admit answers a refusal as a *LimitedError naming the rule, with the Retry-After
-// the console's 429 sends (contract 3), and unwrapping to ErrLimited.
+// the console's 429 sends (docs/api.md §10.3), and unwrapping to ErrLimited.
 func TestAdmit(t *testing.T) {
 	t.Parallel()
 	tab := tables.Embedded(t)
@@ -180,8 +180,9 @@ func TestAdmit(t *testing.T) {
 	}
 }
 
-// TestAdmitAll: a call under two caps (contract 3's invitations: per actor and per recipient)
-// counts against both or neither, and a refusal names the full rule with its Retry-After.
+// TestAdmitAll: a call under two caps (the invitations of docs/api.md §10.3: per actor and per
+// recipient) counts against both or neither, and a refusal names the full rule with its
+// Retry-After.
 func TestAdmitAll(t *testing.T) {
 	t.Parallel()
 	tables.Each(t, func(t *testing.T, tab tables.Table) {

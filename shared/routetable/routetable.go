@@ -1,9 +1,9 @@
-// Package routetable is the static table of the service's route groups (ARCHITECTURE.md,
-// "Lambdas and route groups"): which groups there are, which of them run as Lambdas, and the
-// method and path of every route each group serves. Both the code that serves the routes
-// (shared/app, whose tests check that each group serves exactly its rows) and the CDK stack
-// (infra/stack, which wires each row to its group's function) read it, so the deployment knows
-// the routes without building the service. It imports nothing of the project.
+// Package routetable is the static table of the service's route groups (docs/architecture.md §4):
+// which groups there are, which of them run as Lambdas, and the method and path of every route each
+// group serves. Both the code that serves the routes (shared/app, whose tests check that each group
+// serves exactly its rows) and the CDK stack (infra/stack, which wires each row to its group's
+// function) read it, so the deployment knows the routes without building the service. It imports
+// nothing of the project.
 package routetable
 
 import "slices"
@@ -22,7 +22,7 @@ const (
 	// GroupBilling is plans, the billing summary, checkout, portal and the Stripe webhook.
 	GroupBilling Group = "billing"
 	// GroupStream is GET /v1/stream, served by the long-lived processes only (streamer/ and
-	// main.go): a Lambda cannot flush a response (STYLE.md guideline 6). Its tickets
+	// main.go): a Lambda cannot flush a response. Its tickets
 	// (POST /v1/stream/tickets) are in GroupEvents.
 	GroupStream Group = "stream"
 )

@@ -4,7 +4,7 @@ import (
 	"time"
 )
 
-// ParseDateTime parses an RFC 3339 date-time as the service accepts it (contract section 1):
+// ParseDateTime parses an RFC 3339 date-time as the service accepts it (docs/api.md §10.1):
 // YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM), 'T' and 'Z' in either case, up to nine fraction
 // digits. A date-time without an offset parses, but aware reports false: the caller decides
 // (FormatDateTime rejects it with timezone_aware, as Pydantic's AwareDatetime does). problem

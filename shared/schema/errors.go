@@ -7,7 +7,7 @@ import (
 	"unicode/utf8"
 )
 
-// Error types of contract section 1 (Pydantic v2 names). Clients match on these and on loc;
+// Error types of docs/api.md §10.1 (Pydantic v2 names). Clients match on these and on loc;
 // the message is prose.
 const (
 	ErrMissing             = "missing"
@@ -37,7 +37,7 @@ const (
 	ErrValue               = "value_error"
 )
 
-// ValidationError is one item of a 422 validation body (contract section 1, spec 7).
+// ValidationError is one item of a 422 validation body (docs/api.md §10.1, §7).
 type ValidationError struct {
 	// Type is one of the Err constants.
 	Type string `json:"type"`
@@ -77,7 +77,7 @@ func (e Errors) Error() string {
 	return b.String()
 }
 
-// Bounds of a validation answer (docs/api.md §1): without them a request with thousands of
+// Bounds of a validation answer (docs/api.md §11.1): without them a request with thousands of
 // bad values got an answer of megabytes, each error echoing its input.
 const (
 	// MaxListed is the most errors an answer lists, the first ones found.
@@ -90,7 +90,7 @@ const (
 	EchoedChars = 100
 )
 
-// Listed returns the errors as an answer lists them (docs/api.md §1): the first MaxListed,
+// Listed returns the errors as an answer lists them (docs/api.md §11.1): the first MaxListed,
 // each with its input cut to MaxEchoedInput, and, when more were found, one more value_error
 // at the root of the first one left out ("body", "query" or "path") whose ctx.omitted says
 // how many were left out. e is not modified.
@@ -137,7 +137,7 @@ func echoed(v any) any {
 	return s[:cut] + "…"
 }
 
-// ValueError reports a failed cross-field rule (contract section 1, value_error): geometry
+// ValueError reports a failed cross-field rule (docs/api.md §10.1, value_error): geometry
 // start differing from lat/lon, occurred_at too far ahead, subtype under the wrong type.
 // msg is a sentence without a trailing period, as Pydantic prints "Value error, <msg>".
 func ValueError(loc []any, msg string, input any) ValidationError {

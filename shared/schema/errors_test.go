@@ -9,7 +9,7 @@ import (
 	"github.com/roadevents/roadevents/shared/schema"
 )
 
-// docs/api.md §1: an answer lists the first MaxListed errors, then one value_error saying how
+// docs/api.md §11.1: an answer lists the first MaxListed errors, then one value_error saying how
 // many more were found, located at the root of the first one left out.
 func TestListedKeepsTheFirstErrorsAndCountsTheRest(t *testing.T) {
 	t.Parallel()
@@ -48,7 +48,7 @@ func TestListedKeepsTheFirstErrorsAndCountsTheRest(t *testing.T) {
 	}
 }
 
-// docs/api.md §1: an input over MaxEchoedInput bytes of JSON is shortened, a string to its
+// docs/api.md §11.1: an input over MaxEchoedInput bytes of JSON is shortened, a string to its
 // first EchoedChars characters, anything else to null; the errors given are not changed.
 func TestListedShortensLongInputs(t *testing.T) {
 	t.Parallel()

@@ -11,7 +11,7 @@ import (
 //   - absent optional members that have a Default get it (as Pydantic fills defaults);
 //   - integers written as integral floats (3.0, 1e2) become plain integers, which
 //     encoding/json would otherwise refuse to put into an int;
-//   - date-times become RFC 3339 in UTC with a Z suffix (contract section 1: UTC, Z).
+//   - date-times become RFC 3339 in UTC with a Z suffix (docs/api.md §10.1: UTC, Z).
 //
 // v is not modified. Normalize on a value that did not pass Validate leaves what it does not
 // understand as it is.

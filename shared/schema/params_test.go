@@ -8,7 +8,7 @@ import (
 	"github.com/roadevents/roadevents/shared/schema"
 )
 
-// Parameters shaped like GET /v1/events (spec 4.1) plus the console's boolean and integer
+// Parameters shaped like GET /v1/events (docs/api.md §4.1) plus the console's boolean and integer
 // parameters.
 var sampleParams = []schema.Param{
 	schema.Query("lat", schema.Number().Range(-90, 90)).Require(),

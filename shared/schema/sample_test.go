@@ -8,7 +8,7 @@ import (
 	"github.com/roadevents/roadevents/shared/schema"
 )
 
-// A test-only payload shaped like the spec's EventIn (spec 2.2): nested object, array of
+// A test-only payload shaped like EventIn (docs/api.md §2.2): nested object, array of
 // number pairs, patterned strings, a date-time, an enum. The real declarations live in the
 // domain packages.
 const tokenPattern = `^[A-Za-z0-9_.:-]{1,64}$`

@@ -4,7 +4,7 @@
 // documented interface and the enforced one cannot drift apart. CheckStruct holds the Go
 // struct a payload decodes into to the same declaration.
 //
-// Validation errors follow Pydantic v2 (contract section 1): the error types, the loc paths
+// Validation errors follow Pydantic v2 (docs/api.md §10.1): the error types, the loc paths
 // and the message wording are the ones FastAPI clients already match on, and every error in a
 // payload is reported, not only the first.
 //
@@ -40,15 +40,15 @@ const (
 
 // String formats that Validate checks (all others are documentation only).
 const (
-	// FormatDateTime is an RFC 3339 date-time that must carry a time zone (contract section 1:
-	// one timestamp format everywhere; spec 2.2: occurred_at must carry a timezone).
+	// FormatDateTime is an RFC 3339 date-time that must carry a time zone (docs/api.md §10.1:
+	// one timestamp format everywhere; docs/api.md §2.2: occurred_at must carry a timezone).
 	FormatDateTime = "date-time"
-	// FormatDate is a calendar date, YYYY-MM-DD (contract section 1).
+	// FormatDate is a calendar date, YYYY-MM-DD (docs/api.md §10.1).
 	FormatDate = "date"
 	// FormatEmail is an e-mail address (addr-spec only, no display name).
 	FormatEmail = "email"
 	// FormatPrintable is text people read back, in the console, in e-mails and in logs: an
-	// organisation's name, a key's label, a display name (docs/api.md §2). See Printable.
+	// organisation's name, a key's label, a display name (docs/api.md §11.2). See Printable.
 	FormatPrintable = "printable"
 )
 
@@ -74,7 +74,7 @@ type Schema struct {
 	// Properties of an object, in the order they are documented and validated.
 	Properties []Property
 	// AdditionalProperties accepts members not listed in Properties. Payloads leave it false:
-	// unknown fields are always rejected (spec 2.2, 2.4, 2.5).
+	// unknown fields are always rejected (docs/api.md §2.2, §2.4, §2.5).
 	AdditionalProperties bool
 
 	// Items is the schema of every element of an array.
@@ -234,7 +234,7 @@ func (s *Schema) MaxCount(n int) *Schema { s.MaxItems = &n; return s }
 
 // Printable makes the string FormatPrintable: Validate refuses control characters, line and
 // paragraph separators and bidirectional formatting marks, which would break or disguise the
-// text where it is shown, and a value with nothing visible in it (docs/api.md §2).
+// text where it is shown, and a value with nothing visible in it (docs/api.md §11.2).
 func (s *Schema) Printable() *Schema { s.Format = FormatPrintable; return s }
 
 // WithFormat sets the string format.

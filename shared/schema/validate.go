@@ -107,7 +107,7 @@ func (s *Schema) typeError(v any, loc []any) ValidationError {
 	case s.Type == TypeNumber:
 		e.Type, e.Msg = ErrFloatType, "Input should be a valid number"
 	case s.Type == TypeBoolean:
-		// The contract's list has no bool_type; bool_parsing is the nearest name in it.
+		// The list of docs/api.md §10.1 has no bool_type; bool_parsing is the nearest name in it.
 		e.Type, e.Msg = ErrBoolParsing, "Input should be a valid boolean, unable to interpret input"
 	default:
 		e.Type, e.Msg = ErrValue, "Value error, unexpected value"
@@ -212,7 +212,7 @@ func (s *Schema) validateString(v any, loc []any, errs *Errors) {
 		return
 	case FormatDate:
 		if _, err := time.Parse(time.DateOnly, str); err != nil || len(str) != len(time.DateOnly) {
-			// date_parsing is not in the contract's list; value_error is.
+			// date_parsing is not in the list of docs/api.md §10.1; value_error is.
 			*errs = append(*errs, ValueError(loc, "Input should be a valid date in the format YYYY-MM-DD", v))
 			return
 		}
@@ -256,7 +256,7 @@ func (s *Schema) validateString(v any, loc []any, errs *Errors) {
 	}
 }
 
-// PrintableProblem says why s is not FormatPrintable, or "" when it is (docs/api.md §2); the
+// PrintableProblem says why s is not FormatPrintable, or "" when it is (docs/api.md §11.2); the
 // stores apply it to names that reach them without a request body (the apikey command).
 func PrintableProblem(s string) string {
 	visible := false

@@ -216,7 +216,7 @@ func TestFormats(t *testing.T) {
 	}
 }
 
-// docs/api.md §2: a Printable string refuses control characters, line and paragraph
+// docs/api.md §11.2: a Printable string refuses control characters, line and paragraph
 // separators, bidirectional formatting marks, and text with nothing visible in it; every
 // script, accents and emoji pass. Length rules still come first.
 func TestPrintable(t *testing.T) {

@@ -1,8 +1,8 @@
 // Package seal encrypts small secrets that the service must read back (TOTP secrets, which
 // unlike codes and tokens cannot be stored as hashes), so that a copy of the table alone does
-// not reveal them. Two adapters sit behind one interface (STYLE.md guideline 4): AESGCM, keyed
-// from configuration (the data folder's key file for `go run .`), and KMS, which keeps the key
-// inside AWS KMS. Configuration picks one.
+// not reveal them. Two adapters sit behind one interface, so no caller knows where the key is:
+// AESGCM, keyed from configuration (the data folder's key file for `go run .`), and KMS, which
+// keeps the key inside AWS KMS. Configuration picks one.
 //
 // Every sealed value is bound to a context string (for a TOTP secret, the user it belongs
 // to): AES-GCM takes it as additional authenticated data and KMS as its encryption context, so

@@ -1,5 +1,5 @@
 // Package store is the table the domain talks to: a small subset of DynamoDB's data plane
-// (ARCHITECTURE.md, Storage). Two adapters implement it, embedded (bbolt, for `go run .`) and
+// (docs/architecture.md §2). Two adapters implement it, embedded (bbolt, for `go run .`) and
 // dynamodb (aws-sdk-go-v2), and one conformance suite (package storetest) holds them to the
 // same behaviour: a difference between them is a bug.
 //

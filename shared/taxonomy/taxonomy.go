@@ -1,6 +1,7 @@
-// Package taxonomy is the one table of road-event types (spec 2.1): what each means, how long an
-// event lives, how a confirmation extends it, its ceiling, and its known subtypes. Everything
-// that needs a TTL or a subtype list reads it from here, and GET /v1/meta/taxonomy serves it.
+// Package taxonomy is the one table of road-event types (docs/api.md §2.1): what each means, how
+// long an event lives, how a confirmation extends it, its ceiling, and its known subtypes.
+// Everything that needs a TTL or a subtype list reads it from here, and GET /v1/meta/taxonomy
+// serves it.
 package taxonomy
 
 import (
@@ -8,21 +9,21 @@ import (
 	"time"
 )
 
-// SchemaVersion is the taxonomy document's own schema version (spec 9 rule 2).
+// SchemaVersion is the taxonomy document's own schema version (docs/api.md §9 rule 2).
 const SchemaVersion = 1
 
 // Type describes one event type.
 type Type struct {
 	ID      string
 	Meaning string
-	// TTL is the default lifetime from publication, and from a revision (contract 2).
+	// TTL is the default lifetime from publication, and from a revision (docs/api.md §10.2).
 	TTL time.Duration
 	// Extension is how far a first confirmation from a new reporter pushes expiry:
-	// to at least now + Extension (contract 2: the first row's wording holds for every row).
+	// to at least now + Extension (docs/api.md §10.2: the first row's wording holds for every row).
 	Extension time.Duration
 	// Ceiling caps expiry, counted from created_at.
 	Ceiling time.Duration
-	// Subtypes are the fine vocabulary under the type; it grows without notice (spec 1).
+	// Subtypes are the fine vocabulary under the type; it grows without notice (docs/api.md §1).
 	Subtypes []string
 	// MergeDistance is how near, in metres, another source's active report of the same hazard
 	// must lie for a new report to be merged into it (docs/network.md §1): from the new
@@ -42,14 +43,15 @@ const (
 	mergeMoving = 1000.0
 )
 
-// DefaultExtension is the "to at least 15 min from that moment" of spec 2.1's first row.
+// DefaultExtension is the first row's extension in docs/api.md §2.1: to at least 15 min from
+// the confirmation.
 const DefaultExtension = 15 * time.Minute
 
-// twelveHours is the ceiling shared by most rows of spec 2.1.
+// twelveHours is the ceiling shared by most rows of docs/api.md §2.1.
 const twelveHours = 12 * time.Hour
 
-// types is the table of spec 2.1, in the order of its flat list. The subtypes beyond the two
-// lists the spec names are ours (the spec leaves them "not shown"); they follow each row's
+// types is the table of docs/api.md §2.1, in the order of its flat list. The subtypes beyond the
+// two lists docs/api.md §2.1 names are ours (it does not list the others); they follow each row's
 // stated meaning.
 var types = []Type{
 	{ID: "accident", Meaning: "collision", TTL: 2 * time.Hour, Extension: DefaultExtension, Ceiling: twelveHours,
@@ -101,7 +103,8 @@ var byID = func() map[string]*Type {
 	return m
 }()
 
-// All returns every type in the order of the spec's flat list. The caller must not modify it.
+// All returns every type in the order of the flat list of docs/api.md §2.1. The caller must not
+// modify it.
 func All() []Type { return types }
 
 // IDs returns the flat list of type ids (GET /v1/meta/event-types).
@@ -126,7 +129,7 @@ func Lookup(id string) (Type, bool) {
 func Known(id string) bool { return byID[id] != nil }
 
 // TTL returns the default lifetime of type id; an unknown type gets the shortest known TTL
-// (spec 2.1 rule 2).
+// (docs/api.md §2.1 rule 2).
 func TTL(id string) time.Duration {
 	if t, ok := byID[id]; ok {
 		return t.TTL
@@ -142,8 +145,8 @@ var shortestTTL = func() time.Duration {
 	return d
 }()
 
-// HasSubtype tells whether subtype belongs to type id (spec 2.2: "must belong to the event's
-// type").
+// HasSubtype tells whether subtype belongs to type id (docs/api.md §2.2: it must belong to
+// the event's type).
 func HasSubtype(id, subtype string) bool {
 	t, ok := byID[id]
 	return ok && slices.Contains(t.Subtypes, subtype)
@@ -167,7 +170,7 @@ func InitialExpiry(id string, created time.Time) time.Time {
 }
 
 // ExtendedExpiry is the expiry after a first confirmation from a new reporter at now
-// (contract 2): max(expires, now + extension), capped at created + ceiling.
+// (docs/api.md §10.2): max(expires, now + extension), capped at created + ceiling.
 func ExtendedExpiry(id string, created, expires, now time.Time) time.Time {
 	t := lookupOrShortest(id)
 	next := expires
@@ -177,7 +180,7 @@ func ExtendedExpiry(id string, created, expires, now time.Time) time.Time {
 	return capAt(next, created.Add(t.Ceiling))
 }
 
-// RevisedExpiry is the expiry after a revision at now (contract 2):
+// RevisedExpiry is the expiry after a revision at now (docs/api.md §10.2):
 // min(now + default TTL, created + ceiling).
 func RevisedExpiry(id string, created, now time.Time) time.Time {
 	t := lookupOrShortest(id)
@@ -185,7 +188,7 @@ func RevisedExpiry(id string, created, now time.Time) time.Time {
 }
 
 // ExtendsOnRevision tells whether a revision pushes expiry back; a wrong-way vehicle report
-// is not extended by its publisher (spec 3).
+// is not extended by its publisher (docs/api.md §3).
 func ExtendsOnRevision(id string) bool { return id != "wrong_way_vehicle" }
 
 func capAt(t, ceiling time.Time) time.Time {

@@ -8,10 +8,10 @@ import (
 	"github.com/roadevents/roadevents/shared/taxonomy"
 )
 
-// specTable is spec 2.1's lifetime table as printed, one row per type: default TTL, extension per
-// first confirmation from a new reporter ("same"/"same as first row" = 15 min, contract 2), and
-// ceiling from created_at. It is written out here, not derived from the package, so that a
-// change to the package's table fails this test.
+// specTable is the lifetime table of docs/api.md §2.1 as printed, one row per type: default TTL,
+// extension per first confirmation from a new reporter ("same"/"same as first row" = 15 min,
+// docs/api.md §10.2), and ceiling from created_at. It is written out here, not derived from the
+// package, so that a change to the package's table fails this test.
 var specTable = []struct {
 	id                      string
 	ttl, extension, ceiling string
@@ -40,7 +40,7 @@ func mustDuration(t *testing.T, s string) time.Duration {
 	return d
 }
 
-// spec 2.1: the 13 types, in the order of the flat list.
+// docs/api.md §2.1: the 13 types, in the order of the flat list.
 func TestIDsAreTheSpecList(t *testing.T) {
 	want := []string{"accident", "stopped_vehicle", "object_on_road", "weather_hazard", "congestion",
 		"wrong_way_vehicle", "road_damage", "people_on_road", "police_check", "speed_camera",
@@ -50,7 +50,7 @@ func TestIDsAreTheSpecList(t *testing.T) {
 	}
 }
 
-// spec 2.1 table, row by row.
+// docs/api.md §2.1 table, row by row.
 func TestLifetimeTable(t *testing.T) {
 	for _, row := range specTable {
 		t.Run(row.id, func(t *testing.T) {
@@ -73,21 +73,22 @@ func TestLifetimeTable(t *testing.T) {
 		})
 	}
 	if len(specTable) != len(taxonomy.All()) {
-		t.Fatalf("taxonomy has %d types; spec 2.1 has %d", len(taxonomy.All()), len(specTable))
+		t.Fatalf("taxonomy has %d types; docs/api.md §2.1 has %d", len(taxonomy.All()), len(specTable))
 	}
 }
 
-// spec 2.1 rule 2: an unknown type falls back to the shortest known TTL (wrong_way_vehicle, 20 min).
+// docs/api.md §2.1 rule 2: an unknown type falls back to the shortest known TTL (wrong_way_vehicle,
+// 20 min).
 func TestUnknownTypeGetsShortestTTL(t *testing.T) {
 	if got, want := taxonomy.TTL("tornado"), 20*time.Minute; got != want {
 		t.Fatalf("TTL(unknown) = %v; want %v", got, want)
 	}
 	if taxonomy.Known("tornado") || taxonomy.Known("other") {
-		t.Fatal("Known reports an unknown type, or an 'other' type (spec 2.1 rule 4 forbids it)")
+		t.Fatal("Known reports an unknown type, or an 'other' type (docs/api.md §2.1 rule 4 forbids it)")
 	}
 }
 
-// spec 2.1 "Known subtypes" and rule 4 (a rockfall is object_on_road/landslide).
+// docs/api.md §2.1 "Known subtypes" and rule 4 (a rockfall is object_on_road/landslide).
 func TestKnownSubtypes(t *testing.T) {
 	for _, c := range []struct{ typ, subtype string }{
 		{"road_damage", "pothole"}, {"road_damage", "damaged_surface"}, {"road_damage", "damaged_barrier"},
@@ -98,7 +99,7 @@ func TestKnownSubtypes(t *testing.T) {
 		}
 	}
 	if taxonomy.HasSubtype("accident", "pothole") {
-		t.Error("HasSubtype(accident, pothole) = true; a subtype belongs to one type (spec 2.2)")
+		t.Error("HasSubtype(accident, pothole) = true; a subtype belongs to one type (docs/api.md §2.2)")
 	}
 	if got := taxonomy.TypesWithSubtype("pothole"); !slices.Equal(got, []string{"road_damage"}) {
 		t.Errorf("TypesWithSubtype(pothole) = %v; want [road_damage]", got)
@@ -112,7 +113,7 @@ func TestKnownSubtypes(t *testing.T) {
 	}
 }
 
-// contract 2: extension = max(expires_at, now + extension), capped at created_at + ceiling;
+// docs/api.md §10.2: extension = max(expires_at, now + extension), capped at created_at + ceiling;
 // revision = min(now + TTL, created_at + ceiling).
 func TestExpiryRules(t *testing.T) {
 	created := time.Date(2026, 3, 1, 8, 0, 0, 0, time.UTC)
@@ -151,6 +152,6 @@ func TestExpiryRules(t *testing.T) {
 		})
 	}
 	if taxonomy.ExtendsOnRevision("wrong_way_vehicle") || !taxonomy.ExtendsOnRevision("accident") {
-		t.Fatal("spec 3: a revision extends every type but wrong_way_vehicle")
+		t.Fatal("docs/api.md §3: a revision extends every type but wrong_way_vehicle")
 	}
 }

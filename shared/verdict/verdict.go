@@ -1,6 +1,6 @@
 // Package verdict ends the active events of a publisher on a verdict about it
-// (docs/network.md §2): spec 3's invalidated status, which no signal produces. A verdict comes
-// one of two ways:
+// (docs/network.md §2): the invalidated status of docs/api.md §3, which no signal produces. A
+// verdict comes one of two ways:
 //
 //   - an operator's, through `roadevents invalidate` (Operator): no threshold, the operator's
 //     reason;

@@ -1,4 +1,4 @@
-// The console in a real browser (issue 9, "Must show"): a new user signs up through the outbox,
+// The console in a real browser: a new user signs up through the outbox,
 // creates an organisation, turns on TOTP with a code computed from the displayed secret, signs
 // in again with a recovery code, issues a sandbox key, sees usage rise after calls with it,
 // invites a colleague who accepts in a second browser context (a phone-sized one), and
@@ -112,7 +112,7 @@ test('the console, from sign-up to a revoked key', async (t) => {
   const page = await ctx.newPage();
   const pageErrors = [];
   page.on('pageerror', (e) => pageErrors.push(e.message));
-  // The console runs under a strict Content-Security-Policy (docs/api.md §3): nothing it does
+  // The console runs under a strict Content-Security-Policy (docs/api.md §11.3): nothing it does
   // on any page of this walk may be refused by it.
   const cspViolations = [];
   await watchCSP(ctx, 'owner', cspViolations);
@@ -161,7 +161,7 @@ test('the console, from sign-up to a revoked key', async (t) => {
   });
 
   await step('a capped code request shows the wait (429 Retry-After)', async () => {
-    // Contract 3: 5 code requests per address per 15 minutes; the sixth is 429.
+    // docs/api.md §10.3: 5 code requests per address per 15 minutes; the sixth is 429.
     const other = await ctx.newPage();
     await other.goto(server.base + '/app/');
     await signInStart(other, 'capped@example.test');
@@ -514,8 +514,8 @@ test('the console, from sign-up to a revoked key', async (t) => {
   });
 
   await step('an ended session goes back to sign-in', async () => {
-    // Logout elsewhere ends every token of the user (spec 5): the page's next call is a 401,
-    // which brings the sign-in page back with a reason.
+    // Logout elsewhere ends every token of the user (docs/api.md §5): the page's next call is a
+    // 401, which brings the sign-in page back with a reason.
     const tok = await page.evaluate(() => sessionStorage.getItem('roadevents.session'));
     assert.match(tok, /^ses_/);
     const res = await fetch(server.base + '/console/auth/logout', { method: 'POST', headers: { Authorization: 'Bearer ' + tok } });

@@ -77,7 +77,7 @@ export async function startServer() {
   };
 }
 
-/** decodeQP undoes quoted-printable (the outbox writes its parts so, contract 4). */
+/** decodeQP undoes quoted-printable (the outbox writes its parts so, docs/api.md §10.4). */
 function decodeQP(s) {
   return s.replace(/=\r?\n/g, '').replace(/=([0-9A-F]{2})/g, (_, h) => String.fromCharCode(parseInt(h, 16)));
 }
@@ -149,7 +149,7 @@ export function totp(secret, step) {
 
 /**
  * TotpDevice hands out codes the way an authenticator app would, never the same time step
- * twice: the service consumes a step when it accepts its code (spec 5, console rule 2) and
+ * twice: the service consumes a step when it accepts its code (docs/api.md §5, console rule 2) and
  * accepts one step either side of now.
  */
 export class TotpDevice {

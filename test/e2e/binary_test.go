@@ -164,14 +164,14 @@ func getJSON(t *testing.T, url string, into any) *http.Response {
 	return resp
 }
 
-// issue 2, must show: on a fresh data folder the service answers /health, /v1/meta/taxonomy
-// (13 types with the spec's TTLs) and /openapi.json, then stops cleanly on SIGTERM.
+// docs/api.md §10.4: on a fresh data folder the service answers /health, /v1/meta/taxonomy
+// (13 types with the TTLs of §2.1) and /openapi.json, then stops cleanly on SIGTERM.
 func TestBinaryServesOpenRoutesAndStopsCleanly(t *testing.T) {
 	s := start(t, filepath.Join(t.TempDir(), "data"))
 
 	var health struct{ Status, Version string }
 	if resp := getJSON(t, s.URL+"/health", &health); resp.StatusCode != 200 || health.Status != "ok" || health.Version == "" {
-		t.Errorf("GET /health = %d %+v; want 200 {status: ok, version: <build>} (contract 1)", resp.StatusCode, health)
+		t.Errorf("GET /health = %d %+v; want 200 {status: ok, version: <build>} (docs/api.md §10.1)", resp.StatusCode, health)
 	}
 
 	var tax struct {
@@ -189,11 +189,11 @@ func TestBinaryServesOpenRoutesAndStopsCleanly(t *testing.T) {
 		"people_on_road": 1800, "police_check": 1800, "speed_camera": 3600, "road_closure": 7200,
 		"infrastructure_fault": 21600, "roadworks": 14400}
 	if len(tax.Types) != 13 {
-		t.Errorf("taxonomy has %d types; want 13 (spec 2.1)", len(tax.Types))
+		t.Errorf("taxonomy has %d types; want 13 (docs/api.md §2.1)", len(tax.Types))
 	}
 	for _, typ := range tax.Types {
 		if want, ok := wantTTL[typ.ID]; !ok || typ.TTLSeconds != want {
-			t.Errorf("type %q ttl_seconds = %d; want %d (spec 2.1)", typ.ID, typ.TTLSeconds, want)
+			t.Errorf("type %q ttl_seconds = %d; want %d (docs/api.md §2.1)", typ.ID, typ.TTLSeconds, want)
 		}
 	}
 
@@ -223,7 +223,7 @@ func TestBinaryServesOpenRoutesAndStopsCleanly(t *testing.T) {
 	}
 }
 
-// issue 2: the log never holds the credential a request carried.
+// docs/security.md §1: the log never holds the credential a request carried.
 func TestBinaryLogsCarryNoCredentials(t *testing.T) {
 	s := start(t, filepath.Join(t.TempDir(), "data"))
 	const secret = "svc_ThisIsASecretKeyThatMustNeverBeLogged0123456"
@@ -282,7 +282,7 @@ func TestBinaryServesAndLogsTheConsole(t *testing.T) {
 	}
 }
 
-// issue 3 and the developers' guide ("nothing lost on a crash"): a server killed with SIGKILL
+// docs/operations.md §1 (a 2xx means the write is kept): a server killed with SIGKILL
 // while 16 clients publish keeps every publish it answered 201, readable by id after a
 // restart on the same data folder. The embedded store acknowledges a write once its commit
 // is in the write-ahead log, before the table file has it, so the restart replays the log.

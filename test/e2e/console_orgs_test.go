@@ -75,7 +75,7 @@ func (c client) must(want int, method, path, token string, body, into any) {
 }
 
 // outboxText returns the plain-text part of the newest message to addr in the server's outbox
-// (contract 4: <data>/outbox/<time>-<id>.eml, RFC 5322), as a person reading the file would.
+// (docs/api.md §10.4: <data>/outbox/<time>-<id>.eml, RFC 5322), as a person reading the file would.
 func outboxText(t *testing.T, dataDir, addr string) string {
 	t.Helper()
 	dir := filepath.Join(dataDir, "outbox")
@@ -113,7 +113,7 @@ var (
 	inviteLink = regexp.MustCompile(`(\S+)accept-invite#token=(\S+)`)
 )
 
-// signUp signs addr up by e-mailed code (spec 4.2: sign-up and sign-in are one route) and
+// signUp signs addr up by e-mailed code (docs/api.md §4.2: sign-up and sign-in are one route) and
 // returns the session token.
 func signUp(c client, dataDir, addr string) string {
 	c.t.Helper()
@@ -129,7 +129,7 @@ func signUp(c client, dataDir, addr string) string {
 	return sess.Token
 }
 
-// issue 6, must show: from nothing to a working integration, as a new customer does it on
+// From nothing to a working integration, as a new customer does it on
 // `go run .`: sign up by e-mail code, create an organisation, invite a colleague who accepts
 // through the e-mailed link, issue a sandbox key, publish and query an event with it, revoke
 // it, and see the 401.

@@ -1,10 +1,10 @@
-// Package lambda_test is the packaging test of the Lambda functions (issue 8): it runs each
-// built bootstrap (host architecture, scripts/build-lambdas.sh --host) as Lambda runs a
-// provided.al2023 function, a process that polls the Runtime API, which a loopback server
-// plays here, and hands it API Gateway HTTP API (payload 2.0) events. It checks the answers,
-// that the usage counted by an invocation is in the table when the invocation has returned
-// even though the process is then killed (as a frozen instance may never run again), and
-// reports each function's init cost: the time from process start to the first response.
+// Package lambda_test is the packaging test of the Lambda functions (docs/architecture.md §4): it
+// runs each built bootstrap (host architecture, scripts/build-lambdas.sh --host) as Lambda runs a
+// provided.al2023 function, a process that polls the Runtime API, which a loopback server plays
+// here, and hands it API Gateway HTTP API (payload 2.0) events. It checks the answers, that the
+// usage counted by an invocation is in the table when the invocation has returned even though the
+// process is then killed (as a frozen instance may never run again), and reports each function's
+// init cost: the time from process start to the first response.
 //
 // The function's store is the embedded one in a temporary folder, and also a table on
 // DynamoDB Local when ROADEVENTS_DYNAMODB_ENDPOINT is set (scripts/test.sh sets it and builds
@@ -148,7 +148,7 @@ func start(t testing.TB, group routetable.Group, env []string) *function {
 		"TZ=:UTC",
 		"ROADEVENTS_LOG_LEVEL=warn",
 		"ROADEVENTS_MAIL_FROM=Road Events <no-reply@example.com>",
-		// Billing on (contract 4), pointed at an address where nothing listens: no route
+		// Billing on (docs/api.md §10.4), pointed at an address where nothing listens: no route
 		// exercised here reaches Stripe before refusing the request.
 		"STRIPE_SECRET_KEY=sk_test_packaging", "STRIPE_WEBHOOK_SECRET=whsec_packaging",
 		"ROADEVENTS_STRIPE_API_BASE=http://127.0.0.1:9",

@@ -1,7 +1,7 @@
-// The console's client of the /console routes (spec 4.2-4.4, contract 3). It is the only
+// The console's client of the /console routes (docs/api.md §4.2-§4.4, §10.3). It is the only
 // module that speaks HTTP: pages call its methods and show an ApiError's message, its field
 // errors (422 loc) or its wait (429 Retry-After). A 401 on a session route calls onUnauthorized,
-// which sends the user back to sign-in (spec 5: expired sessions).
+// which sends the user back to sign-in (docs/api.md §5: expired sessions).
 
 export type Environment = 'live' | 'sandbox';
 export type Role = 'owner' | 'member';
@@ -157,7 +157,7 @@ export interface AuditEntry {
   created_at?: string | null;
 }
 
-/** One item of a 422 validation body (spec 7, contract 1). Only type and loc are matched. */
+/** One item of a 422 validation body (docs/api.md §7, §10.1). Only type and loc are matched. */
 export interface ValidationItem {
   type: string;
   loc: (string | number)[];
@@ -198,7 +198,7 @@ export class ApiError extends Error {
   }
 }
 
-/** formatWait says how long to wait, for a 429 (spec 7: wait for Retry-After). */
+/** formatWait says how long to wait, for a 429 (docs/api.md §7: wait for Retry-After). */
 export function formatWait(seconds: number): string {
   if (seconds < 60) return `${seconds} second${seconds === 1 ? '' : 's'}`;
   const minutes = Math.ceil(seconds / 60);
@@ -227,7 +227,7 @@ const statusMessages: Record<number, string> = {
   503: 'This service is not available on this deployment.',
 };
 
-/** errorFromResponse turns a non-2xx response into an ApiError (spec 7: the two body shapes). */
+/** errorFromResponse turns a non-2xx response into an ApiError (docs/api.md §7: the two body shapes). */
 export async function errorFromResponse(res: Response): Promise<ApiError> {
   let body: unknown = null;
   try {
@@ -319,7 +319,7 @@ export class Client {
     return (await res.json()) as T;
   }
 
-  // Sign-in and profile (spec 4.2).
+  // Sign-in and profile (docs/api.md §4.2).
   requestCode(email: string) {
     return this.request<AuthChallenge>('POST', '/console/auth/request-code', { body: { email }, anonymous: true });
   }
@@ -357,10 +357,10 @@ export class Client {
     return this.request<RecoveryCodes>('POST', '/console/auth/recovery-codes/regenerate', { body: { code } });
   }
 
-  // Organisations (spec 4.3).
+  // Organisations (docs/api.md §4.3).
   /**
    * orgs lists the signed-in user's organisations with the user's role in each, by name then
-   * org_id ([] when none). GET /console/orgs is an addition to spec 4.3 (README "Console
+   * org_id ([] when none). GET /console/orgs is an addition to docs/api.md §4.3 (README "Console
    * organisations"): without it a returning user on a new browser could not find them.
    */
   orgs() {
@@ -403,7 +403,7 @@ export class Client {
     return this.request<AuditEntry[]>('GET', `/console/orgs/${enc(orgId)}/audit`, { query: { limit } });
   }
 
-  // Keys, activity, billing (spec 4.4).
+  // Keys, activity, billing (docs/api.md §4.4).
   keys(orgId: string) {
     return this.request<ApiKey[]>('GET', `/console/orgs/${enc(orgId)}/keys`, { query: { include_revoked: true } });
   }
@@ -438,7 +438,7 @@ export class Client {
   }
 }
 
-/** isSession tells a Session from an AuthChallenge (verify-code answers either, spec 4.2). */
+/** isSession tells a Session from an AuthChallenge (verify-code answers either, docs/api.md §4.2). */
 export function isSession(v: Session | AuthChallenge): v is Session {
   return typeof (v as Session).token === 'string';
 }

@@ -1,5 +1,5 @@
-// Shared building blocks: form state that shows API errors next to their fields (spec 7: 422
-// loc), labelled inputs, notices, copy buttons and loaders.
+// Shared building blocks: form state that shows API errors next to their fields (docs/api.md §7:
+// 422 loc), labelled inputs, notices, copy buttons and loaders.
 import type { ComponentChildren, JSX } from 'preact';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError } from './api';

@@ -1,5 +1,5 @@
 // Package mailtest reads the messages package mail writes (an RFC 5322 file with a
-// multipart/alternative body, contract 4) as a person's mail reader would, for tests only.
+// multipart/alternative body, docs/api.md §10.4) as a person's mail reader would, for tests only.
 package mailtest
 
 import (

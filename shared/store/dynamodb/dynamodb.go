@@ -1,4 +1,4 @@
-// Package dynamodb is the store.Table adapter for Amazon DynamoDB (ARCHITECTURE.md, Storage),
+// Package dynamodb is the store.Table adapter for Amazon DynamoDB (docs/architecture.md §2),
 // and the store.Feed read from the table's DynamoDB Stream. It is held to the same conformance
 // suite (store/storetest) as the embedded adapter: a behaviour difference is a bug.
 //

@@ -29,7 +29,7 @@ var _ StreamsAPI = (*dynamodbstreams.Client)(nil)
 // StreamOptions configures a StreamFeed; zero fields take the defaults.
 type StreamOptions struct {
 	// PollInterval is the pause between two empty reads of one shard. Default 250 ms: the
-	// spec's delivery target is p95 under one second from publication to subscriber, and
+	// delivery target of docs/api.md §1 is p95 under one second from publication to subscriber, and
 	// DynamoDB Streams allows about 5 GetRecords calls a second per shard, shared by at most
 	// 2 readers.
 	PollInterval time.Duration
@@ -264,9 +264,9 @@ func (c *streamCursor) readShard(id, iterator string, typ streamtypes.ShardItera
 				// first tries right after it, which is exact when that record is still there
 				// (and keeps an emulator's spurious trim from replaying the shard). What was
 				// trimmed is gone whatever the reader does: subscribers learn nothing of it, as
-				// after a dropped delta, and their next snapshot (at most max_seconds away, spec
-				// 6 rule 2) is the truth. A reader 24 h behind cannot happen here anyway: the hub
-				// never blocks it.
+				// after a dropped delta, and their next snapshot (at most max_seconds away,
+				// docs/api.md §6 rule 2) is the truth. A reader 24 h behind cannot happen here
+				// anyway: the hub never blocks it.
 				if trims > 0 && sleep(c.ctx, backoff) != nil {
 					return
 				}

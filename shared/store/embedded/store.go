@@ -1,7 +1,7 @@
 // Package embedded is the table of `go run .`: a pure-Go, durable store.Table and store.Feed in
-// one bbolt file, behaving as the DynamoDB table does (ARCHITECTURE.md, "Storage: one table, two
-// adapters"): items, conditions, TTL with a sweeper, and an ordered change feed that emits the
-// records DynamoDB Streams would. The conformance suite in package storetest holds it to that.
+// one bbolt file, behaving as the DynamoDB table does (docs/architecture.md §2): items, conditions,
+// TTL with a sweeper, and an ordered change feed that emits the records DynamoDB Streams would. The
+// conformance suite in package storetest holds it to that.
 //
 // Every write commits its change records in the same transaction as the write, so the feed is
 // durable and in commit order; a write returns only after its commit is synced to the

@@ -1,7 +1,7 @@
 // Package storetest is the one conformance suite that every store adapter runs, so that the
-// embedded store and DynamoDB behave the same (ARCHITECTURE.md, "Storage: one table, two
-// adapters": "One conformance test suite runs against both adapters; a behaviour difference is
-// a bug"). Where the two could differ, DynamoDB's documented behaviour is the reference.
+// embedded store and DynamoDB behave the same (docs/architecture.md §2: one conformance suite
+// runs against both adapters, and a behaviour difference is a bug). Where the two could differ,
+// DynamoDB's documented behaviour is the reference.
 //
 // An adapter's tests call Run with a function that opens a Harness:
 //

@@ -1,5 +1,5 @@
 // The user's own account: profile (PATCH /console/auth/me) and two-factor authentication
-// (spec 3, TOTP for an account: setup -> confirm -> disable; recovery codes shown once).
+// (docs/api.md §3, TOTP for an account: setup -> confirm -> disable; recovery codes shown once).
 import { useEffect, useState } from 'preact/hooks';
 import type { RecoveryCodes, TotpEnrolment } from '../api';
 import { useApp } from '../context';

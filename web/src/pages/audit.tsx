@@ -1,4 +1,4 @@
-// The audit log (spec 4.3): newest first, readable by every member.
+// The audit log (docs/api.md §4.3): newest first, readable by every member.
 import { useState } from 'preact/hooks';
 import type { Organisation } from '../api';
 import { useApp } from '../context';

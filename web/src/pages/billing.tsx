@@ -1,6 +1,6 @@
-// Plans and billing (spec 4.4): the summary for every member; checkout and portal for owners,
-// which redirect the browser to the payment provider's hosted page. Unconfigured billing (503,
-// billing_configured false) and a member's read-only view are said plainly.
+// Plans and billing (docs/api.md §4.4): the summary for every member; checkout and portal for
+// owners, which redirect the browser to the payment provider's hosted page. Unconfigured billing
+// (503, billing_configured false) and a member's read-only view are said plainly.
 import { useState } from 'preact/hooks';
 import type { Organisation, Plan } from '../api';
 import { useApp } from '../context';

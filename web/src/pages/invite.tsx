@@ -1,6 +1,6 @@
 // Accepting an invitation from its e-mailed link (<console>/accept-invite#token=...): the app
-// moved the token to sessionStorage before sign-in; here the signed-in user accepts it (spec
-// 4.3: the session's address must match the invited one).
+// moved the token to sessionStorage before sign-in; here the signed-in user accepts it (docs/api.md
+// §4.3: the session's address must match the invited one).
 import { useState } from 'preact/hooks';
 import { useApp } from '../context';
 import { href, navigate } from '../router';

@@ -1,4 +1,4 @@
-// API keys (spec 4.4, 5): issue with an environment and, when the user has TOTP, a code
+// API keys (docs/api.md §4.4, §5): issue with an environment and, when the user has TOTP, a code
 // (step-up); the raw key is shown once; the list shows prefix and last use; revoke asks first.
 import { useState } from 'preact/hooks';
 import type { Environment, IssuedKey, Organisation } from '../api';

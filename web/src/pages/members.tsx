@@ -1,4 +1,4 @@
-// Members and pending invitations (spec 4.3, contract 3): owners invite, resend, withdraw,
+// Members and pending invitations (docs/api.md §4.3, §10.3): owners invite, resend, withdraw,
 // change roles and remove; everyone may leave (the last owner cannot: 409, shown as said).
 import { useState } from 'preact/hooks';
 import type { Organisation, Role } from '../api';

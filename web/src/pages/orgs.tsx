@@ -1,4 +1,4 @@
-// Creating an organisation and renaming one (spec 4.3).
+// Creating an organisation and renaming one (docs/api.md §4.3).
 import { useState } from 'preact/hooks';
 import type { Organisation } from '../api';
 import { useApp } from '../context';

@@ -1,4 +1,4 @@
-// Vitality: "is our integration alive?" (spec 4.4): the last call, today's counters and the
+// Vitality: "is our integration alive?" (docs/api.md §4.4): the last call, today's counters and the
 // last use of each key, per environment.
 import { useState } from 'preact/hooks';
 import type { Environment, Organisation, UsageTotals } from '../api';
@@ -19,7 +19,7 @@ export function EnvSwitch({ value, onChange }: { value: Environment; onChange: (
   );
 }
 
-/** counters names the five usage counters (contract 3 UsageTotals), in display order. */
+/** counters names the five usage counters (docs/api.md §10.3 UsageTotals), in display order. */
 export const counters: [keyof UsageTotals, string][] = [
   ['reads', 'Reads'],
   ['publishes', 'Publishes'],

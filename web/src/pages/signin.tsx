@@ -1,5 +1,5 @@
-// Sign-in and sign-up in one (spec 4.2): an e-mailed code, then, for an account with TOTP, the
-// authenticator code or a recovery code with the challenge's temp_token.
+// Sign-in and sign-up in one (docs/api.md §4.2): an e-mailed code, then, for an account with TOTP,
+// the authenticator code or a recovery code with the challenge's temp_token.
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { type Client, isSession, type Session } from '../api';
 import { pendingInvite } from '../state';

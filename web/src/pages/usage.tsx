@@ -1,5 +1,5 @@
-// Usage (spec 4.4): a dense daily series per environment over 7, 30 or 90 days, with totals.
-// The chart library loads only on this page; a table carries the same numbers for screen
+// Usage (docs/api.md §4.4): a dense daily series per environment over 7, 30 or 90 days, with
+// totals. The chart library loads only on this page; a table carries the same numbers for screen
 // readers and small screens.
 import { useEffect, useRef, useState } from 'preact/hooks';
 import type { Environment, Organisation, UsageSeries, UsageWindow } from '../api';

@@ -1,7 +1,7 @@
 // Package tables opens a fresh table on each store adapter for the tests of domain packages,
 // so that every package that stores something runs its tests against both the embedded store
-// and DynamoDB (ARCHITECTURE.md, "Storage: one table, two adapters": a behaviour difference is
-// a bug, and the domain is where it would show).
+// and DynamoDB (docs/architecture.md §2: a behaviour difference is a bug, and the domain is where
+// it would show).
 //
 //	func TestRevoke(t *testing.T) {
 //		t.Parallel()
