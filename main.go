@@ -45,10 +45,21 @@ func main() {
 		}
 	}
 	flag.Usage = usage
-	// Flags win over the environment (README, Configuration).
+	// Flags win over the environment (docs/operations.md §4).
 	flag.StringVar(&cfg.Addr, "addr", cfg.Addr, "listen address (env ROADEVENTS_ADDR)")
 	flag.StringVar(&cfg.DataDir, "data", cfg.DataDir, "data folder: embedded store and e-mail outbox (env ROADEVENTS_DATA)")
+	if len(os.Args) == 2 && os.Args[1] == "help" {
+		flag.CommandLine.SetOutput(os.Stdout)
+		usage()
+		return
+	}
 	flag.Parse()
+	// A word that is no command must not start the server, which would take it for one.
+	if flag.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "roadevents: unknown command %q\n\n", flag.Arg(0))
+		usage()
+		os.Exit(2)
+	}
 	if err := cfg.Validate(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
@@ -68,7 +79,7 @@ func main() {
 	daemon.TuneGC(os.Getenv)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	// Profiling for the load test (README), on loopback only and only when asked for.
+	// Profiling for the load test (docs/performance.md §1), on loopback only and only when asked for.
 	if addr := os.Getenv(httpapi.DebugAddrEnv); addr != "" {
 		go func() {
 			if err := httpapi.ServeDebug(ctx, addr, logger); err != nil {
@@ -89,9 +100,14 @@ func usage() {
 	fmt.Fprint(out, `usage: roadevents [-addr ADDR] [-data DIR]
        roadevents apikey issue -org ORG_ID -label TEXT [-env live|sandbox] [-data DIR]
        roadevents invalidate -org ORG_ID -env live|sandbox -reason TEXT [-since RFC3339] [-data DIR]
+       roadevents help
 
-Without a command, serves the API and the console. "roadevents <command> -h" explains a command.
+Without a command, serves the API, the stream, the console (/app/) and the API reference
+(/docs). The operator commands open the data folder themselves, so they run while the server
+is stopped; "roadevents <command> -h" explains one. Every setting can also come from the
+environment (ROADEVENTS_*, docs/operations.md §4); flags win.
 
+Flags of the server:
 `)
 	flag.PrintDefaults()
 }
@@ -120,7 +136,7 @@ func run(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 		if err != nil {
 			return nil, err
 		}
-		// Reads beyond included_reads are reported to Stripe hourly (README), only with
+		// Reads beyond included_reads are reported to Stripe hourly (docs/console.md §3), only with
 		// billing on.
 		if b := api.Billing(); b.Configured() {
 			p.Go(func(ctx context.Context) {
