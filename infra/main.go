@@ -1,5 +1,5 @@
 // Command infra is the CDK app of the AWS deployment (cdk.json at the repository root runs it
-// with `go run ./infra`; README, "Deploying to AWS"). It reads the context, checks that the
+// with `go run ./infra`; docs/operations.md §5). It reads the context, checks that the
 // Lambda bundles are built, and synthesizes the stack of package infra/stack.
 //
 // Context (-c key=value): stage (dev or prod, default dev), bundleDir (default build/lambda),

@@ -6,7 +6,7 @@
 #
 # It builds the Lambda bundles first (scripts/build-lambdas.sh). LocalStack needs Docker,
 # which this project's CI machine does not have, so this script is not run by
-# scripts/test.sh; README "Deploying to AWS" says what is and is not tested. Some resources
+# scripts/test.sh; docs/operations.md §5 says what is and is not tested. Some resources
 # of the stack (CloudFront, ECS on Fargate, the load balancer) are LocalStack Pro features:
 # the community edition stops at them.
 set -euo pipefail

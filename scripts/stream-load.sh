@@ -18,8 +18,9 @@
 #   RATE [200]  DURATION [20s]  RADIUS [1000]  SEED [1]  KEEP_LOG (set: keep the server logs)
 #   SERVER_BIN: a server binary to measure instead of building this checkout (A/B runs)
 #   POLL_INTERVAL [250ms]: ROADEVENTS_STREAM_POLL_INTERVAL of the DynamoDB runs. One server reads
-#   the stream here, so it may use the whole per-shard read budget: 250 ms is the README's
-#   setting for a deployment with one streamer task; the default, 400 ms, is for two.
+#   the stream here, so it may use the whole per-shard read budget: 250 ms is the
+#   setting for a deployment with one streamer task (docs/operations.md §6); the default, 400 ms,
+#   is for two.
 # Everything listens on loopback; each run is bounded (streamload -duration and -settle, and a
 # timeout around it). DynamoDB Local is fetched on first use (scripts/dynamodb-local.sh install)
 # and each run gets a fresh instance of its own, apart from any instance the tests share; the

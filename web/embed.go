@@ -1,6 +1,6 @@
 // Package web holds the console, a static single-page application, built into dist/ from the
 // TypeScript sources beside this file and embedded so that `go build` needs no Node.js
-// (README, Console). The same files go to S3 on AWS.
+// (docs/console.md §4). The same files go to S3 on AWS.
 //
 // Rebuild with `npm ci && npm run build` in web/; scripts/test.sh fails when the committed
 // dist/ differs from a fresh build.

@@ -1,6 +1,6 @@
 // Command billing is the Lambda function of the billing route group (plans, billing summary,
 // checkout, portal, Stripe webhook; docs/architecture.md §4), behind the HTTP API (payload format
-// 2.0), and the hourly overage job (README "Reads beyond included_reads"), invoked by an
+// 2.0), and the hourly overage job (docs/console.md §3), invoked by an
 // EventBridge schedule rule. It is wiring only: shared/app builds the group's handler from the
 // environment, as main.go builds every group, and its BillingHandler runs the job for a scheduled
 // event and turns every other event into a request for the handler (aws-lambda-go-api-proxy).

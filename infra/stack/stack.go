@@ -59,7 +59,7 @@ const (
 	StageProd = "prod"
 )
 
-// Streamer settings (README, "How many streamer tasks can read one table's stream").
+// Streamer settings (docs/operations.md §6).
 const (
 	// StreamerPort is where the streamer container listens (ROADEVENTS_ADDR).
 	StreamerPort = 8080
@@ -177,7 +177,7 @@ func (p Props) Check() error {
 	switch {
 	case p.Stage == StageProd && (d == "" || c == ""):
 		return fmt.Errorf("%w: stage %s needs -c %s=<domain of the streamer's load balancer> and -c %s=<ACM certificate ARN for it, in the stack's region> "+
-			"(README, Deploying to AWS): CloudFront must reach the streamer over HTTPS", ErrStreamOrigin, p.Stage, ContextStreamOriginDomain, ContextStreamCertificateARN)
+			"(docs/operations.md §5): CloudFront must reach the streamer over HTTPS", ErrStreamOrigin, p.Stage, ContextStreamOriginDomain, ContextStreamCertificateARN)
 	case (d == "") != (c == ""):
 		return fmt.Errorf("%w: give both -c %s and -c %s, or (stage %s only) neither", ErrStreamOrigin, ContextStreamOriginDomain, ContextStreamCertificateARN, StageDev)
 	case d != "" && (strings.Contains(d, "/") || strings.Contains(d, ":") || !strings.Contains(d, ".")):
@@ -254,7 +254,7 @@ func New(scope constructs.Construct, id string, p Props) *Stack {
 	// 503) and is filled by the operator; the template holds only the variable names.
 	stripe := awssecretsmanager.NewSecret(st, jsii.String("StripeKeys"), &awssecretsmanager.SecretProps{
 		Description: jsii.String("Stripe keys of the billing function (STRIPE_SECRET_KEY, STRIPE_WEBHOOK_SECRET); set them with " +
-			"aws secretsmanager put-secret-value (README, Deploying to AWS)"),
+			"aws secretsmanager put-secret-value (docs/operations.md §5)"),
 		SecretStringValue: awscdk.SecretValue_UnsafePlainText(jsii.String(`{"STRIPE_SECRET_KEY":"","STRIPE_WEBHOOK_SECRET":""}`)),
 		RemovalPolicy:     removal,
 	})
@@ -334,7 +334,7 @@ func New(scope constructs.Construct, id string, p Props) *Stack {
 		s.Functions[g] = fn
 	}
 
-	// The overage job (README "Reads beyond included_reads"): every hour EventBridge invokes
+	// The overage job (docs/console.md §3): every hour EventBridge invokes
 	// the billing function with its scheduled event, which the function tells from an HTTP
 	// API request (app.IsScheduledEvent). A failed pass is retried by EventBridge; the
 	// pass is idempotent (usage records with action=set).
@@ -565,7 +565,7 @@ func (s *Stack) addStreamer(st awscdk.Stack, p Props, removal awscdk.RemovalPoli
 		awscdk.Annotations_Of(lb).AddWarningV2(jsii.String("roadevents:stream-origin-http"), jsii.String(
 			"CloudFront reaches the streamer's load balancer over HTTP: API keys and stream tickets cross the internet in clear "+
 				"between them. Pass -c "+ContextStreamOriginDomain+"=<domain> -c "+ContextStreamCertificateARN+"=<ACM ARN> "+
-				"(required in "+StageProd+"; README, Deploying to AWS)"))
+				"(required in "+StageProd+"; docs/operations.md §5)"))
 	}
 
 	// The stream: read every shard, follow it, read events for snapshots, count connects and

@@ -503,7 +503,7 @@ func TestFunctions(t *testing.T) {
 	})
 }
 
-// The overage job (README "Reads beyond included_reads"): one EventBridge rule, hourly,
+// The overage job (docs/console.md §3): one EventBridge rule, hourly,
 // whose one target is the billing function, allowed to invoke it.
 func TestOverageSchedule(t *testing.T) {
 	s := synth(t)[stack.StageDev]

@@ -169,7 +169,7 @@ func TestIssueKeyHonoursLiveCap(t *testing.T) {
 	if _, _, err := admin.IssueKey(ctx, cfg, req, slog.New(slog.DiscardHandler)); !errors.Is(err, apikey.ErrLiveKeyCap) {
 		t.Errorf("second live key under cap 1 = %v; want ErrLiveKeyCap", err)
 	}
-	// Without a cap the operator may issue past the plan's (docs/api.md §5 rule 3 is the
+	// Without a cap the operator may issue past the plan's (docs/api.md §5 API key rule 3 is the
 	// console's).
 	req.LiveKeyCap = 0
 	if _, _, err := admin.IssueKey(ctx, cfg, req, slog.New(slog.DiscardHandler)); err != nil {

@@ -19,7 +19,7 @@
 //	    key_id, org_id, environment, label, prefix, hash, created_at, created_by,
 //	    created_by_email, last_used_at, revoked, revoked_at
 //	pk "org#<org_id>"                       sk "apikeys#live"     live-key counter
-//	    active: unrevoked live keys, guarded at issuance for the plan's cap (docs/api.md §5 rule 3)
+//	    active: unrevoked live keys, guarded at issuance for the plan's cap (docs/api.md §5 API key rule 3)
 //
 // Authenticate reads only the lookup item: one strongly consistent Get by hash, so a
 // revocation is effective on the very next request (docs/api.md §3: from the next request
@@ -191,7 +191,7 @@ type IssueRequest struct {
 	CreatedBy      string
 	CreatedByEmail string
 	// LiveKeyCap caps the organisation's unrevoked live keys when it is above 0 (the plan's
-	// cap; docs/api.md §5 rule 3, the Free plan allows 1); 0 or less means no cap. Sandbox keys are
+	// cap; docs/api.md §5 API key rule 3, the Free plan allows 1); 0 or less means no cap. Sandbox keys are
 	// never capped.
 	LiveKeyCap int
 	// Also, when set, returns writes to commit in the same transaction as the key (the

@@ -12,7 +12,7 @@ import (
 	"github.com/roadevents/roadevents/shared/store"
 )
 
-// Overage reporting (README "Reads beyond included_reads"; docs/api.md §8: no request is refused
+// Overage reporting (docs/console.md §3; docs/api.md §8: no request is refused
 // for exceeding a plan, the excess is charged). ReportOverage is one pass of the hourly job: for
 // every organisation with an active subscription it sets the usage of the subscription's metered
 // item to the period's reads beyond included_reads, in units of ReadsPerUnit.
@@ -273,8 +273,7 @@ func (s *Service) includedReads(planID string) (int64, bool) {
 
 // RunOverageReports runs ReportOverage once at start (a restart just after a month ends
 // still reports the closed month) and then at every tick, until ctx ends: the scheduler of
-// `go run .`, which passes an hourly ticker's channel (README "Reads beyond
-// included_reads"). A failed pass is logged by ReportOverage and retried at the next tick.
+// `go run .`, which passes an hourly ticker's channel (docs/console.md §3). A failed pass is logged by ReportOverage and retried at the next tick.
 // Billing off: it returns at once.
 func (s *Service) RunOverageReports(ctx context.Context, ticks <-chan time.Time) {
 	if !s.Configured() {

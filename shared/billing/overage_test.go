@@ -148,7 +148,7 @@ func record(qty int64, at time.Time, period string) billing.UsageRecord {
 	}
 }
 
-// README "Reads beyond included_reads": under the included reads nothing is sent; beyond
+// docs/console.md §3: under the included reads nothing is sent; beyond
 // them the units of 1 000 (rounded up) are set; an unchanged total is not sent again.
 func TestOverageReportsUnitsBeyondIncluded(t *testing.T) {
 	t.Parallel()

@@ -269,7 +269,7 @@ func (s *Service) checkout(in *httpapi.Request[checkoutIn]) (SessionOut, error) 
 	if p.MeteredPriceID != "" {
 		// Overage is counted per calendar month (UTC), like the billing summary: the
 		// subscription's periods start on the first of the month so that each reported
-		// total falls in the period it counts (README "Reads beyond included_reads").
+		// total falls in the period it counts (docs/console.md §3).
 		req.MeteredPriceID = p.MeteredPriceID
 		_, last := Period(s.clock.Now())
 		req.BillingCycleAnchor = last.AddDate(0, 0, 1)

@@ -29,8 +29,7 @@ type Provider interface {
 	ReportUsage(ctx context.Context, rec UsageRecord) error
 }
 
-// UsageRecord is one report of a metered subscription item's usage (README "Reads beyond
-// included_reads").
+// UsageRecord is one report of a metered subscription item's usage (docs/console.md §3).
 type UsageRecord struct {
 	SubscriptionItemID string
 	// Quantity is the period's total so far, in units of the metered price (1 000 reads).

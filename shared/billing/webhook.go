@@ -170,7 +170,7 @@ func (s *Service) subscriptionChange(ctx context.Context, ev Event) (change, err
 		if p, ok := s.plans.ByPriceID(it.Price.ID); ok && c.PlanID == "" {
 			c.PlanID = p.ID
 		}
-		// The item overage is reported on (README "Reads beyond included_reads"): the one
+		// The item overage is reported on (docs/console.md §3): the one
 		// at a plan's metered price. None: the subscription has no overage charge.
 		if s.plans.IsMeteredPrice(it.Price.ID) && c.MeteredItemID == "" {
 			c.MeteredItemID = it.ID

@@ -36,7 +36,7 @@ type PlanSettings struct {
 	// be bought through checkout. Never sent in an API body (docs/api.md §10.3).
 	PriceID string
 	// MeteredPriceID is the plan's metered Stripe price for reads beyond IncludedReads, per
-	// 1 000 (STRIPE_METERED_PRICE_<PLAN>; README "Reads beyond included_reads"): checkout adds
+	// 1 000 (STRIPE_METERED_PRICE_<PLAN>; docs/console.md §3): checkout adds
 	// it as a second line item and the overage job reports usage on it. Without one the
 	// plan has no overage charge.
 	MeteredPriceID string

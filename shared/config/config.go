@@ -64,7 +64,7 @@ type Config struct {
 // value is a JSON object of ROADEVENTS_* variables (and the two Stripe keys) and their values,
 // for example {"ROADEVENTS_EVENT_ID_KEY":"<hex>"}; a secret's variable takes precedence over
 // the environment. Secrets therefore never appear in the function's configuration, where
-// anyone allowed to read it would see them (README, "Deploying to AWS"). The CDK stack sets
+// anyone allowed to read it would see them (docs/operations.md §5). The CDK stack sets
 // it on every function.
 const SecretsEnv = "ROADEVENTS_SECRETS"
 

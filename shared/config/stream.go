@@ -7,7 +7,7 @@ import (
 
 // DefaultStreamPollInterval is the pause between two empty reads of a DynamoDB Streams shard
 // by one streamer. DynamoDB Streams serves at most 2 readers per shard and about 5 GetRecords
-// calls a second per shard; the deployment runs 2 streamer tasks (README, Streaming), so each
+// calls a second per shard; the deployment runs 2 streamer tasks (docs/operations.md §6), so each
 // may poll an idle shard 2.5 times a second: 400 ms. It adds at most 400 ms (200 on average)
 // to the delivery of the first change after a quiet spell, within the 1 s p95 of docs/api.md §1.
 // A single reader can set 250 ms.

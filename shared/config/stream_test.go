@@ -7,7 +7,7 @@ import (
 	"github.com/roadevents/roadevents/shared/config"
 )
 
-// The streamer's change feed settings: defaults and overrides (README, Streaming).
+// The streamer's change feed settings: defaults and overrides (docs/operations.md §6).
 func TestStreamFromEnv(t *testing.T) {
 	t.Parallel()
 	c, err := config.FromEnv(env(nil))

@@ -57,7 +57,7 @@ func TestSessionRenewalAndExpiry(t *testing.T) {
 	})
 }
 
-// docs/api.md §5 rule 5: logout ends every outstanding token of the user: all sessions (signed in
+// docs/api.md §5 console rule 5: logout ends every outstanding token of the user: all sessions (signed in
 // twice, renewed) and a pending temp_token; other users' sessions stay.
 func TestLogoutEndsEveryToken(t *testing.T) {
 	t.Parallel()

@@ -130,7 +130,7 @@ func (s *Service) Renew(ctx context.Context, c Caller) (*Session, error) {
 	return s.mintSession(ctx, c.account, nil)
 }
 
-// Logout ends every session and temp token of the user (docs/api.md §5 rule 5) by moving the
+// Logout ends every session and temp token of the user (docs/api.md §5 console rule 5) by moving the
 // account's epoch; no token needs to be found.
 func (s *Service) Logout(ctx context.Context, userID string) error {
 	_, err := s.table.Update(ctx, userKey(userID), store.Update{Add: map[string]int64{attrEpoch: 1}}, store.IfExists())

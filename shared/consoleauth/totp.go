@@ -36,7 +36,7 @@ type Enrolment struct {
 	Account    string
 }
 
-// RecoveryCodes is a new set of recovery codes, shown once (docs/api.md §5 rule 4).
+// RecoveryCodes is a new set of recovery codes, shown once (docs/api.md §5 console rule 4).
 type RecoveryCodes struct {
 	Codes       []string
 	GeneratedAt time.Time
@@ -75,7 +75,7 @@ func (s *Service) SetupTOTP(ctx context.Context, userID string) (Enrolment, erro
 }
 
 // ConfirmTOTP turns TOTP on with a valid code of the pending secret (docs/api.md §3: enrolment
-// pending -> on) and returns the recovery codes, in clear this once (docs/api.md §5 rule 4). The
+// pending -> on) and returns the recovery codes, in clear this once (docs/api.md §5 console rule 4). The
 // code is consumed: it cannot be replayed at sign-in.
 func (s *Service) ConfirmTOTP(ctx context.Context, userID, code string) (RecoveryCodes, error) {
 	a, err := s.getAccount(ctx, userID)
@@ -122,7 +122,7 @@ func (s *Service) ConfirmTOTP(ctx context.Context, userID, code string) (Recover
 	return rc, nil
 }
 
-// VerifyTOTP checks a live TOTP code of userID and consumes it (docs/api.md §5 rule 2: a code is
+// VerifyTOTP checks a live TOTP code of userID and consumes it (docs/api.md §5 console rule 2: a code is
 // consumed when accepted and cannot be replayed, at verify or at key issuance). The console's
 // key issuance calls it when the issuer's account has TOTP. Each call counts in the account's
 // attempt cap, shared with verify-recovery (docs/api.md §10.3).
@@ -213,7 +213,7 @@ func (s *Service) SignInTOTP(ctx context.Context, c Caller, code string) (*Sessi
 	return s.finishSignIn(ctx, a, c, nil)
 }
 
-// SignInRecovery is verify-recovery (docs/api.md §4.2, §5 rule 2): a recovery code of the temp
+// SignInRecovery is verify-recovery (docs/api.md §4.2, §5 console rule 2): a recovery code of the temp
 // token's user, burned on use; it counts in the same attempt cap as verify-totp. The code is
 // burned, the temp token consumed and the session minted in one transaction, so a code is
 // never burned for nothing and never used twice.
@@ -309,7 +309,7 @@ func (s *Service) RecoveryStatus(ctx context.Context, userID string) (remaining,
 }
 
 // RegenerateRecovery replaces the recovery codes with a new set, after a live TOTP code
-// (docs/api.md §5 rule 4); the old set stops working in the same transaction.
+// (docs/api.md §5 console rule 4); the old set stops working in the same transaction.
 func (s *Service) RegenerateRecovery(ctx context.Context, userID, code string) (RecoveryCodes, error) {
 	a, err := s.verifyTOTP(ctx, userID, code)
 	if err != nil {

@@ -145,7 +145,7 @@ func TestTOTPLifecycle(t *testing.T) {
 	})
 }
 
-// docs/api.md §5 rule 2: a TOTP code is consumed when accepted and refused if replayed, at
+// docs/api.md §5 console rule 2: a TOTP code is consumed when accepted and refused if replayed, at
 // verify-totp and at key issuance (VerifyTOTP, which the key-issuance route calls), whichever
 // came first; a code of the next step is accepted.
 func TestTOTPReplay(t *testing.T) {
@@ -204,7 +204,7 @@ func TestTOTPReplay(t *testing.T) {
 	})
 }
 
-// docs/api.md §4.2 and §5 rules 2 and 4: verify-recovery signs in with a recovery code, burned on
+// docs/api.md §4.2 and §5 console rules 2 and 4: verify-recovery signs in with a recovery code, burned on
 // use (a reuse is refused); regenerate needs a live TOTP code and invalidates the old set.
 func TestRecoveryCodes(t *testing.T) {
 	t.Parallel()
@@ -252,7 +252,7 @@ func TestRecoveryCodes(t *testing.T) {
 	})
 }
 
-// docs/api.md §10.3 and §5 rule 3: TOTP and recovery attempts are capped at 5 per account per
+// docs/api.md §10.3 and §5 console rule 3: TOTP and recovery attempts are capped at 5 per account per
 // 15 minutes in one bucket shared by verify-totp and verify-recovery (and the other TOTP
 // checks); past it, even a right code is 429 with Retry-After. Another account is not
 // affected; the next window allows again.

@@ -12,7 +12,7 @@ import (
 )
 
 // DebugAddrEnv names the environment variable that turns on the profiling listener of
-// ServeDebug (README, "Load test of the events routes"). Unset, nothing listens.
+// ServeDebug (docs/performance.md §1). Unset, nothing listens.
 const DebugAddrEnv = "ROADEVENTS_PPROF_ADDR"
 
 // ErrDebugNotLoopback is returned by ServeDebug for an address that is not a loopback one:

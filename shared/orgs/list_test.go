@@ -38,7 +38,7 @@ func withRole(o orgs.Organisation, role string) orgs.Organisation {
 	return o
 }
 
-// GET /console/orgs (beside the routes of docs/api.md §4.3, README "Console organisations"): the
+// GET /console/orgs (beside the routes of docs/api.md §4.3, docs/console.md §1): the
 // signed-in caller's organisations with the caller's role in each, ordered by name then org_id,
 // and nobody else's. Leaving or being removed takes an organisation off the list at once; a
 // role change shows in it.

@@ -168,7 +168,7 @@ type Users interface {
 	Users(ctx context.Context, ids []string) (map[string]consoleauth.User, error)
 }
 
-// TOTPVerifier checks and consumes a TOTP code (docs/api.md §5 rule 2); *consoleauth.Service is one.
+// TOTPVerifier checks and consumes a TOTP code (docs/api.md §5 console rule 2); *consoleauth.Service is one.
 type TOTPVerifier interface {
 	VerifyTOTP(ctx context.Context, userID, code string) error
 }
@@ -395,7 +395,7 @@ func (s *Service) Access(ctx context.Context, orgID, userID string) (role, plan 
 
 // ListOrgs returns the organisations userID is a member of, each with the user's role, ordered by
 // name (code point order) then org_id; empty when none. GET /console/orgs serves it, so that a
-// returning user on a new browser finds their organisations (README, "Console organisations"). One
+// returning user on a new browser finds their organisations (docs/console.md §1). One
 // Query of the user's partition, then one BatchGet of each organisation item and the user's member
 // item: the member item, not the partition's copy of the role, decides, so an organisation the user
 // has left never appears.

@@ -13,7 +13,7 @@ import (
 )
 
 // docs/api.md §10.3: "Tokens, keys, tickets, codes and invitation tokens are stored only as SHA-256
-// hashes", and the audit detail "never holds a secret"; docs/api.md §5 rule 1: only a key's hash is
+// hashes", and the audit detail "never holds a secret"; docs/api.md §5 API key rule 1: only a key's hash is
 // stored. Every item the console writes (read off the table's change feed, so that no item
 // can be missed), every log line, every e-mail subject and every audit entry is free of every
 // raw invitation token, API key and session token the service handed out. The embedded

@@ -1,6 +1,6 @@
 // Package plans is the plan catalogue of docs/api.md §10.3 (Plans: deployment values, served by GET
 // /console/plans): free, team, business and enterprise, built once from the configuration.
-// It decides the caps that follow a plan (the live-key cap of docs/api.md §5 rule 3, the seat cap
+// It decides the caps that follow a plan (the live-key cap of docs/api.md §5 API key rule 3, the seat cap
 // of docs/api.md §4.3) and which plans checkout can sell. A plan's Stripe price id lives here and
 // in the configuration only, never in an API body (docs/api.md §10.3): Public leaves it out.
 package plans

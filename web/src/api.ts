@@ -360,8 +360,7 @@ export class Client {
   // Organisations (docs/api.md §4.3).
   /**
    * orgs lists the signed-in user's organisations with the user's role in each, by name then
-   * org_id ([] when none). GET /console/orgs is an addition to docs/api.md §4.3 (README "Console
-   * organisations"): without it a returning user on a new browser could not find them.
+   * org_id ([] when none). GET /console/orgs is an addition to docs/api.md §4.3 (docs/console.md §1): without it a returning user on a new browser could not find them.
    */
   orgs() {
     return this.request<Organisation[]>('GET', '/console/orgs');

@@ -1,5 +1,4 @@
-// The signed-in shell reads the user's organisations from GET /console/orgs (README "Console
-// organisations"), not from what this browser remembers: these tests run the whole App against
+// The signed-in shell reads the user's organisations from GET /console/orgs (docs/console.md §1), not from what this browser remembers: these tests run the whole App against
 // a fake service behind fetch, in a browser whose storage holds only the session.
 import { render } from 'preact';
 import { act } from 'preact/test-utils';

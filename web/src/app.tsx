@@ -108,8 +108,7 @@ function SignedIn(props: { client: Client; me: Me; setMe: (m: Me) => void; signO
   // back on when a refresh fails.
   const latest = useRef<Organisation[] | null>(null);
 
-  // The user's organisations are the server's list (GET /console/orgs, README "Console
-  // organisations"), read once per sign-in and again after anything that changes it.
+  // The user's organisations are the server's list (GET /console/orgs, docs/console.md §1), read once per sign-in and again after anything that changes it.
   const refreshOrgs = async (): Promise<Organisation[]> => {
     try {
       const list = await client.orgs();

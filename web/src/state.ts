@@ -4,9 +4,9 @@
 // the round trip of sign-in, and is gone when the tab closes, so a 30-day credential (docs/api.md
 // §10.3) is not left behind on a shared computer. The cost is signing in again in a new tab.
 // localStorage holds only a non-secret preference: the organisation each user opened last. The list
-// of a user's organisations is the server's (GET /console/orgs, README "Console organisations"),
+// of a user's organisations is the server's (GET /console/orgs, docs/console.md §1),
 // read on every sign-in, so a new browser shows the same list. No credential is ever put in a URL
-// (docs/api.md §5 rule 7): the invitation token arrives in the URL fragment and moves to
+// (docs/security.md §2): the invitation token arrives in the URL fragment and moves to
 // sessionStorage at once.
 
 const TOKEN = 'roadevents.session';
