@@ -178,7 +178,9 @@ func Routes(d Deps) []httpapi.Route {
 		},
 		{
 			Method: http.MethodGet, Path: "/v1/meta/event-types", OperationID: "listEventTypes", Tags: tags,
-			Summary:   "The event types, as a flat list of strings (spec 9 rule 3)",
+			// docs/api.md §9 rule 3. The summary is read in the API reference, which has no
+			// specification beside it: the citation stays here.
+			Summary:   "The event types, as a flat list of strings",
 			Responses: map[int]httpapi.Response{200: httpapi.JSONResponse("Type ids.", schema.Array(schema.String()))},
 			Handler:   static(typeIDs),
 		},
