@@ -1,8 +1,8 @@
 // Command roadevents is the whole service on one machine (docs/architecture.md §1): every route
-// group, on the embedded store in ./data, on 127.0.0.1:8080. It is wiring only: configuration and
-// flags, the operator commands (`apikey`, `invalidate`), the mailer and sealer, the handler from
-// shared/app with the console beside it, and daemon.Run, which owns the store, the stream hub and
-// the graceful shutdown.
+// group, on the embedded store in ./data, on 127.0.0.1:8080. It is wiring only: configuration
+// and flags, the operator commands (`apikey`, `invalidate`), the mailer and sealer, the handler
+// from shared/app with the console and the API reference beside it, and daemon.Run, which owns
+// the store, the stream hub and the graceful shutdown.
 package main
 
 import (
@@ -112,7 +112,7 @@ Flags of the server:
 	flag.PrintDefaults()
 }
 
-// run serves every group, and the console at /app/, until ctx ends.
+// run serves every group, the console at /app/ and the API reference at /docs, until ctx ends.
 func run(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
@@ -153,6 +153,8 @@ func run(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 		console := api.Observe(web.Handler())
 		mux.Handle(web.Prefix, console)
 		mux.Handle(strings.TrimSuffix(web.Prefix, "/"), console)
+		// The API reference renders /openapi.json from the console's build (docs/api.md §11.3).
+		mux.Handle(web.ReferencePath, api.Observe(web.ReferenceHandler()))
 		return mux, nil
 	})
 }

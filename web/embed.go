@@ -1,6 +1,6 @@
-// Package web holds the console, a static single-page application, built into dist/ from the
-// TypeScript sources beside this file and embedded so that `go build` needs no Node.js
-// (docs/console.md §4). The same files go to S3 on AWS.
+// Package web holds the console, a static single-page application, and the API reference
+// page, both built into dist/ from the sources beside this file and embedded so that
+// `go build` needs no Node.js (docs/console.md §4). The same files go to S3 on AWS.
 //
 // Rebuild with `npm ci && npm run build` in web/; scripts/test.sh fails when the committed
 // dist/ differs from a fresh build.
@@ -18,13 +18,18 @@ import (
 //go:embed all:dist
 var dist embed.FS
 
-// Prefix is where the console is served (GET / is the API's JSON, docs/api.md §10.1).
+// Prefix is where the console is served: GET / is the API's JSON document
+// (docs/architecture.md §5).
 const Prefix = "/app/"
 
-// ContentSecurityPolicy is sent with every answer of Handler: the console runs only its own
-// scripts and styles, talks only to its own origin, and cannot be framed (docs/api.md §11.3).
-// The built index.html holds no inline script or style, so nothing needs 'unsafe-inline';
-// the QR code is inline SVG, which img-src does not govern, and images may be data: URLs.
+// ContentSecurityPolicy is sent with every answer of Handler and ReferenceHandler: the pages
+// run only their own scripts and styles, talk only to their own origin, and cannot be framed
+// (docs/api.md §11.3). Neither built page holds an inline script or style, so nothing needs
+// 'unsafe-inline'. The console's QR code is inline SVG, which img-src does not govern; images
+// may be data: URLs, which the API reference's stylesheet uses for its icons. The reference's
+// renderer needs nothing more: its own inline styles are set through the CSSOM, which
+// style-src does not govern, it evaluates no strings as code, and it fetches only
+// /openapi.json and, when the reader tries a route, that route on the same origin.
 const ContentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
 	"connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 
@@ -55,12 +60,8 @@ func NewHandler(files fs.FS) http.Handler {
 	index, indexErr := fs.ReadFile(files, "index.html")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
-		h.Set("Content-Security-Policy", ContentSecurityPolicy)
-		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("Referrer-Policy", "no-referrer")
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			w.Header().Set("Allow", "GET, HEAD")
-			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		setSecurityHeaders(h)
+		if !readOnly(w, r) {
 			return
 		}
 		if r.URL.Path == strings.TrimSuffix(Prefix, "/") {
@@ -109,12 +110,37 @@ func NewHandler(files fs.FS) http.Handler {
 			return
 		}
 		// Every console route is index.html: the SPA reads the path itself.
-		h.Set("Content-Type", "text/html; charset=utf-8")
-		h.Set("Cache-Control", "no-cache")
-		h.Set("X-Frame-Options", "DENY")
-		if r.Method == http.MethodHead {
-			return
-		}
-		_, _ = w.Write(index)
+		writePage(w, r, index)
 	})
+}
+
+// setSecurityHeaders sets what every answer of the console and of the API reference carries
+// (docs/api.md §11.3).
+func setSecurityHeaders(h http.Header) {
+	h.Set("Content-Security-Policy", ContentSecurityPolicy)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+}
+
+// readOnly answers 405 to a method other than GET and HEAD, and tells whether to go on.
+func readOnly(w http.ResponseWriter, r *http.Request) bool {
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		return true
+	}
+	w.Header().Set("Allow", "GET, HEAD")
+	http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+	return false
+}
+
+// writePage sends a built HTML page, revalidated on every load so that a new build is picked
+// up at once, and never framed.
+func writePage(w http.ResponseWriter, r *http.Request, page []byte) {
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Frame-Options", "DENY")
+	if r.Method == http.MethodHead {
+		return
+	}
+	_, _ = w.Write(page)
 }

@@ -604,6 +604,16 @@ func (s *Stack) originVerifyValue() *string {
 	return s.OriginVerify.SecretValueFromJson(jsii.String("value")).UnsafeUnwrap()
 }
 
+// SiteRequestFunction is the CloudFront function in front of the site bucket: it maps a page's
+// address to its file the way web.Handler and web.ReferenceHandler answer under `go run .`.
+var SiteRequestFunction = fmt.Sprintf(`function handler(event) {
+  var r = event.request;
+  var last = r.uri.split('/').pop();
+  if (r.uri === %q) { r.uri = %q; }
+  else if (r.uri === '/app' || last.indexOf('.') < 0) { r.uri = '/app/index.html'; }
+  return r;
+}`, web.ReferencePath, web.Prefix+web.ReferenceFile)
+
 // addSite creates the private SPA bucket and the one CloudFront distribution
 // (docs/architecture.md §5).
 func (s *Stack) addSite(st awscdk.Stack, p Props, removal awscdk.RemovalPolicy) {
@@ -615,16 +625,12 @@ func (s *Stack) addSite(st awscdk.Stack, p Props, removal awscdk.RemovalPolicy) 
 		AutoDeleteObjects: jsii.Bool(removal == awscdk.RemovalPolicy_DESTROY),
 	})
 	// The SPA routes in the browser: a path under /app/ without a file extension is a page
-	// of the SPA, answered with its index.html.
+	// of the SPA, answered with its index.html. The API reference is a page of the same build
+	// served outside /app/ (docs/api.md §11.3).
 	spaIndex := awscloudfront.NewFunction(st, jsii.String("SpaIndex"), &awscloudfront.FunctionProps{
 		Runtime: awscloudfront.FunctionRuntime_JS_2_0(),
-		Comment: jsii.String("serve /app/index.html for the console's own paths"),
-		Code: awscloudfront.FunctionCode_FromInline(jsii.String(`function handler(event) {
-  var r = event.request;
-  var last = r.uri.split('/').pop();
-  if (r.uri === '/app' || last.indexOf('.') < 0) { r.uri = '/app/index.html'; }
-  return r;
-}`)),
+		Comment: jsii.String("serve /app/index.html for the console's own paths, and the API reference at " + web.ReferencePath),
+		Code:    awscloudfront.FunctionCode_FromInline(jsii.String(SiteRequestFunction)),
 	})
 	// The console's files carry the headers `go run .` sends with them (docs/api.md §11.3): the
 	// bucket cannot set them, so CloudFront adds them.
@@ -704,6 +710,7 @@ func (s *Stack) addSite(st awscdk.Stack, p Props, removal awscdk.RemovalPolicy) 
 		{"/openapi.json", api},
 		{"/app", site},
 		{"/app/*", site},
+		{web.ReferencePath, site},
 	} {
 		s.Distribution.AddBehavior(jsii.String(b.pattern), b.opts.Origin, &awscloudfront.AddBehaviorOptions{
 			ViewerProtocolPolicy:  b.opts.ViewerProtocolPolicy,
@@ -726,7 +733,7 @@ func (s *Stack) addSite(st awscdk.Stack, p Props, removal awscdk.RemovalPolicy) 
 		DestinationBucket:    s.SiteBucket,
 		DestinationKeyPrefix: jsii.String("app/"),
 		Distribution:         s.Distribution,
-		DistributionPaths:    jsii.Strings("/app/*"),
+		DistributionPaths:    jsii.Strings("/app/*", web.ReferencePath),
 	})
 }
 

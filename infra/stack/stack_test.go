@@ -278,9 +278,10 @@ func TestDistribution(t *testing.T) {
 			if got := originTimeout[bm["TargetOriginId"].(string)]; got < 60 {
 				t.Errorf("%s: origin read timeout %v s; want at least 60", pattern, got)
 			}
-		case strings.HasPrefix(pattern, "/app"):
+		case strings.HasPrefix(pattern, "/app"), pattern == web.ReferencePath:
 			want = "bucket"
-			// docs/api.md §11.3: the console's pages carry its Content-Security-Policy.
+			// docs/api.md §11.3: the console's pages and the API reference carry the
+			// console's Content-Security-Policy.
 			if ref(bm["ResponseHeadersPolicyId"]) != consoleHeaders {
 				t.Errorf("%s: response headers policy %v; want the console's (%s)", pattern, bm["ResponseHeadersPolicyId"], consoleHeaders)
 			}
@@ -289,7 +290,7 @@ func TestDistribution(t *testing.T) {
 			t.Errorf("behaviour %s goes to %q; want %q", pattern, kind, want)
 		}
 	}
-	for _, p := range []string{"/v1/stream*", "/v1/stream/tickets", "/v1/*", "/console/*", "/health", "/openapi.json", "/app/*"} {
+	for _, p := range []string{"/v1/stream*", "/v1/stream/tickets", "/v1/*", "/console/*", "/health", "/openapi.json", "/app/*", web.ReferencePath} {
 		if _, ok := order[p]; !ok {
 			t.Errorf("no behaviour for %s", p)
 		}
@@ -301,6 +302,50 @@ func TestDistribution(t *testing.T) {
 	def := cfg["DefaultCacheBehavior"].(map[string]any)
 	if kind := originKind[def["TargetOriginId"].(string)]; kind != "api" {
 		t.Errorf("default behaviour goes to %q; want the API (GET / is its JSON)", kind)
+	}
+}
+
+// TestSiteRequestFunction: the function in front of the bucket answers the addresses of the
+// site as `go run .` does (web.Handler, web.ReferenceHandler): /docs is the API reference
+// (docs/api.md §11.3), a console path without an extension is the console's index.html, and a
+// file is itself. The function deployed is the one run here.
+func TestSiteRequestFunction(t *testing.T) {
+	s := synth(t)[stack.StageDev]
+	var deployed []string
+	for _, fn := range s.resources("AWS::CloudFront::Function") {
+		code, _ := props(fn)["FunctionCode"].(string)
+		deployed = append(deployed, code)
+	}
+	if len(deployed) != 1 || deployed[0] != stack.SiteRequestFunction {
+		t.Fatalf("CloudFront functions %q; want the one stack.SiteRequestFunction", deployed)
+	}
+	cases := map[string]string{
+		"/docs":                        "/app/reference.html",
+		"/app":                         "/app/index.html",
+		"/app/":                        "/app/index.html",
+		"/app/orgs/org_1/keys":         "/app/index.html",
+		"/app/assets/reference-abc.js": "/app/assets/reference-abc.js",
+		"/app/reference-licences.txt":  "/app/reference-licences.txt",
+		"/app/config.json":             "/app/config.json",
+	}
+	uris, _ := json.Marshal(cases)
+	script := stack.SiteRequestFunction + `
+const want = ` + string(uris) + `;
+const got = {};
+for (const uri of Object.keys(want)) got[uri] = handler({ request: { uri } }).uri;
+process.stdout.write(JSON.stringify(got));`
+	out, err := exec.Command("node", "-e", script).Output()
+	if err != nil {
+		t.Fatalf("running the function in Node.js: %v", err)
+	}
+	var got map[string]string
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("function output %q: %v", out, err)
+	}
+	for uri, want := range cases {
+		if got[uri] != want {
+			t.Errorf("the site function maps %s to %q; want %q", uri, got[uri], want)
+		}
 	}
 }
 

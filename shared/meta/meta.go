@@ -34,17 +34,24 @@ type Health struct {
 	Version string `json:"version"`
 }
 
-// Root is the body of GET / (docs/api.md §10.1).
+// Root is the body of GET / (docs/api.md §10.1). Docs is an addition: the first thing a new
+// user opening the service's address needs is a readable description.
 type Root struct {
 	Service string `json:"service"`
 	Version string `json:"version"`
 	OpenAPI string `json:"openapi"`
 	Console string `json:"console"`
+	Docs    string `json:"docs"`
 }
 
+// ReferencePath is the path of the API reference page, which renders /openapi.json. Package
+// web serves it beside the API (web.ReferencePath; this group stays free of the console's
+// files, which its Lambda does not serve); test/e2e checks that GET / links a page that
+// answers.
+const ReferencePath = "/docs"
+
 // TypeSpec describes one event type (docs/api.md §2.6). Description and ExtensionSeconds are
-// appended to the four fields of docs/api.md §2.6 so a client can tell what a type means and
-// predict extensions.
+// appended to the four fields of docs/api.md §2.6 so a client can tell what a type means and predict extensions.
 type TypeSpec struct {
 	ID               string   `json:"id"`
 	Subtypes         []string `json:"subtypes"`
@@ -79,6 +86,7 @@ var (
 		schema.Req("version", schema.String().Describe("Version of the interface description.")),
 		schema.Req("openapi", schema.String().Describe("Path of this document.")),
 		schema.Req("console", schema.String().Describe("Address of the console.")),
+		schema.Req("docs", schema.String().Describe("Path of the API reference, a page rendering this document.")),
 	).Named("RootOut")
 	TypeSpecSchema = schema.Object(
 		schema.Req("id", schema.String()),
@@ -150,10 +158,10 @@ func Routes(d Deps) []httpapi.Route {
 		},
 		{
 			Method: http.MethodGet, Path: "/{$}", OperationID: "root", Tags: tags,
-			Summary:   "What this service is and where its description and console are",
+			Summary:   "What this service is and where its description, reference and console are",
 			Responses: map[int]httpapi.Response{200: httpapi.JSONResponse("Service description.", RootSchema)},
 			Handler: static(Root{Service: "road-events", Version: InterfaceVersion,
-				OpenAPI: "/openapi.json", Console: d.ConsoleURL}),
+				OpenAPI: "/openapi.json", Console: d.ConsoleURL, Docs: ReferencePath}),
 		},
 		{
 			Method: http.MethodGet, Path: "/openapi.json", OperationID: "openapi", Tags: tags,
@@ -170,6 +178,8 @@ func Routes(d Deps) []httpapi.Route {
 		},
 		{
 			Method: http.MethodGet, Path: "/v1/meta/event-types", OperationID: "listEventTypes", Tags: tags,
+			// docs/api.md §9 rule 3. The summary is read in the API reference, which has no
+			// specification beside it: the citation stays here.
 			Summary:   "The event types, as a flat list of strings",
 			Responses: map[int]httpapi.Response{200: httpapi.JSONResponse("Type ids.", schema.Array(schema.String()))},
 			Handler:   static(typeIDs),

@@ -68,7 +68,7 @@ func TestOpenRoutes(t *testing.T) {
 		wantBody           string // exact JSON, compared after re-encoding both sides
 	}{
 		{"health", "GET", "/health", 200, `{"status":"ok","version":"test-build"}`},
-		{"root", "GET", "/", 200, `{"service":"road-events","version":"1.0.0","openapi":"/openapi.json","console":"http://console.test/"}`},
+		{"root", "GET", "/", 200, `{"service":"road-events","version":"1.0.0","openapi":"/openapi.json","console":"http://console.test/","docs":"/docs"}`},
 		{"event types are a flat list", "GET", "/v1/meta/event-types", 200,
 			`["accident","stopped_vehicle","object_on_road","weather_hazard","congestion","wrong_way_vehicle","road_damage","people_on_road","police_check","speed_camera","road_closure","infrastructure_fault","roadworks"]`},
 		{"limits", "GET", "/v1/meta/limits", 200, ""},

@@ -1,14 +1,17 @@
 // The console in a real browser: a new user signs up through the outbox,
 // creates an organisation, turns on TOTP with a code computed from the displayed secret, signs
-// in again with a recovery code, issues a sandbox key, sees usage rise after calls with it,
+// in again with a recovery code, issues a sandbox key and runs the first call the console shows
+// with it (curl, as pasted into a shell), sees usage rise after calls with it,
 // invites a colleague who accepts in a second browser context (a phone-sized one), and
 // revokes the key. The colleague then signs in on a third, fresh browser context and finds the
 // organisation through the switcher (the list is the server's, GET /console/orgs), which drops
-// it once they are removed, and drops another once they leave it. Every main page is saved to
-// test/browser/screenshots/.
+// it once they are removed, and drops another once they leave it. Apart, the API reference at
+// /docs renders the served /openapi.json with nothing fetched from elsewhere. Every main page
+// is saved to test/browser/screenshots/.
 //
 // Run: cd web && npm ci && npm run browser-test (scripts/test.sh does, after go test).
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
@@ -88,6 +91,16 @@ async function watchCSP(ctx, who, violations) {
   ctx.on('console', (msg) => {
     if (/Content Security Policy/i.test(msg.text())) violations.push(`${who}: ${msg.text()}`);
   });
+}
+
+/**
+ * runCurl runs a command shown by the console in a shell, as a user pasting it would, and
+ * returns the answer's status and body. curl exits non-zero only when no answer came.
+ */
+function runCurl(cmd) {
+  const out = execFileSync('sh', ['-c', `${cmd} -sS -w '\\n%{http_code}'`], { encoding: 'utf8', timeout: 30000 });
+  const cut = out.lastIndexOf('\n');
+  return { status: Number(out.slice(cut + 1)), body: out.slice(0, cut) };
 }
 
 /** v1 calls the public interface with an API key. */
@@ -254,6 +267,24 @@ test('the console, from sign-up to a revoked key', async (t) => {
     assert.ok((await row.textContent()).includes(rawKey.slice(0, 8)), 'the list shows the prefix');
     assert.ok(!(await row.textContent()).includes(rawKey), 'the list never shows the raw key');
     await shot(page, '08-key-issued');
+
+    // The first call shown with the key runs as pasted into a shell: the publish command
+    // answers 201, and the query command then lists the event it published.
+    const publish = (await page.getByTestId('curl-publish').textContent()).trim();
+    const query = (await page.getByTestId('curl-query').textContent()).trim();
+    for (const cmd of [publish, query]) {
+      assert.ok(cmd.includes(rawKey), `the command carries the new key:\n${cmd}`);
+      assert.ok(cmd.includes(`'${server.base}/v1/events`), `the command calls this service:\n${cmd}`);
+    }
+    assert.ok(publish.includes("-H 'Content-Type: application/json'"), `the publish command declares its JSON body:\n${publish}`);
+    const published = runCurl(publish);
+    assert.equal(published.status, 201, `the publish command answered ${published.status}: ${published.body}`);
+    const ev = JSON.parse(published.body);
+    const around = runCurl(query);
+    assert.equal(around.status, 200, `the query command answered ${around.status}: ${around.body}`);
+    assert.ok(JSON.parse(around.body).some((e) => e.event_id === ev.event_id), `the query lists ${ev.event_id}: ${around.body}`);
+    // The way to the rest of the interface.
+    assert.equal(await page.getByRole('link', { name: 'the API reference' }).getAttribute('href'), '/docs');
     await page.getByRole('button', { name: 'I have copied it' }).click();
     assert.equal(await page.getByTestId('raw-key').count(), 0);
   });
@@ -541,5 +572,64 @@ test('the console, from sign-up to a revoked key', async (t) => {
 
   assert.deepEqual(pageErrors, [], 'no script errors in the pages');
   assert.deepEqual(cspViolations, [], 'no Content-Security-Policy violations in the pages');
+  await ctx.close();
+});
+
+test('the API reference at /docs renders the service\'s own operations, with nothing from elsewhere', async () => {
+  const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  ctx.setDefaultTimeout(10000);
+  const requests = [];
+  ctx.on('request', (r) => requests.push(r.url()));
+  const cspViolations = [];
+  await watchCSP(ctx, 'reference', cspViolations);
+  const page = await ctx.newPage();
+  const pageErrors = [];
+  page.on('pageerror', (e) => pageErrors.push(e.message));
+
+  // docs/api.md §11.3: the reference runs under the console's strict policy.
+  const res = await page.goto(server.base + '/docs');
+  assert.equal(res.status(), 200);
+  const csp = res.headers()['content-security-policy'] ?? '';
+  for (const directive of ["default-src 'self'", "script-src 'self'", "style-src 'self'", "connect-src 'self'", "frame-ancestors 'none'"]) {
+    assert.ok(csp.includes(directive), `Content-Security-Policy ${JSON.stringify(csp)} lacks ${directive}`);
+  }
+  assert.ok(!csp.includes('unsafe-'), `Content-Security-Policy ${JSON.stringify(csp)} allows something unsafe`);
+
+  // Every operation of the served document is listed, by method, path and summary.
+  const doc = await (await fetch(server.base + '/openapi.json')).json();
+  const want = [];
+  for (const [path, ops] of Object.entries(doc.paths)) {
+    for (const [method, op] of Object.entries(ops)) want.push(`${method.toUpperCase()} ${path} ${op.summary}`);
+  }
+  await page.locator('.opblock-summary-path[data-path="/v1/stream/tickets"]').waitFor();
+  const listed = await page.locator('.opblock-summary').evaluateAll((els) =>
+    els.map((e) => {
+      const text = (sel) => e.querySelector(sel)?.textContent?.trim();
+      return `${text('.opblock-summary-method')} ${e.querySelector('.opblock-summary-path')?.dataset.path} ${text('.opblock-summary-description')}`;
+    }),
+  );
+  assert.deepEqual([...listed].sort(), [...want].sort());
+  for (const op of ['POST /v1/events Publish a road event', 'POST /v1/stream/tickets']) {
+    assert.ok(listed.some((l) => l.startsWith(op)), `the reference lists ${op}: ${listed.join('; ')}`);
+  }
+  // Opening the publish operation shows the document's description of it and an example body.
+  await page.locator('.opblock-summary', { has: page.locator('.opblock-summary-path[data-path="/v1/events"]') }).filter({ hasText: 'POST' }).click();
+  const opened = page.locator('.opblock-post.is-open');
+  await opened.getByRole('heading', { name: /^Request body/ }).waitFor();
+  const shown = (await opened.innerText()).replace(/\s+/g, ' ');
+  const described = doc.paths['/v1/events'].post.description.replace(/\s+/g, ' ');
+  assert.ok(shown.includes(described), `the publish operation shows its description ${JSON.stringify(described)}: ${shown.slice(0, 400)}`);
+  assert.ok(shown.includes('"type": "accident"'), `the publish operation shows an example body: ${shown.slice(0, 800)}`);
+  await shot(page, '19-api-reference');
+
+  // Bundled at build time: every request went to this machine (data: URLs are no request).
+  assert.ok(requests.some((u) => u === server.base + '/openapi.json'), `the page read /openapi.json: ${requests.join(' ')}`);
+  const elsewhere = requests.filter((u) => {
+    const url = new URL(u);
+    return url.protocol !== 'data:' && url.hostname !== '127.0.0.1';
+  });
+  assert.deepEqual(elsewhere, [], 'no request left 127.0.0.1');
+  assert.deepEqual(pageErrors, [], 'no script errors in the reference');
+  assert.deepEqual(cspViolations, [], 'no Content-Security-Policy violations in the reference');
   await ctx.close();
 });

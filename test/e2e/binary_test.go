@@ -12,11 +12,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/roadevents/roadevents/web"
 )
 
 var (
@@ -280,6 +283,54 @@ func TestBinaryServesAndLogsTheConsole(t *testing.T) {
 			t.Errorf("no access-log line for GET %s with a request id and a duration:\n%s", want, s.logs)
 		}
 	}
+}
+
+// A new user's first stop: GET / links the API reference, which go run . serves as an HTML
+// page under the console's Content-Security-Policy, with every script and stylesheet it names
+// (docs/api.md §11.3).
+func TestBinaryServesTheAPIReference(t *testing.T) {
+	s := start(t, filepath.Join(t.TempDir(), "data"))
+	var root struct{ Docs string }
+	if resp := getJSON(t, s.URL+"/", &root); resp.StatusCode != 200 || root.Docs == "" {
+		t.Fatalf("GET / = %d docs %q; want 200 with the reference's path", resp.StatusCode, root.Docs)
+	}
+	resp, page := get(t, s.URL+root.Docs)
+	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
+		t.Fatalf("GET %s = %d %q; want 200 text/html", root.Docs, resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	if got := resp.Header.Get("Content-Security-Policy"); got != web.ContentSecurityPolicy {
+		t.Errorf("GET %s Content-Security-Policy = %q; want the console's %q", root.Docs, got, web.ContentSecurityPolicy)
+	}
+	assets := regexp.MustCompile(`(?:src|href)="(/app/assets/[^"]+\.(?:js|css))"`).FindAllStringSubmatch(page, -1)
+	if len(assets) == 0 {
+		t.Fatalf("GET %s names no script or stylesheet under /app/assets/:\n%s", root.Docs, page)
+	}
+	for _, m := range assets {
+		if resp, body := get(t, s.URL+m[1]); resp.StatusCode != 200 || len(body) == 0 {
+			t.Errorf("GET %s (named by the reference) = %d, %d bytes; want 200 with the file", m[1], resp.StatusCode, len(body))
+		}
+	}
+	if err := s.stop(t); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// get fetches url and returns the answer with its body read.
+func get(t *testing.T, url string) (*http.Response, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, string(body)
 }
 
 // docs/operations.md §1 (a 2xx means the write is kept): a server killed with SIGKILL

@@ -285,6 +285,11 @@ export class Client {
     this.opts = opts;
   }
 
+  /** base is the API's origin as configured ("" for the console's own origin). */
+  get base(): string {
+    return this.opts.base;
+  }
+
   async request<T>(method: string, path: string, o: RequestOptions = {}): Promise<T> {
     let url = this.opts.base.replace(/\/$/, '') + path;
     if (o.query) {

@@ -5,10 +5,13 @@ import { act } from 'preact/test-utils';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { Organisation } from './api';
 import { App } from './app';
+import { publishCommand, queryCommand } from './firstcall';
 import { BASE } from './router';
 
 const ME = { user_id: 'usr_1', email: 'ann@example.com', display_name: null, locale: 'en', totp_enabled: false };
 const zero = { reads: 0, publishes: 0, signals: 0, stream_connects: 0, tickets: 0 };
+/** ISSUED is the raw key the fake service issues. */
+const ISSUED = 'svc_' + 'Zz9'.repeat(14) + 'Q';
 
 function org(org_id: string, name: string, role: 'owner' | 'member' = 'owner'): Organisation {
   return { org_id, name, plan: 'free', created_at: '2026-11-20T10:00:00Z', role };
@@ -20,6 +23,7 @@ function org(org_id: string, name: string, role: 'owner' | 'member' = 'owner'): 
  */
 class FakeService {
   member: Organisation[];
+  keys: unknown[] = [];
   calls: string[] = [];
   listStatus = 200;
 
@@ -50,6 +54,13 @@ class FakeService {
     }
     if (method === 'GET' && rest === 'members') {
       return json(200, { members: [{ user_id: ME.user_id, email: ME.email, role: o.role, joined_at: null }], invitations: [] });
+    }
+    if (method === 'GET' && rest === 'keys') return json(200, this.keys);
+    if (method === 'POST' && rest === 'keys') {
+      const { label, environment } = JSON.parse(String(init.body));
+      const apiKey = { key_id: 'key_1', label, environment, prefix: ISSUED.slice(0, 12), created_at: '2026-11-20T10:00:00Z' };
+      this.keys.push(apiKey);
+      return json(201, { key: ISSUED, api_key: apiKey });
     }
     if (method === 'POST' && rest === 'leave') {
       this.member = this.member.filter((x) => x.org_id !== o.org_id);
@@ -183,5 +194,32 @@ describe('the list follows membership changes', () => {
     });
     await vi.waitFor(() => expect(root.querySelector('.alert.error')?.textContent).toMatch(/not a member/));
     await vi.waitFor(() => expect(switcher()).toEqual(['Switch organisation…', 'Bravo', '+ New organisation']));
+  });
+});
+
+describe('a new user\'s first hour', () => {
+  it('links the API reference from the header', async () => {
+    await start('', [org('org_a', 'Alpha')]);
+    await vi.waitFor(() => expect(heading()).toBe('Alpha'));
+    const link = [...root.querySelectorAll('header a')].find((a) => a.textContent === 'API reference');
+    expect(link?.getAttribute('href')).toBe('/docs');
+  });
+
+  it('shows the first calls, with the new key and this origin, once the key is issued', async () => {
+    await start('orgs/org_a/keys', [org('org_a', 'Alpha')]);
+    await vi.waitFor(() => expect(root.textContent).toContain('No keys yet.'));
+    expect(root.querySelector('[data-testid="curl-publish"]')).toBeNull();
+    const label = root.querySelector('input[name="label"]') as HTMLInputElement;
+    await act(async () => {
+      label.value = 'Fleet app';
+      label.dispatchEvent(new Event('input', { bubbles: true }));
+    });
+    await click('Issue key');
+    await vi.waitFor(() => expect(root.querySelector('[data-testid="raw-key"]')?.textContent).toBe(ISSUED));
+    expect(root.querySelector('[data-testid="curl-publish"]')?.textContent).toBe(publishCommand(location.origin, ISSUED));
+    expect(root.querySelector('[data-testid="curl-query"]')?.textContent).toBe(queryCommand(location.origin, ISSUED));
+    // The commands go with the key: once the user has copied it, both are gone.
+    await click('I have copied it');
+    expect(root.querySelector('[data-testid="curl-publish"]')).toBeNull();
   });
 });

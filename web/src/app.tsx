@@ -4,7 +4,7 @@
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { Client, type Me, type Organisation, type Session } from './api';
 import { AppContext, type Ctx, useApp } from './context';
-import { href, navigate, onLinkClick, useRoute } from './router';
+import { REFERENCE, href, navigate, onLinkClick, useRoute } from './router';
 import { currentOrg, forgetLegacyOrgs, pendingInvite, token } from './state';
 import { Notice } from './ui';
 import { SignIn } from './pages/signin';
@@ -238,6 +238,7 @@ function Header({ orgId }: { orgId: string | null }) {
           <option value="__new">+ New organisation</option>
         </select>
       </label>
+      <a href={REFERENCE}>API reference</a>
       <nav class="user" aria-label="Account">
         <a href={href('account')}>{me.display_name || me.email}</a>
         <button

@@ -4,3 +4,8 @@ interface ImportMetaEnv {
   readonly VITE_API_BASE?: string;
 }
 declare module 'uplot/dist/uPlot.min.css';
+// The prebuilt Swagger UI bundle ships no types; the reference page calls it once.
+declare module 'swagger-ui-dist/swagger-ui-es-bundle.js' {
+  const SwaggerUI: (options: Record<string, unknown>) => unknown;
+  export default SwaggerUI;
+}

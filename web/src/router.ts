@@ -5,6 +5,12 @@ import { useEffect, useState } from 'preact/hooks';
 /** BASE is where the console is served, with its trailing slash. */
 export const BASE: string = import.meta.env.BASE_URL;
 
+/**
+ * REFERENCE is the API reference page, served beside the console but outside BASE
+ * (docs/api.md §11.3): links to it are ordinary page loads, which onLinkClick leaves alone.
+ */
+export const REFERENCE = '/docs';
+
 /** routePath is the path after the base, without leading or trailing slashes. */
 export function routePath(pathname: string = location.pathname): string {
   const p = pathname.startsWith(BASE) ? pathname.slice(BASE.length) : pathname.replace(/^\//, '');

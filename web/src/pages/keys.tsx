@@ -1,8 +1,10 @@
 // API keys (docs/api.md §4.4, §5): issue with an environment and, when the user has TOTP, a code
-// (step-up); the raw key is shown once; the list shows prefix and last use; revoke asks first.
+// (step-up); the raw key is shown once, with the first calls to make with it; the list shows
+// prefix and last use; revoke asks first.
 import { useState } from 'preact/hooks';
 import type { Environment, IssuedKey, Organisation } from '../api';
 import { useApp } from '../context';
+import { FirstCall, apiOrigin } from '../firstcall';
 import { Confirm, CopyButton, Field, FormError, Loading, Notice, formatTime, useForm, useLoad } from '../ui';
 
 /** Keys lists and issues the organisation's API keys. */
@@ -66,6 +68,7 @@ export function Keys({ org }: { org: Organisation }) {
           <button type="button" onClick={() => setIssued(null)}>
             I have copied it
           </button>
+          <FirstCall apiKey={issued.key} environment={issued.api_key.environment} origin={apiOrigin(client.base)} />
         </div>
       )}
 
