@@ -13,13 +13,40 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 fuzztime=${FUZZTIME:-30s}
 
-log() { printf '\n== %s\n' "$*"; }
+log() {
+	stage=$*
+	printf '\n== %s\n' "$*"
+}
+
+# Each suite leaves its counts in $counts (a line "passed failed skipped" per suite); the last
+# line of the run is their sum, also when a step failed before every suite ran.
+counts=$(mktemp -d)
+stage="starting"
+count() { echo "$2 $3 $4" >"$counts/$1"; }
+
+summary() { # exit status, stage reached
+	local passed=0 failed=0 skipped=0 p f s
+	for file in "$counts"/*; do
+		[ -e "$file" ] || continue
+		read -r p f s <"$file" || continue
+		passed=$((passed + ${p:-0})) failed=$((failed + ${f:-0})) skipped=$((skipped + ${s:-0}))
+	done
+	if [ "$1" -ne 0 ] && [ "$failed" -eq 0 ]; then
+		echo "$passed passed, $failed failed, $skipped skipped (stopped at: $2)"
+	else
+		echo "$passed passed, $failed failed, $skipped skipped"
+	fi
+}
 
 cleanup() {
 	status=$?
+	local at=$stage
 	log "stopping test services"
 	"$root/scripts/dynamodb-local.sh" stop || true
 	"$root/scripts/stripe-mock.sh" stop || true
+	log "summary (Go, Vitest and browser tests)"
+	summary "$status" "$at"
+	rm -rf "$counts"
 	exit "$status"
 }
 trap cleanup EXIT INT TERM
@@ -50,7 +77,14 @@ if [ -n "$(git status --porcelain -- web/dist)" ]; then
 fi
 
 log "console unit tests (Vitest)"
-(cd web && npm test)
+rc=0
+(cd web && npx vitest run --reporter=default --reporter=json --outputFile="$counts/vitest.json") || rc=$?
+if [ -e "$counts/vitest.json" ]; then
+	node -e 'const r = require(process.argv[1]); console.log(r.numPassedTests, r.numFailedTests, r.numPendingTests + r.numTodoTests)' \
+		"$counts/vitest.json" >"$counts/vitest"
+	rm "$counts/vitest.json"
+fi
+[ "$rc" -eq 0 ] || exit "$rc"
 
 log "go vet"
 go vet ./...
@@ -68,8 +102,12 @@ log "building the Lambda bootstraps (host architecture) for the packaging test"
 log "go test -race (every package)"
 # The summary fails the run if a test skipped for want of a service this script provides.
 # shellcheck disable=SC2086
+rc=0
 go test -race -count=1 -timeout 30m -json ${TEST_ARGS:-} ./... 2>&1 |
-	go run ./scripts/testsummary -forbid-skip 'scripts/test.sh'
+	go run ./scripts/testsummary -forbid-skip 'scripts/test.sh' | tee "$counts/go.out" || rc=$?
+sed -nE 's/^([0-9]+) passed, ([0-9]+) failed, ([0-9]+) skipped$/\1 \2 \3/p' "$counts/go.out" >"$counts/go"
+rm "$counts/go.out"
+[ "$rc" -eq 0 ] || exit "$rc"
 
 # Minimizing a new interesting input may take a minute by default, and no input is run
 # meanwhile, so it is bounded to 2 s and the fuzzing time goes to running inputs
@@ -87,4 +125,10 @@ if [ ! -x /usr/bin/chromium ]; then
 	$sudo_cmd apt-get update
 	$sudo_cmd apt-get install -y --no-install-recommends chromium
 fi
-(cd web && npm run browser-test)
+rc=0
+(cd web && node --test --test-concurrency=1 --test-reporter=spec --test-reporter-destination=stdout \
+	--test-reporter=tap --test-reporter-destination="$counts/browser.tap" ../test/browser/console.test.mjs) || rc=$?
+browser() { sed -nE "s/^# $1 ([0-9]+)$/\1/p" "$counts/browser.tap"; }
+count browser "$(browser pass)" "$(browser fail)" "$(browser skipped)"
+rm -f "$counts/browser.tap"
+[ "$rc" -eq 0 ] || exit "$rc"
