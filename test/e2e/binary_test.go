@@ -147,20 +147,9 @@ func (s *Server) stop(t *testing.T) error {
 
 func getJSON(t *testing.T, url string, into any) *http.Response {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp, body := get(t, url)
 	if into != nil {
-		if err := json.Unmarshal(body, into); err != nil {
+		if err := json.Unmarshal([]byte(body), into); err != nil {
 			t.Fatalf("GET %s: body is not JSON (%v): %s", url, err, body)
 		}
 	}
