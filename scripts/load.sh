@@ -72,11 +72,7 @@ echo "EVENTS=$events CLIENTS=$clients DURATION=$duration RUNS=$runs SEED=$seed P
 echo "RATES_1000=\"$rates_1000\" RATES_9780=\"$rates_9780\""
 
 log "building"
-if [[ -n ${SERVER_BIN:-} ]]; then
-	cp "$SERVER_BIN" "$tmp/roadevents"
-else
-	go build -o "$tmp/roadevents" .
-fi
+server_binary "$tmp/roadevents"
 go build -o "$tmp/loadgen" ./scripts/loadgen
 
 log "issuing a live API key"

@@ -36,11 +36,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 echo "== building"
-if [[ -n ${SERVER_BIN:-} ]]; then
-	cp "$SERVER_BIN" "$tmp/roadevents"
-else
-	go build -o "$tmp/roadevents" .
-fi
+server_binary "$tmp/roadevents"
 go build -o "$tmp/soak" ./scripts/soak
 
 echo "== starting the server"

@@ -111,11 +111,7 @@ if [[ " $stores " == *" dynamodb "* ]]; then
 fi
 
 log "building"
-if [[ -n ${SERVER_BIN:-} ]]; then
-	cp "$SERVER_BIN" "$tmp/roadevents"
-else
-	go build -o "$tmp/roadevents" .
-fi
+server_binary "$tmp/roadevents"
 go build -o "$tmp/streamload" ./scripts/streamload
 
 # start_server STORE RUN: a fresh server for one run, its key in STREAMLOAD_API_KEY.

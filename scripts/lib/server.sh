@@ -1,5 +1,15 @@
 # shellcheck shell=bash
-# What the load and soak scripts share about the server they measure: starting it.
+# What the load and soak scripts share about the server they measure: building and starting it.
+
+# server_binary DEST puts the server to measure at DEST: SERVER_BIN when set (one side of an
+# interleaved A/B pair), else a build of this checkout.
+server_binary() {
+	if [[ -n ${SERVER_BIN:-} ]]; then
+		cp "$SERVER_BIN" "$1"
+	else
+		go build -o "$1" .
+	fi
+}
 
 # start_roadevents BIN LOGFILE [FLAGS...] starts the server BIN on a free loopback port (the
 # kernel picks it, the server prints the address it got) with FLAGS and its output in
