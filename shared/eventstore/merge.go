@@ -202,6 +202,41 @@ func guardOps(guards []guard, now time.Time) []store.Op {
 	return ops
 }
 
+// placement is where a report about to be stored active stands for the merge: the cells it is
+// indexed under, its merge guards, locked (and read, unless the Store is the only writer)
+// until release, and the report it duplicates, if found.
+type placement struct {
+	cells    []string
+	guards   []guard
+	release  func()
+	survivor event.Event
+	found    bool
+}
+
+// place computes ev's index cells, takes its merge guards and then searches, at now, the report
+// it duplicates: the order that makes the guards catch a report written meanwhile. On success
+// the caller must call release once its transaction is written (or abandoned).
+func (s *Store) place(ctx context.Context, ev event.Event, now time.Time) (placement, error) {
+	cells, fine, err := indexCells(ev.Extent())
+	if err != nil {
+		return placement{}, err
+	}
+	search, err := dupSearch(ev)
+	if err != nil {
+		return placement{}, err
+	}
+	guards, release, err := s.takeGuards(ctx, ev, fine, search)
+	if err != nil {
+		return placement{}, err
+	}
+	surv, found, err := s.survivor(ctx, ev, search, now)
+	if err != nil {
+		release()
+		return placement{}, err
+	}
+	return placement{cells: cells, guards: guards, release: release, survivor: surv, found: found}, nil
+}
+
 // maxCandidates bounds the events read to choose a survivor: the nearest ones the search finds.
 const maxCandidates = 25
 

@@ -320,37 +320,23 @@ func (s *Store) Publish(ctx context.Context, c Caller, in event.EventIn) (event.
 // duplicates, or active. The event item is operation 0, written on condition that none
 // exists.
 func (s *Store) publishOnce(ctx context.Context, c Caller, id string, in event.EventIn) (event.Event, error) {
-	ev := event.New(in, c.Org, c.Environment, id, s.clock.Now())
-	cells, fine, err := indexCells(ev.Extent())
-	if err != nil {
-		return event.Event{}, err
-	}
-	search, err := dupSearch(ev)
-	if err != nil {
-		return event.Event{}, err
-	}
-	guards, unlock, err := s.takeGuards(ctx, ev, fine, search)
-	if err != nil {
-		return event.Event{}, err
-	}
 	now := s.clock.Now()
-	surv, found, err := s.survivor(ctx, ev, search, now)
-	if err != nil || found {
-		unlock()
-	}
+	ev := event.New(in, c.Org, c.Environment, id, now)
+	p, err := s.place(ctx, ev, now)
 	if err != nil {
 		return event.Event{}, err
 	}
-	if found {
-		return s.publishMerged(ctx, ev, surv.ID)
+	if p.found {
+		p.release()
+		return s.publishMerged(ctx, ev, p.survivor.ID)
 	}
-	defer unlock()
-	ops, err := s.changeOps(ev, store.IfNotExists(), nil, cells, nil, now)
+	defer p.release()
+	ops, err := s.changeOps(ev, store.IfNotExists(), nil, p.cells, nil, now)
 	if err != nil {
 		return event.Event{}, err
 	}
 	ops = append(ops, store.PutOp(s.orgItem(ev), store.Condition{}))
-	ops = append(ops, guardOps(guards, now)...)
+	ops = append(ops, guardOps(p.guards, now)...)
 	return ev, s.transact(ctx, ops)
 }
 
@@ -404,30 +390,18 @@ func (s *Store) reviseOnce(ctx context.Context, c Caller, id string, in event.Re
 	if _, err := ev.Revise(in, now); err != nil {
 		return event.Event{}, overError(err, ev, now)
 	}
-	next, fine, err := indexCells(ev.Extent())
+	p, err := s.place(ctx, ev, now)
 	if err != nil {
 		return event.Event{}, err
 	}
-	search, err := dupSearch(ev)
-	if err != nil {
-		return event.Event{}, err
-	}
-	guards, unlock, err := s.takeGuards(ctx, ev, fine, search)
-	if err != nil {
-		return event.Event{}, err
-	}
-	defer unlock()
-	surv, found, err := s.survivor(ctx, ev, search, now)
-	if err != nil {
-		return event.Event{}, err
-	}
+	defer p.release()
 	cond := store.IfEqual(attrVersion, read)
-	if found {
-		merged, ops, err := s.mergeOps(ctx, ev, cond, cells, surv.ID, now)
+	if p.found {
+		merged, ops, err := s.mergeOps(ctx, ev, cond, cells, p.survivor.ID, now)
 		if err != nil {
 			return event.Event{}, err
 		}
-		eop, err := s.entryOp(merged, event.Entry{At: now.UTC(), Kind: event.EntryMerged, Duplicate: surv.ID,
+		eop, err := s.entryOp(merged, event.Entry{At: now.UTC(), Kind: event.EntryMerged, Duplicate: p.survivor.ID,
 			ExpiresBefore: before, ExpiresAfter: merged.ExpiresAt, Ended: true})
 		if err != nil {
 			return event.Event{}, err
@@ -439,7 +413,7 @@ func (s *Store) reviseOnce(ctx context.Context, c Caller, id string, in event.Re
 			return merged, s.transact(ctx, ops)
 		}
 	}
-	ops, err := s.changeOps(ev, cond, cells, next, nil, now)
+	ops, err := s.changeOps(ev, cond, cells, p.cells, nil, now)
 	if err != nil {
 		return event.Event{}, err
 	}
@@ -450,7 +424,7 @@ func (s *Store) reviseOnce(ctx context.Context, c Caller, id string, in event.Re
 	ops = append(ops, eop)
 	// A revision moving a long extent far may leave no room for the guards; it is then
 	// written without them (docs/network.md §1).
-	if g := guardOps(guards, now); len(ops)+len(g) <= store.MaxTransactOps {
+	if g := guardOps(p.guards, now); len(ops)+len(g) <= store.MaxTransactOps {
 		ops = append(ops, g...)
 	}
 	return ev, s.transact(ctx, ops)
