@@ -7,6 +7,7 @@ import type { Organisation } from './api';
 import { App } from './app';
 import { publishCommand, queryCommand } from './firstcall';
 import { BASE } from './router';
+import { mountPoint } from './testing';
 
 const ME = { user_id: 'usr_1', email: 'ann@example.com', display_name: null, locale: 'en', totp_enabled: false };
 const zero = { reads: 0, publishes: 0, signals: 0, stream_connects: 0, tickets: 0 };
@@ -70,21 +71,17 @@ class FakeService {
   };
 }
 
-let root: HTMLElement;
 let service: FakeService;
 
 beforeEach(() => {
-  root = document.createElement('div');
-  document.body.appendChild(root);
   sessionStorage.clear();
   localStorage.clear();
   sessionStorage.setItem('roadevents.session', 'ses_old');
 });
 afterEach(() => {
-  render(null, root);
-  root.remove();
   vi.unstubAllGlobals();
 });
+const mount = mountPoint();
 
 /** start opens the console at path (under /app/) against service and waits for it to settle. */
 async function start(path: string, member: Organisation[]) {
@@ -92,22 +89,22 @@ async function start(path: string, member: Organisation[]) {
   vi.stubGlobal('fetch', service.fetch);
   history.replaceState(null, '', BASE + path);
   await act(async () => {
-    render(<App apiBase="" />, root);
+    render(<App apiBase="" />, mount.el);
   });
 }
 
 /** switcher returns the labels of the organisation switcher's options. */
 function switcher(): string[] {
-  const select = root.querySelector('label.org-switch select') as HTMLSelectElement | null;
+  const select = mount.el.querySelector('label.org-switch select') as HTMLSelectElement | null;
   return select ? [...select.options].map((o) => o.textContent ?? '') : [];
 }
 
 function heading(): string | undefined {
-  return root.querySelector('h1')?.textContent ?? undefined;
+  return mount.el.querySelector('h1')?.textContent ?? undefined;
 }
 
 async function click(text: string) {
-  const button = [...root.querySelectorAll('button')].find((b) => b.textContent === text);
+  const button = [...mount.el.querySelectorAll('button')].find((b) => b.textContent === text);
   expect(button, `a button "${text}"`).toBeTruthy();
   await act(async () => {
     button!.click();
@@ -159,9 +156,9 @@ describe('the organisations come from the server', () => {
     vi.stubGlobal('fetch', service.fetch);
     history.replaceState(null, '', BASE);
     await act(async () => {
-      render(<App apiBase="" />, root);
+      render(<App apiBase="" />, mount.el);
     });
-    await vi.waitFor(() => expect(root.querySelector('.alert.error')?.textContent).toBe('The service is failing.'));
+    await vi.waitFor(() => expect(mount.el.querySelector('.alert.error')?.textContent).toBe('The service is failing.'));
     service.listStatus = 200;
     await click('Try again');
     await vi.waitFor(() => expect(heading()).toBe('Alpha'));
@@ -171,7 +168,7 @@ describe('the organisations come from the server', () => {
 describe('the list follows membership changes', () => {
   it('takes an organisation off the switcher after leaving it, and opens another', async () => {
     await start('orgs/org_a/members', [org('org_a', 'Alpha', 'member'), org('org_b', 'Bravo')]);
-    await vi.waitFor(() => expect(root.textContent).toContain('(you)'));
+    await vi.waitFor(() => expect(mount.el.textContent).toContain('(you)'));
     expect(switcher()).toEqual(['Alpha', 'Bravo', '+ New organisation']);
     await click('Leave');
     await click('Yes, leave');
@@ -187,12 +184,12 @@ describe('the list follows membership changes', () => {
     expect(switcher()).toEqual(['Alpha', 'Bravo', '+ New organisation']);
     // An owner removes the user from Alpha elsewhere; choosing it in the switcher is a 404.
     service.member = service.member.filter((o) => o.org_id !== 'org_a');
-    const select = root.querySelector('label.org-switch select') as HTMLSelectElement;
+    const select = mount.el.querySelector('label.org-switch select') as HTMLSelectElement;
     await act(async () => {
       select.value = 'org_a';
       select.dispatchEvent(new Event('change', { bubbles: true }));
     });
-    await vi.waitFor(() => expect(root.querySelector('.alert.error')?.textContent).toMatch(/not a member/));
+    await vi.waitFor(() => expect(mount.el.querySelector('.alert.error')?.textContent).toMatch(/not a member/));
     await vi.waitFor(() => expect(switcher()).toEqual(['Switch organisation…', 'Bravo', '+ New organisation']));
   });
 });
@@ -201,25 +198,25 @@ describe('a new user\'s first hour', () => {
   it('links the API reference from the header', async () => {
     await start('', [org('org_a', 'Alpha')]);
     await vi.waitFor(() => expect(heading()).toBe('Alpha'));
-    const link = [...root.querySelectorAll('header a')].find((a) => a.textContent === 'API reference');
+    const link = [...mount.el.querySelectorAll('header a')].find((a) => a.textContent === 'API reference');
     expect(link?.getAttribute('href')).toBe('/docs');
   });
 
   it('shows the first calls, with the new key and this origin, once the key is issued', async () => {
     await start('orgs/org_a/keys', [org('org_a', 'Alpha')]);
-    await vi.waitFor(() => expect(root.textContent).toContain('No keys yet.'));
-    expect(root.querySelector('[data-testid="curl-publish"]')).toBeNull();
-    const label = root.querySelector('input[name="label"]') as HTMLInputElement;
+    await vi.waitFor(() => expect(mount.el.textContent).toContain('No keys yet.'));
+    expect(mount.el.querySelector('[data-testid="curl-publish"]')).toBeNull();
+    const label = mount.el.querySelector('input[name="label"]') as HTMLInputElement;
     await act(async () => {
       label.value = 'Fleet app';
       label.dispatchEvent(new Event('input', { bubbles: true }));
     });
     await click('Issue key');
-    await vi.waitFor(() => expect(root.querySelector('[data-testid="raw-key"]')?.textContent).toBe(ISSUED));
-    expect(root.querySelector('[data-testid="curl-publish"]')?.textContent).toBe(publishCommand(location.origin, ISSUED));
-    expect(root.querySelector('[data-testid="curl-query"]')?.textContent).toBe(queryCommand(location.origin, ISSUED));
+    await vi.waitFor(() => expect(mount.el.querySelector('[data-testid="raw-key"]')?.textContent).toBe(ISSUED));
+    expect(mount.el.querySelector('[data-testid="curl-publish"]')?.textContent).toBe(publishCommand(location.origin, ISSUED));
+    expect(mount.el.querySelector('[data-testid="curl-query"]')?.textContent).toBe(queryCommand(location.origin, ISSUED));
     // The commands go with the key: once the user has copied it, both are gone.
     await click('I have copied it');
-    expect(root.querySelector('[data-testid="curl-publish"]')).toBeNull();
+    expect(mount.el.querySelector('[data-testid="curl-publish"]')).toBeNull();
   });
 });

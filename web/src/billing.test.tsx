@@ -1,9 +1,10 @@
 import { render } from 'preact';
 import { act } from 'preact/test-utils';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ApiError, type BillingSummary, type Client, type Organisation, type Plan } from './api';
 import { AppContext, type Ctx } from './context';
 import { Billing } from './pages/billing';
+import { mountPoint } from './testing';
 
 const plans: Plan[] = [
   { plan_id: 'free', name: 'Free', monthly_price_cents: 0, currency: 'usd', included_reads: 100000, live_key_cap: 1, seat_cap: 3, self_serve: false },
@@ -15,16 +16,10 @@ function summary(over: Partial<BillingSummary> = {}): BillingSummary {
   return { org_id: 'org_1', plan: plans[0], period_start: '2026-11-01', period_end: '2026-11-30', totals: zero, included_reads: 100000, billing_configured: true, subscription_active: false, ...over };
 }
 
-let root: HTMLElement;
-beforeEach(() => {
-  root = document.createElement('div');
-  document.body.appendChild(root);
-});
 afterEach(() => {
-  render(null, root);
-  root.remove();
   vi.restoreAllMocks();
 });
+const mount = mountPoint();
 
 async function show(role: 'owner' | 'member', client: Partial<Client>) {
   const org: Organisation = { org_id: 'org_1', name: 'Acme', plan: 'free', role };
@@ -34,7 +29,7 @@ async function show(role: 'owner' | 'member', client: Partial<Client>) {
       <AppContext.Provider value={ctx}>
         <Billing org={org} />
       </AppContext.Provider>,
-      root,
+      mount.el,
     );
   });
   await act(async () => {
@@ -43,15 +38,15 @@ async function show(role: 'owner' | 'member', client: Partial<Client>) {
 }
 
 function button(name: string): HTMLButtonElement | undefined {
-  return [...root.querySelectorAll('button')].find((b) => b.textContent === name);
+  return [...mount.el.querySelectorAll('button')].find((b) => b.textContent === name);
 }
 
 describe('billing page', () => {
   it('says plainly when billing is off, and offers no checkout', async () => {
     await show('owner', { billing: async () => summary({ billing_configured: false, plan: plans[0] }) });
-    expect(root.textContent).toContain('Billing is not set up on this deployment');
+    expect(mount.el.textContent).toContain('Billing is not set up on this deployment');
     expect(button('Choose Team')).toBeUndefined();
-    expect(root.textContent).toContain('Sales-led: contact us.');
+    expect(mount.el.textContent).toContain('Sales-led: contact us.');
   });
 
   it('explains a 503 from checkout', async () => {
@@ -66,15 +61,15 @@ describe('billing page', () => {
       await new Promise((r) => setTimeout(r, 0));
     });
     expect(checkout).toHaveBeenCalledWith('org_1', 'team');
-    expect(root.querySelector('[role="alert"]')?.textContent).toBe('Billing is not set up on this deployment, so plans cannot be bought here.');
+    expect(mount.el.querySelector('[role="alert"]')?.textContent).toBe('Billing is not set up on this deployment, so plans cannot be bought here.');
   });
 
   it('gives members a read-only view', async () => {
     const checkout = vi.fn();
     await show('member', { billing: async () => summary(), checkout });
-    expect(root.textContent).toContain('You are a member: only owners can change the plan');
+    expect(mount.el.textContent).toContain('You are a member: only owners can change the plan');
     expect(button('Choose Team')).toBeUndefined();
-    expect(root.textContent).toContain('An owner can choose this plan.');
+    expect(mount.el.textContent).toContain('An owner can choose this plan.');
   });
 
   it('offers the portal to a subscribed organisation instead of checkout', async () => {

@@ -2,8 +2,9 @@
 // with the key, the API's origin and a JSON body the service accepts.
 import { render } from 'preact';
 import { act } from 'preact/test-utils';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { FIRST_EVENT, FirstCall, apiOrigin, publishCommand, queryCommand, shellQuote } from './firstcall';
+import { mountPoint } from './testing';
 
 const KEY = 'svc_' + 'A1b2C3d4E5'.repeat(4) + 'xyz';
 const ORIGIN = 'https://roads.example';
@@ -37,16 +38,10 @@ function shellWords(cmd: string): string[] {
   return words;
 }
 
-let root: HTMLElement;
-beforeEach(() => {
-  root = document.createElement('div');
-  document.body.appendChild(root);
-});
 afterEach(() => {
-  render(null, root);
-  root.remove();
   vi.unstubAllGlobals();
 });
+const mount = mountPoint();
 
 describe('the first call', () => {
   it('publishes a valid accident with the key, as JSON, to the API', () => {
@@ -90,23 +85,23 @@ describe('the first call', () => {
   it('shows both commands with copy buttons and links the API reference', async () => {
     const writeText = vi.fn(async () => {});
     vi.stubGlobal('navigator', { clipboard: { writeText } });
-    render(<FirstCall apiKey={KEY} environment="sandbox" origin={ORIGIN} />, root);
-    expect(root.querySelector('[data-testid="curl-publish"]')?.textContent).toBe(publishCommand(ORIGIN, KEY));
-    expect(root.querySelector('[data-testid="curl-query"]')?.textContent).toBe(queryCommand(ORIGIN, KEY));
-    const copy = [...root.querySelectorAll('button')].find((b) => b.textContent === 'Copy publish command');
+    render(<FirstCall apiKey={KEY} environment="sandbox" origin={ORIGIN} />, mount.el);
+    expect(mount.el.querySelector('[data-testid="curl-publish"]')?.textContent).toBe(publishCommand(ORIGIN, KEY));
+    expect(mount.el.querySelector('[data-testid="curl-query"]')?.textContent).toBe(queryCommand(ORIGIN, KEY));
+    const copy = [...mount.el.querySelectorAll('button')].find((b) => b.textContent === 'Copy publish command');
     await act(async () => {
       copy!.click();
     });
     expect(writeText).toHaveBeenCalledWith(publishCommand(ORIGIN, KEY));
-    const link = [...root.querySelectorAll('a')].find((a) => a.textContent === 'the API reference');
+    const link = [...mount.el.querySelectorAll('a')].find((a) => a.textContent === 'the API reference');
     expect(link?.getAttribute('href')).toBe('/docs');
   });
 
   it('warns that a live key publishes to every live reader, and not for a sandbox key', () => {
-    render(<FirstCall apiKey={KEY} environment="live" origin={ORIGIN} />, root);
-    expect(root.querySelector('.alert.warning')?.textContent).toMatch(/live key: an event it publishes is seen by every live reader/);
-    render(<FirstCall apiKey={KEY} environment="sandbox" origin={ORIGIN} />, root);
-    expect(root.querySelector('.alert.warning')).toBeNull();
-    expect(root.textContent).toMatch(/live readers never see/);
+    render(<FirstCall apiKey={KEY} environment="live" origin={ORIGIN} />, mount.el);
+    expect(mount.el.querySelector('.alert.warning')?.textContent).toMatch(/live key: an event it publishes is seen by every live reader/);
+    render(<FirstCall apiKey={KEY} environment="sandbox" origin={ORIGIN} />, mount.el);
+    expect(mount.el.querySelector('.alert.warning')).toBeNull();
+    expect(mount.el.textContent).toMatch(/live readers never see/);
   });
 });

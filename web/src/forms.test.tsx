@@ -1,19 +1,12 @@
 import { render } from 'preact';
 import { act } from 'preact/test-utils';
 import { useState } from 'preact/hooks';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ApiError } from './api';
 import { Field, FormError, formErrors, useForm } from './ui';
+import { mountPoint } from './testing';
 
-let root: HTMLElement;
-beforeEach(() => {
-  root = document.createElement('div');
-  document.body.appendChild(root);
-});
-afterEach(() => {
-  render(null, root);
-  root.remove();
-});
+const mount = mountPoint();
 
 /** KeyForm is a form shaped like the key form, failing with err when submitted. */
 function KeyForm({ err }: { err: ApiError }) {
@@ -36,7 +29,7 @@ function KeyForm({ err }: { err: ApiError }) {
 
 async function submit() {
   await act(async () => {
-    root.querySelector('form')!.dispatchEvent(new Event('submit', { cancelable: true, bubbles: true }));
+    mount.el.querySelector('form')!.dispatchEvent(new Event('submit', { cancelable: true, bubbles: true }));
   });
   // Let the rejected promise settle and the state update render.
   await act(async () => {
@@ -45,7 +38,7 @@ async function submit() {
 }
 
 function input(name: string): HTMLInputElement {
-  return root.querySelector(`input[name="${name}"]`) as HTMLInputElement;
+  return mount.el.querySelector(`input[name="${name}"]`) as HTMLInputElement;
 }
 
 describe('forms show API errors where they belong', () => {
@@ -53,7 +46,7 @@ describe('forms show API errors where they belong', () => {
     const err = new ApiError(422, 'Please correct the highlighted fields.', [
       { type: 'string_too_long', loc: ['body', 'label'], msg: 'String should have at most 120 characters' },
     ]);
-    render(<KeyForm err={err} />, root);
+    render(<KeyForm err={err} />, mount.el);
     await submit();
     const label = input('label');
     expect(label.getAttribute('aria-invalid')).toBe('true');
@@ -61,25 +54,25 @@ describe('forms show API errors where they belong', () => {
     expect(document.getElementById(describedBy)?.textContent).toBe('String should have at most 120 characters');
     expect(input('totp_code').getAttribute('aria-invalid')).toBeNull();
     // A field error alone needs no form-level banner.
-    expect(root.querySelector('.alert.error')).toBeNull();
+    expect(mount.el.querySelector('.alert.error')).toBeNull();
   });
 
   it('shows a handler error (403 wrong TOTP code) for the whole form', async () => {
-    render(<KeyForm err={new ApiError(403, 'The authenticator code is missing or wrong.')} />, root);
+    render(<KeyForm err={new ApiError(403, 'The authenticator code is missing or wrong.')} />, mount.el);
     await submit();
-    expect(root.querySelector('.alert.error')?.textContent).toBe('The authenticator code is missing or wrong.');
+    expect(mount.el.querySelector('.alert.error')?.textContent).toBe('The authenticator code is missing or wrong.');
     expect(input('label').getAttribute('aria-invalid')).toBeNull();
   });
 
   it('shows a 429 with its wait', async () => {
-    render(<KeyForm err={new ApiError(429, 'Too many attempts. Try again in 2 minutes.', [], 120)} />, root);
+    render(<KeyForm err={new ApiError(429, 'Too many attempts. Try again in 2 minutes.', [], 120)} />, mount.el);
     await submit();
-    expect(root.querySelector('[role="alert"]')?.textContent).toBe('Too many attempts. Try again in 2 minutes.');
+    expect(mount.el.querySelector('[role="alert"]')?.textContent).toBe('Too many attempts. Try again in 2 minutes.');
   });
 
   it('clears old errors on the next submit', async () => {
     let err = new ApiError(422, 'x', [{ type: 'missing', loc: ['body', 'label'], msg: 'Field required' }]);
-    const { rerender } = { rerender: (e: ApiError) => render(<KeyForm err={e} />, root) };
+    const { rerender } = { rerender: (e: ApiError) => render(<KeyForm err={e} />, mount.el) };
     rerender(err);
     await submit();
     expect(input('label').getAttribute('aria-invalid')).toBe('true');
@@ -87,7 +80,7 @@ describe('forms show API errors where they belong', () => {
     rerender(err);
     await submit();
     expect(input('label').getAttribute('aria-invalid')).toBeNull();
-    expect(root.querySelector('.alert.error')?.textContent).toBe('The live key cap of your plan is reached.');
+    expect(mount.el.querySelector('.alert.error')?.textContent).toBe('The live key cap of your plan is reached.');
   });
 });
 

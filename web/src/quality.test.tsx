@@ -1,9 +1,10 @@
 import { render } from 'preact';
 import { act } from 'preact/test-utils';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Client, Organisation, ReputationReport } from './api';
 import { AppContext, type Ctx } from './context';
 import { Quality } from './pages/quality';
+import { mountPoint } from './testing';
 
 const report: ReputationReport = {
   org_id: 'org_1',
@@ -17,15 +18,7 @@ const report: ReputationReport = {
   ],
 };
 
-let root: HTMLElement;
-beforeEach(() => {
-  root = document.createElement('div');
-  document.body.appendChild(root);
-});
-afterEach(() => {
-  render(null, root);
-  root.remove();
-});
+const mount = mountPoint();
 
 async function show(r: ReputationReport) {
   const org: Organisation = { org_id: 'org_1', name: 'Acme', plan: 'free', role: 'member' };
@@ -35,7 +28,7 @@ async function show(r: ReputationReport) {
       <AppContext.Provider value={ctx}>
         <Quality org={org} />
       </AppContext.Provider>,
-      root,
+      mount.el,
     );
   });
   await act(async () => {
@@ -46,11 +39,11 @@ async function show(r: ReputationReport) {
 describe('quality page', () => {
   it('shows each environment\'s band and numbers, and says what a poor standing does', async () => {
     await show(report);
-    expect(root.querySelector('[data-testid="band-live"]')?.textContent).toBe('Poor');
-    expect(root.querySelector('[data-testid="standing-live"]')?.textContent).toContain('20 %');
-    expect(root.querySelector('[role="alert"]')?.textContent).toContain('Your active live events are invalidated');
-    expect(root.querySelector('[data-testid="band-sandbox"]')?.textContent).toBe('New');
-    expect(root.querySelector('[data-testid="standing-sandbox"]')?.textContent).toContain('—');
-    expect(root.textContent).toContain('0 of the 20 decided events needed');
+    expect(mount.el.querySelector('[data-testid="band-live"]')?.textContent).toBe('Poor');
+    expect(mount.el.querySelector('[data-testid="standing-live"]')?.textContent).toContain('20 %');
+    expect(mount.el.querySelector('[role="alert"]')?.textContent).toContain('Your active live events are invalidated');
+    expect(mount.el.querySelector('[data-testid="band-sandbox"]')?.textContent).toBe('New');
+    expect(mount.el.querySelector('[data-testid="standing-sandbox"]')?.textContent).toContain('—');
+    expect(mount.el.textContent).toContain('0 of the 20 decided events needed');
   });
 });
