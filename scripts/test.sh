@@ -22,7 +22,6 @@ log() {
 # line of the run is their sum, also when a step failed before every suite ran.
 counts=$(mktemp -d)
 stage="starting"
-count() { echo "$2 $3 $4" >"$counts/$1"; }
 
 summary() { # exit status, stage reached
 	local passed=0 failed=0 skipped=0 p f s
@@ -129,6 +128,6 @@ rc=0
 (cd web && node --test --test-concurrency=1 --test-reporter=spec --test-reporter-destination=stdout \
 	--test-reporter=tap --test-reporter-destination="$counts/browser.tap" ../test/browser/console.test.mjs) || rc=$?
 browser() { sed -nE "s/^# $1 ([0-9]+)$/\1/p" "$counts/browser.tap"; }
-count browser "$(browser pass)" "$(browser fail)" "$(browser skipped)"
+echo "$(browser pass) $(browser fail) $(browser skipped)" >"$counts/browser"
 rm -f "$counts/browser.tap"
 [ "$rc" -eq 0 ] || exit "$rc"
