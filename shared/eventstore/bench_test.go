@@ -72,7 +72,7 @@ func cityStore(b *testing.B) *eventstore.Store {
 		if bigCity.err != nil {
 			return
 		}
-		bigCity.store, bigCity.err = eventstore.New(bigCity.table, eventstore.Options{IDKey: testIDKey, Clock: clk, CacheBytes: 256 << 20})
+		bigCity.store, bigCity.err = eventstore.New(bigCity.table, eventstore.Options{IDKey: testIDKey, Clock: clk, CacheBytes: 512 << 20, SoleWriter: true})
 		if bigCity.err != nil {
 			return
 		}

@@ -25,9 +25,10 @@ import (
 // whose file no other process can open while it runs (Options.CacheBytes); a table written by
 // several processes (DynamoDB behind Lambdas) must not use it.
 //
-// Coherence within the process: a partition is filled from a table read only if no write
-// touched it since the read began (gen), and no eviction happened meanwhile (epoch), so a slow
-// reader cannot put back a partition older than a write it raced with.
+// Coherence within the process: a partition is filled from a table read only if every write
+// that touched it since the read began is replayed on top (gen, pending), and no eviction
+// happened meanwhile (epoch), so a slow reader cannot put back a partition older than a write
+// it raced with.
 type partCache struct {
 	limit int64        // bytes; over it, partitions are evicted at random
 	size  atomic.Int64 // bytes held
@@ -44,16 +45,24 @@ type cacheShard struct {
 	parts map[string]*part
 }
 
-// part is one partition: loaded, its records; not loaded, a place to count writes (gen).
+// part is one partition: loaded, its records; not loaded, a place to count writes (gen) and,
+// while a reader that missed reads the table, to keep them (pending).
 type part struct {
-	mu      sync.RWMutex
-	gen     uint64 // writes applied or refused since the part was made
-	loaded  bool
-	groups  []group          // the records, by the grid square of their first position
-	byKey   map[groupKey]int // grid square -> index in groups
-	where   map[string]slot  // event id -> place of its record
-	bytes   int64
-	pruneAt int64 // Unix nanoseconds after which expired records are dropped (prune)
+	mu     sync.RWMutex
+	gen    uint64 // writes applied or refused since the part was made
+	loaded bool
+	// While watching, every write applied to the unloaded part since gen was since is kept in
+	// pending, so that a fill replays the writes its read may have missed instead of being
+	// refused: a cell written more often than it can be read (a busy one, under the duplicate
+	// search of every publish there) would otherwise never load.
+	watching bool
+	since    uint64
+	pending  []pendingWrite
+	groups   []group          // the records, by the grid square of their first position
+	byKey    map[groupKey]int // grid square -> index in groups
+	where    map[string]slot  // event id -> place of its record
+	bytes    int64
+	pruneAt  int64 // Unix nanoseconds after which expired records are dropped (prune)
 }
 
 // group is the records of a partition of one kind (points or LineStrings) whose first
@@ -132,6 +141,54 @@ func (p *part) remove(at slot) {
 	g.recs = g.recs[:last]
 }
 
+// pendingWrite is a write applied to an unloaded part while it was watched, and the gen it
+// made.
+type pendingWrite struct {
+	gen uint64
+	op  store.Op
+}
+
+// maxPending bounds the writes a watched part keeps: a reader that never fills (its read
+// failed) must not make the part grow for good. Past it, the part stops watching and the
+// fills begun before are refused.
+const maxPending = 64
+
+// change applies a put or delete of an index item to the loaded part, and returns the bytes
+// it grows by (negative when it shrinks). The caller holds p.mu.
+func (p *part) change(op store.Op) (int64, error) {
+	switch op.Kind {
+	case store.OpPut:
+		r, err := cacheRecord(op.Item, true)
+		if err != nil {
+			return 0, err
+		}
+		return p.put(r), nil
+	case store.OpDelete:
+		at, ok := p.where[op.TargetKey().SK]
+		if !ok {
+			return 0, nil
+		}
+		size := p.groups[at.group].recs[at.i].size
+		p.bytes -= size
+		p.remove(at)
+		return -size, nil
+	}
+	return 0, nil
+}
+
+// keep records a write to the unloaded part if it is watched; a write whose outcome is
+// unknown (err) ends the watch, as one too many does. The caller holds p.mu.
+func (p *part) keep(op store.Op, err error) {
+	if !p.watching {
+		return
+	}
+	if err != nil || len(p.pending) == maxPending {
+		p.watching, p.pending = false, nil
+		return
+	}
+	p.pending = append(p.pending, pendingWrite{gen: p.gen, op: op})
+}
+
 // load makes the part hold recs, and returns their bytes. The caller holds p.mu.
 func (p *part) load(recs []cachedRec) int64 {
 	p.loaded, p.groups, p.pruneAt, p.bytes = true, nil, 0, 0
@@ -146,6 +203,7 @@ func (p *part) load(recs []cachedRec) int64 {
 func (p *part) unload() int64 {
 	freed := p.bytes
 	p.loaded, p.groups, p.byKey, p.where, p.bytes = false, nil, nil, nil, 0
+	p.watching, p.pending = false, nil
 	return freed
 }
 
@@ -236,8 +294,13 @@ func (c *partCache) view(pk string, now int64, fn func([]group)) (hit bool, t ti
 	p := c.get(pk)
 	p.mu.RLock()
 	if !p.loaded {
-		t = ticket{pk: pk, p: p, gen: p.gen, epoch: t.epoch}
 		p.mu.RUnlock()
+		p.mu.Lock()
+		if !p.watching {
+			p.watching, p.since, p.pending = true, p.gen, nil
+		}
+		t = ticket{pk: pk, p: p, gen: p.gen, epoch: t.epoch}
+		p.mu.Unlock()
 		return false, t
 	}
 	fn(p.groups)
@@ -288,18 +351,34 @@ func (c *partCache) stillSince(mark uint64) bool {
 	return c.adding.Load() == mark
 }
 
-// fill stores the records read from the table for a ticket's partition, unless a write or an
-// eviction came in between (the records might then be older than what the table holds).
+// fill stores the records read from the table for a ticket's partition, with the writes
+// applied since the ticket replayed on top (a record the read already held is put again,
+// the same), unless those writes were not all kept or an eviction came in between: the
+// records might then be older than what the table holds.
 func (c *partCache) fill(t ticket, recs []cachedRec) {
 	c.adding.Add(1)
 	defer c.added.Add(1)
 	var bytes int64
-	t.p.mu.Lock()
-	ok := !t.p.loaded && t.p.gen == t.gen && c.epoch.Load() == t.epoch
+	p := t.p
+	p.mu.Lock()
+	ok := !p.loaded && c.epoch.Load() == t.epoch && (p.gen == t.gen || p.watching && t.gen >= p.since)
 	if ok {
-		bytes = t.p.load(recs)
+		bytes = p.load(recs)
+		for _, w := range p.pending {
+			if w.gen <= t.gen {
+				continue
+			}
+			grown, err := p.change(w.op)
+			if err != nil {
+				bytes -= p.unload()
+				ok = false
+				break
+			}
+			bytes += grown
+		}
+		p.watching, p.pending = false, nil
 	}
-	t.p.mu.Unlock()
+	p.mu.Unlock()
 	if ok && c.size.Add(bytes) > c.limit {
 		c.evict()
 	}
@@ -328,22 +407,16 @@ func (c *partCache) apply(ops []store.Op, err error, now int64) {
 		p.gen++
 		switch {
 		case !p.loaded:
+			p.keep(op, err)
 		case err != nil:
 			delta -= p.unload()
-		case op.Kind == store.OpPut:
-			r, perr := cacheRecord(op.Item, true)
+		default:
+			grown, perr := p.change(op)
 			if perr != nil {
 				delta -= p.unload()
 				break
 			}
-			delta += p.put(r)
-		case op.Kind == store.OpDelete:
-			if at, ok := p.where[k.SK]; ok {
-				size := p.groups[at.group].recs[at.i].size
-				delta -= size
-				p.bytes -= size
-				p.remove(at)
-			}
+			delta += grown
 		}
 		delta -= p.prune(now)
 		p.mu.Unlock()

@@ -79,18 +79,62 @@ func TestPartCacheFollowsWrites(t *testing.T) {
 }
 
 // A reader that read the table before a write of this process must not put back what it read
-// after the write: it would hide the write until the partition is dropped.
-func TestPartCacheRefusesAStaleFill(t *testing.T) {
+// without the write: it would hide the write until the partition is dropped. The writes since
+// its read began are replayed on what it read; when they were not all kept, the fill is refused.
+func TestPartCacheFillCatchesUpWithWrites(t *testing.T) {
 	t.Parallel()
 	const pk = "area#live#cell"
 	old, _ := cacheRecord(cacheItem(t, pk, "ev_a", 1), true)
-	t.Run("write in between", func(t *testing.T) {
+	other, _ := cacheRecord(cacheItem(t, pk, "ev_b", 1), true)
+	put := func(id string, version int64) []store.Op {
+		return []store.Op{store.PutOp(cacheItem(t, pk, id, version), store.Condition{})}
+	}
+	t.Run("writes in between are replayed", func(t *testing.T) {
 		c := newPartCache(1 << 20)
 		_, tk := c.view(pk, 0, func([]group) {})
-		c.apply([]store.Op{store.PutOp(cacheItem(t, pk, "ev_a", 2), store.Condition{})}, nil, 0)
+		c.apply(put("ev_a", 2), nil, 0)
+		c.apply(put("ev_c", 1), nil, 0)
+		c.apply([]store.Op{store.DeleteOp(store.Key{PK: pk, SK: "ev_b"}, store.Condition{})}, nil, 0)
+		c.fill(tk, []cachedRec{old, other})
+		if got := versions(c, pk); fmt.Sprint(got) != "map[ev_a:2 ev_c:1]" {
+			t.Errorf("fill after writes: %v; want ev_a at 2 and ev_c at 1, ev_b deleted", got)
+		}
+	})
+	t.Run("a read that saw the write already", func(t *testing.T) {
+		c := newPartCache(1 << 20)
+		_, tk := c.view(pk, 0, func([]group) {})
+		c.apply(put("ev_a", 2), nil, 0)
+		now, _ := cacheRecord(cacheItem(t, pk, "ev_a", 2), true)
+		c.fill(tk, []cachedRec{now})
+		if got := versions(c, pk); fmt.Sprint(got) != "map[ev_a:2]" {
+			t.Errorf("fill: %v; want ev_a once, at 2", got)
+		}
+	})
+	t.Run("write of unknown outcome in between", func(t *testing.T) {
+		c := newPartCache(1 << 20)
+		_, tk := c.view(pk, 0, func([]group) {})
+		c.apply(put("ev_a", 2), errors.New("timeout"), 0)
 		c.fill(tk, []cachedRec{old})
 		if got := versions(c, pk); got != nil {
-			t.Errorf("fill after a write: %v; want it refused", got)
+			t.Errorf("fill after a failed write: %v; want it refused", got)
+		}
+	})
+	t.Run("more writes in between than are kept", func(t *testing.T) {
+		c := newPartCache(1 << 20)
+		_, tk := c.view(pk, 0, func([]group) {})
+		for v := range int64(maxPending + 1) {
+			c.apply(put("ev_a", v+2), nil, 0)
+		}
+		c.fill(tk, []cachedRec{old})
+		if got := versions(c, pk); got != nil {
+			t.Errorf("fill after %d writes: %v; want it refused", maxPending+1, got)
+		}
+		// The next reader watches afresh and loads.
+		_, tk = c.view(pk, 0, func([]group) {})
+		c.apply(put("ev_a", 100), nil, 0)
+		c.fill(tk, []cachedRec{old})
+		if got := versions(c, pk); fmt.Sprint(got) != "map[ev_a:100]" {
+			t.Errorf("next fill: %v; want ev_a at 100", got)
 		}
 	})
 	t.Run("eviction in between", func(t *testing.T) {
