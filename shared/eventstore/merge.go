@@ -68,7 +68,7 @@ type guard struct {
 // handful of cells.
 func dupSearch(ev event.Event) ([]h3.Cell, error) {
 	t, ok := taxonomy.Lookup(ev.Type)
-	if !ok || t.MergeDistance <= 0 {
+	if !mergeCheck || !ok || t.MergeDistance <= 0 {
 		return nil, nil
 	}
 	cells, err := geo.CoverCircle(ev.Point(), t.MergeDistance, FineLevel)
@@ -79,16 +79,16 @@ func dupSearch(ev event.Event) ([]h3.Cell, error) {
 }
 
 // guardsOf returns the guards ev bumps or checks when it stays active, sorted by key, their
-// counts not read yet: the parents of its index cells at FineLevel (fine) are bumped, those of
-// its search cells (search) checked. A report searching nowhere has none.
-func guardsOf(ev event.Event, fine, search []h3.Cell) ([]guard, error) {
+// counts not read yet: the parents at level of its index cells at FineLevel (fine) are
+// bumped, those of its search cells (search) checked. A report searching nowhere has none.
+func guardsOf(ev event.Event, fine, search []h3.Cell, level int) ([]guard, error) {
 	if len(search) == 0 {
 		return nil, nil
 	}
 	guards := make([]guard, 0, len(fine)+len(search))
 	at := make(map[h3.Cell]int, len(fine)+len(search)) // parent -> its guard
 	add := func(c h3.Cell, bump bool) error {
-		p, err := c.Parent(GuardLevel)
+		p, err := c.Parent(level)
 		if err != nil {
 			return fmt.Errorf("guard of %s: %w", ev.ID, err)
 		}
@@ -118,8 +118,17 @@ func guardsOf(ev event.Event, fine, search []h3.Cell) ([]guard, error) {
 // takeGuards locks the guards of ev (guardsOf) and returns them, their counts read unless the
 // Store is the only writer, with what releases the locks. guardOps writes nothing for guards
 // not read.
+//
+// The only writer locks guards at FineLevel, the search and index cells themselves: the
+// locks are held until the report is written, and two reports that need not wait for each
+// other then share one less often (a cell of GuardLevel holds seven). The guard items stay
+// at GuardLevel, where a long extent bumps fewer of them.
 func (s *Store) takeGuards(ctx context.Context, ev event.Event, fine, search []h3.Cell) ([]guard, func(), error) {
-	guards, err := guardsOf(ev, fine, search)
+	level := GuardLevel
+	if s.soleWriter {
+		level = FineLevel
+	}
+	guards, err := guardsOf(ev, fine, search, level)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -137,9 +146,12 @@ func (s *Store) takeGuards(ctx context.Context, ev event.Event, fine, search []h
 // guardLocks serialise, within a process, the reports that share a guard. They are apart from
 // the event locks: Revise holds an event lock while it takes guard locks, and nothing takes an
 // event lock while holding a guard lock, so the two never wait on each other in a cycle.
+//
+// Guards hash onto a fixed set of locks; with 64 requests at once each holding two or three,
+// a few hundred locks would make most of them wait on a stranger.
 type guardLocks struct {
 	seed  maphash.Seed
-	locks [256]sync.Mutex
+	locks [4096]sync.Mutex
 }
 
 // lock takes the locks of guards, in a fixed order, and returns what releases them.
