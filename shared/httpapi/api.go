@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/roadevents/roadevents/shared/clock"
 	"github.com/roadevents/roadevents/shared/schema"
@@ -67,6 +68,9 @@ type API struct {
 	mux     *http.ServeMux
 	handler http.Handler
 
+	// clientsGone counts the requests whose client went away before its answer.
+	clientsGone atomic.Uint64
+
 	mu     sync.Mutex
 	routes []*Route
 	keys   map[string]bool // method + " " + path
@@ -115,6 +119,11 @@ func (a *API) Handler() http.Handler { return a.handler }
 // beside the API, such as the console's files, so that every request a process answers is
 // logged the same way.
 func (a *API) Observe(h http.Handler) http.Handler { return a.observe(a.recoverer(h)) }
+
+// ClientsGone counts, since the start, the requests whose client went away (closed the
+// connection, gave up) while a handler was still working on its answer: they are logged at info
+// level and recorded with StatusClientClosedRequest, never as server errors.
+func (a *API) ClientsGone() uint64 { return a.clientsGone.Load() }
 
 // Routes returns the routes added so far, as Handle completed them (derived operation ids,
 // declared path parameters, implicit 401/422 responses).

@@ -47,6 +47,10 @@ func (a *API) observe(next http.Handler) http.Handler {
 			if info.route != "" {
 				attrs = append(attrs, slog.String("route", info.route), slog.String("operation_id", info.operation))
 			}
+			if info.gone {
+				rec.status = StatusClientClosedRequest
+				a.clientsGone.Add(1)
+			}
 			elapsed := a.clock.Now().Sub(start)
 			attrs = append(attrs,
 				slog.Int("status", rec.status),
