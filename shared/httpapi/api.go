@@ -366,11 +366,11 @@ func (a *API) validate(rt *Route, w http.ResponseWriter, r *http.Request) {
 }
 
 // unmatched answers requests no route matched: 405 with Allow when the path exists under
-// other methods, else 404.
+// other methods, else 404. OPTIONS, which every path answers (cors), is always in Allow.
 func (a *API) unmatched(w http.ResponseWriter, r *http.Request) {
 	var allowed []string
 	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut,
-		http.MethodPatch, http.MethodDelete, http.MethodOptions} {
+		http.MethodPatch, http.MethodDelete} {
 		probe := *r
 		probe.Method = m
 		if _, pattern := a.mux.Handler(&probe); pattern != "" && pattern != "/" {
@@ -381,6 +381,6 @@ func (a *API) unmatched(w http.ResponseWriter, r *http.Request) {
 		WriteDetail(w, http.StatusNotFound, "Not Found")
 		return
 	}
-	w.Header().Set("Allow", strings.Join(allowed, ", "))
+	w.Header().Set("Allow", strings.Join(append(allowed, http.MethodOptions), ", "))
 	WriteDetail(w, http.StatusMethodNotAllowed, "Method Not Allowed")
 }
