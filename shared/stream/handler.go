@@ -233,6 +233,14 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) error {
 	if h.d.Hub == nil || h.d.Snapshots == nil {
 		return httpapi.NewError(http.StatusServiceUnavailable, "This process does not serve streams", nil)
 	}
+	if r.Method == http.MethodHead {
+		// docs/api.md §10.2 (Stream): HEAD gets the header a stream would begin with, once the
+		// credential and the filters passed, and nothing else: no subscription, no place in the
+		// connection budget, and no stream connect counted, since no stream was opened.
+		setStreamHeader(w.Header())
+		w.WriteHeader(http.StatusOK)
+		return nil
+	}
 	q := httpapi.Params(r)
 	v := Viewer{Org: p.OrgID, Environment: p.Environment, Key: p.KeyID}
 	f := Filter{
@@ -250,9 +258,7 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) error {
 	h.d.Meter.Count(r.Context(), p.OrgID, p.Environment, metering.StreamConnects)
 	c := &conn{d: &h.d, sub: sub, log: httpapi.Logger(r.Context())}
 	hdr := w.Header()
-	hdr.Set("Content-Type", "text/event-stream")
-	hdr.Set("Cache-Control", "no-cache")
-	hdr.Set("X-Accel-Buffering", "no") // proxies must not buffer the stream
+	setStreamHeader(hdr)
 	// Over HTTP/1 the stream takes the connection over (see conn): its body is the bytes up to
 	// the close, as the SSE specification recommends, which Transfer-Encoding: identity asks
 	// net/http for (it then sends Connection: close and no chunking).
@@ -296,6 +302,13 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) error {
 	c.loop(r.Context())
 	c.end()
 	return nil
+}
+
+// setStreamHeader sets the header fields every stream begins with (docs/api.md §10.2, Stream).
+func setStreamHeader(hdr http.Header) {
+	hdr.Set("Content-Type", "text/event-stream")
+	hdr.Set("Cache-Control", "no-cache")
+	hdr.Set("X-Accel-Buffering", "no") // proxies must not buffer the stream
 }
 
 // conn is one open stream.
