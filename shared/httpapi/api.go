@@ -300,14 +300,18 @@ func operationID(method, path string) string {
 	return b.String()
 }
 
-// serve is the handler registered for rt: Cache-Control for a NoStore route, route middleware
-// (authentication), then parameter and body validation, then rt.Handler.
+// serve is the handler registered for rt: Cache-Control for a NoStore route, compression of large
+// JSON answers (not of a stream), route middleware (authentication), then parameter and body
+// validation, then rt.Handler.
 func (a *API) serve(rt *Route) http.Handler {
 	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		a.validate(rt, w, r)
 	})
 	for i := len(a.cfg.Middleware) - 1; i >= 0; i-- {
 		h = a.cfg.Middleware[i](*rt, h)
+	}
+	if !streams(rt) {
+		h = compressJSON(h)
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if info := infoFrom(r.Context()); info != nil {

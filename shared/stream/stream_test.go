@@ -290,6 +290,31 @@ func TestKeepaliveAfterDeltas(t *testing.T) {
 	}
 }
 
+// docs/api.md §10.1 (compression): a stream is sent as it is even to a client that accepts
+// compressed answers, so that each frame reaches it when written; a large snapshot included.
+func TestStreamIsNotCompressed(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, tables.Embedded(t))
+	for i := range 10 {
+		r.publish(t, r.liveKey, "accident", offset(center, float64(50*i)))
+	}
+	req, _ := http.NewRequest(http.MethodGet, r.srv.URL+"/v1/stream?"+query(center, 1000), nil)
+	req.Header.Set("Authorization", "Bearer "+r.liveKey)
+	req.Header.Set("Accept-Encoding", "gzip, zstd")
+	s, resp, body := streamtest.Open(t, r.client, req)
+	if s == nil {
+		t.Fatalf("GET /v1/stream: %d %s", resp.StatusCode, body)
+	}
+	if got := s.Resp.Header.Get("Content-Encoding"); got != "" {
+		t.Fatalf("stream Content-Encoding %q; want none", got)
+	}
+	if snap := s.Snapshot(t); len(snap.Events) != 10 {
+		t.Errorf("snapshot of %d events; want 10", len(snap.Events))
+	}
+	r.timers.Fire(stream.KeepaliveInterval)
+	s.Expect(t, stream.FrameKeepalive, nil)
+}
+
 // nextWithin reads the next frame of s, or gives up after d (the stream is then closed by the
 // test's cleanup, which ends the read).
 func nextWithin(s *streamtest.Stream, d time.Duration) (stream.Frame, error) {
