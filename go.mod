@@ -17,6 +17,7 @@ require (
 	github.com/aws/jsii-runtime-go v1.127.0
 	github.com/aws/smithy-go v1.28.8
 	github.com/awslabs/aws-lambda-go-api-proxy v0.16.2
+	github.com/klauspost/compress v1.20.4
 	github.com/pb33f/libopenapi v0.28.0
 	github.com/pquerna/otp v1.5.0
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.2

@@ -653,15 +653,15 @@ func (s *Stack) addSite(st awscdk.Stack, p Props, removal awscdk.RemovalPolicy) 
 			{EventType: awscloudfront.FunctionEventType_VIEWER_REQUEST, Function: spaIndex},
 		},
 	}
-	// The API Gateway origin wants its own Host header: every other viewer header
-	// (Authorization included, allowed because nothing is cached) goes through.
+	// The API Gateway origin wants its own Host header: every other viewer header goes through.
 	apiHost := awscdk.Fn_Select(jsii.Number(2), awscdk.Fn_Split(jsii.String("/"), s.API.ApiEndpoint(), nil))
 	api := &awscloudfront.BehaviorOptions{
 		Origin:               awscloudfrontorigins.NewHttpOrigin(apiHost, &awscloudfrontorigins.HttpOriginProps{ProtocolPolicy: awscloudfront.OriginProtocolPolicy_HTTPS_ONLY}),
 		ViewerProtocolPolicy: awscloudfront.ViewerProtocolPolicy_REDIRECT_TO_HTTPS,
 		AllowedMethods:       awscloudfront.AllowedMethods_ALLOW_ALL(),
-		CachePolicy:          awscloudfront.CachePolicy_CACHING_DISABLED(),
+		CachePolicy:          apiCachePolicy(st, p.Stage),
 		OriginRequestPolicy:  awscloudfront.OriginRequestPolicy_ALL_VIEWER_EXCEPT_HOST_HEADER(),
+		Compress:             jsii.Bool(true),
 	}
 	// The stream: never cached, and CloudFront waits as long as it may for the next bytes
 	// (the streamer writes a keepalive every 20 s). CloudFront connects to the load balancer
@@ -734,6 +734,27 @@ func (s *Stack) addSite(st awscdk.Stack, p Props, removal awscdk.RemovalPolicy) 
 		DestinationKeyPrefix: jsii.String("app/"),
 		Distribution:         s.Distribution,
 		DistributionPaths:    jsii.Strings("/app/*", web.ReferencePath),
+	})
+}
+
+// apiCachePolicy is the cache policy of the API's behaviours (docs/api.md §10.1, compression):
+// nothing is kept, yet the client's Accept-Encoding (gzip, br) reaches the functions, and the
+// edge may compress what they did not. CloudFront refuses compression on a policy whose TTLs
+// are all 0 (the managed CachingDisabled is one), so the maximum is 1 s; the default of 0 keeps
+// every API answer uncached, since none sends a lifetime of its own. Should one ever do so, the
+// cache key holds Authorization and every query parameter, so no caller is served another's
+// answer.
+func apiCachePolicy(st awscdk.Stack, stage string) awscloudfront.CachePolicy {
+	return awscloudfront.NewCachePolicy(st, jsii.String("ApiCompressed"), &awscloudfront.CachePolicyProps{
+		Comment:                    jsii.String("roadevents " + stage + ": the API, never cached, compressed"),
+		DefaultTtl:                 awscdk.Duration_Seconds(jsii.Number(0)),
+		MinTtl:                     awscdk.Duration_Seconds(jsii.Number(0)),
+		MaxTtl:                     awscdk.Duration_Seconds(jsii.Number(1)),
+		HeaderBehavior:             awscloudfront.CacheHeaderBehavior_AllowList(jsii.String("Authorization")),
+		QueryStringBehavior:        awscloudfront.CacheQueryStringBehavior_All(),
+		CookieBehavior:             awscloudfront.CacheCookieBehavior_None(),
+		EnableAcceptEncodingGzip:   jsii.Bool(true),
+		EnableAcceptEncodingBrotli: jsii.Bool(true),
 	})
 }
 

@@ -275,6 +275,10 @@ func TestDistribution(t *testing.T) {
 			if bm["CachePolicyId"] != cachingDisabled {
 				t.Errorf("%s: cache policy %v; want CachingDisabled", pattern, bm["CachePolicyId"])
 			}
+			// docs/api.md §10.1: a stream is never compressed, at the edge either.
+			if bm["Compress"] != false {
+				t.Errorf("%s: Compress %v; want false", pattern, bm["Compress"])
+			}
 			if got := originTimeout[bm["TargetOriginId"].(string)]; got < 60 {
 				t.Errorf("%s: origin read timeout %v s; want at least 60", pattern, got)
 			}
@@ -289,6 +293,9 @@ func TestDistribution(t *testing.T) {
 		if kind != want {
 			t.Errorf("behaviour %s goes to %q; want %q", pattern, kind, want)
 		}
+		if want == "api" {
+			s.checkAPICompressed(t, pattern, bm)
+		}
 	}
 	for _, p := range []string{"/v1/stream*", "/v1/stream/tickets", "/v1/*", "/console/*", "/health", "/openapi.json", "/app/*", web.ReferencePath} {
 		if _, ok := order[p]; !ok {
@@ -302,6 +309,37 @@ func TestDistribution(t *testing.T) {
 	def := cfg["DefaultCacheBehavior"].(map[string]any)
 	if kind := originKind[def["TargetOriginId"].(string)]; kind != "api" {
 		t.Errorf("default behaviour goes to %q; want the API (GET / is its JSON)", kind)
+	}
+	s.checkAPICompressed(t, "default", def)
+}
+
+// checkAPICompressed asserts docs/api.md §10.1 (compression) for one of the API's behaviours:
+// CloudFront compresses at the edge and forwards the client's Accept-Encoding, which needs a
+// cache policy that enables gzip and Brotli (the managed CachingDisabled does not), while
+// nothing is cached (default and minimum TTL 0) and the cache key would keep callers apart
+// (Authorization and every query parameter) should an answer ever carry a lifetime.
+func (s *synthesized) checkAPICompressed(t *testing.T, pattern string, behaviour map[string]any) {
+	t.Helper()
+	if behaviour["Compress"] != true {
+		t.Errorf("%s: Compress %v; want true", pattern, behaviour["Compress"])
+	}
+	policy, ok := s.resources("AWS::CloudFront::CachePolicy")[ref(behaviour["CachePolicyId"])]
+	if !ok {
+		t.Errorf("%s: cache policy %v; want the stack's own (the managed CachingDisabled turns compression off)", pattern, behaviour["CachePolicyId"])
+		return
+	}
+	cfg := props(policy)["CachePolicyConfig"].(map[string]any)
+	key := cfg["ParametersInCacheKeyAndForwardedToOrigin"].(map[string]any)
+	if key["EnableAcceptEncodingGzip"] != true || key["EnableAcceptEncodingBrotli"] != true {
+		t.Errorf("%s: cache policy gzip %v, brotli %v; want both enabled", pattern, key["EnableAcceptEncodingGzip"], key["EnableAcceptEncodingBrotli"])
+	}
+	if cfg["DefaultTTL"] != float64(0) || cfg["MinTTL"] != float64(0) {
+		t.Errorf("%s: cache policy TTLs default %v, min %v; want 0 (nothing cached)", pattern, cfg["DefaultTTL"], cfg["MinTTL"])
+	}
+	headers, _ := json.Marshal(key["HeadersConfig"])
+	queries, _ := json.Marshal(key["QueryStringsConfig"])
+	if !strings.Contains(string(headers), `"Authorization"`) || !strings.Contains(string(queries), `"all"`) {
+		t.Errorf("%s: cache key headers %s, query strings %s; want Authorization and every query parameter", pattern, headers, queries)
 	}
 }
 

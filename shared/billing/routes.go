@@ -1,10 +1,12 @@
 package billing
 
 import (
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/stripe/stripe-go/v76/webhook"
@@ -145,7 +147,7 @@ func Routes(s *Service) []httpapi.Route {
 			Responses: map[int]httpapi.Response{
 				http.StatusOK:                 httpapi.JSONResponse("Received.", webhookAckSchema),
 				http.StatusBadRequest:         httpapi.ErrorResponse("Unsigned or badly signed, or not an event; nothing changed."),
-				http.StatusServiceUnavailable: httpapi.ErrorResponse("Billing webhooks are not configured (no webhook secret)."),
+				http.StatusServiceUnavailable: httpapi.ErrorResponse("Signed, but this deployment has no webhook secret to check it with."),
 			},
 			Handler: httpapi.HandlerFunc(s.webhook),
 		},
@@ -315,7 +317,18 @@ func providerFailure(err error) error {
 	return httpapi.NewError(http.StatusServiceUnavailable, detail, err).WithHeader("Retry-After", "2")
 }
 
+// webhook applies a Stripe event. Its checks come in the same order whatever the billing
+// state (docs/api.md §10.3): a call that is not signed at all is 400; a signed one that this
+// deployment cannot check, having no webhook secret (billing off, or on without the secret),
+// is 503; a signature that does not verify is 400.
 func (s *Service) webhook(w http.ResponseWriter, r *http.Request) error {
+	// The header's values joined again: Stripe-Signature is one comma-separated value
+	// ("t=...,v1=..."), which aws-lambda-go-api-proxy splits at its commas into several
+	// values on Lambda, so Get alone would see only "t=..." and refuse every delivery.
+	signature := strings.Join(r.Header.Values("Stripe-Signature"), ",")
+	if !signed(signature) {
+		return httpapi.NewError(http.StatusBadRequest, DetailBadSignature, errors.New("billing: webhook without a signature"))
+	}
 	if s.webhookSecret == "" {
 		return httpapi.NewError(http.StatusServiceUnavailable, DetailUnconfigured, errors.New("billing: no webhook secret"))
 	}
@@ -323,10 +336,6 @@ func (s *Service) webhook(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return httpapi.NewError(http.StatusBadRequest, DetailBadSignature, fmt.Errorf("billing: read webhook: %w", err))
 	}
-	// The header's values joined again: Stripe-Signature is one comma-separated value
-	// ("t=...,v1=..."), which aws-lambda-go-api-proxy splits at its commas into several
-	// values on Lambda, so Get alone would see only "t=..." and refuse every delivery.
-	signature := strings.Join(r.Header.Values("Stripe-Signature"), ",")
 	ev, err := webhook.ConstructEventWithOptions(payload, signature, s.webhookSecret,
 		webhook.ConstructEventOptions{
 			Tolerance: s.tolerance,
@@ -341,4 +350,22 @@ func (s *Service) webhook(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return httpapi.WriteJSON(w, http.StatusOK, map[string]bool{"received": true})
+}
+
+// signed reports whether a Stripe-Signature header has the form of a signature: a timestamp
+// (t=<digits>) and at least one v1=<64 hex digits>. Whether it verifies is stripe-go's to say.
+func signed(header string) bool {
+	var stamped, v1 bool
+	for part := range strings.SplitSeq(header, ",") {
+		k, v, _ := strings.Cut(strings.TrimSpace(part), "=")
+		switch k {
+		case "t":
+			_, err := strconv.ParseInt(v, 10, 64)
+			stamped = err == nil
+		case "v1":
+			_, err := hex.DecodeString(v)
+			v1 = v1 || err == nil && len(v) == 64
+		}
+	}
+	return stamped && v1
 }

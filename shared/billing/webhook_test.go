@@ -68,6 +68,49 @@ func TestWebhookRefusesBadSignatures(t *testing.T) {
 	})
 }
 
+// docs/api.md §10.3 (billing webhooks): one rule in every billing state. A call with no signature
+// (no Stripe-Signature, or one without a timestamp and a v1 signature) is 400 whether billing is
+// on, off, or on without a webhook secret; a signed call that the deployment cannot check (no
+// webhook secret) is 503; with the secret, a signature that does not verify is 400 and a good
+// one is applied. Nothing refused changes anything.
+func TestWebhookSameRuleInEveryBillingState(t *testing.T) {
+	t.Parallel()
+	states := []struct {
+		name string
+		opts rigOptions
+		// good and forged are the answers to a call signed with the right secret, and with
+		// another one.
+		good, forged int
+	}{
+		{"on", rigOptions{provider: &refusingProvider{}}, http.StatusOK, http.StatusBadRequest},
+		{"off", rigOptions{secret: "-"}, http.StatusServiceUnavailable, http.StatusServiceUnavailable},
+		{"on without a webhook secret", rigOptions{provider: &refusingProvider{}, secret: "-"}, http.StatusServiceUnavailable, http.StatusServiceUnavailable},
+	}
+	for _, st := range states {
+		r := newRig(t, tables.Embedded(t), st.opts)
+		payload := completed("evt_1", at(0), plans.Team)
+		for _, tc := range []struct {
+			name string
+			send func() int
+			want int
+		}{
+			{"no Stripe-Signature", func() int { return r.postRaw(t, payload, "") }, http.StatusBadRequest},
+			{"a Stripe-Signature that is no signature", func() int { return r.postRaw(t, payload, "t=1,v1=zz") }, http.StatusBadRequest},
+			{"signed with another secret", func() int { return r.post(t, payload, "whsec_other", time.Now()) }, st.forged},
+			{"signed with the secret", func() int { return r.post(t, payload, webhookSecret, time.Now()) }, st.good},
+		} {
+			if got := tc.send(); got != tc.want {
+				t.Errorf("billing %s, %s: webhook = %d; want %d", st.name, tc.name, got, tc.want)
+			}
+		}
+		if st.good != http.StatusOK {
+			if p := r.fake.planOf(orgA); p != plans.Free || len(r.fake.sets) != 0 {
+				t.Errorf("billing %s: plan after refused webhooks = %s (SetPlan calls %v); want free, none", st.name, p, r.fake.sets)
+			}
+		}
+	}
+}
+
 // signatureOf signs payload with the tests' secret, by stripe-go's own test helper.
 func signatureOf(payload []byte, ts time.Time) string {
 	return signedHeader(payload, webhookSecret, ts)

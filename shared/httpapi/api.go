@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/roadevents/roadevents/shared/clock"
 	"github.com/roadevents/roadevents/shared/schema"
@@ -67,6 +68,9 @@ type API struct {
 	mux     *http.ServeMux
 	handler http.Handler
 
+	// clientsGone counts the requests whose client went away before its answer.
+	clientsGone atomic.Uint64
+
 	mu     sync.Mutex
 	routes []*Route
 	keys   map[string]bool // method + " " + path
@@ -115,6 +119,11 @@ func (a *API) Handler() http.Handler { return a.handler }
 // beside the API, such as the console's files, so that every request a process answers is
 // logged the same way.
 func (a *API) Observe(h http.Handler) http.Handler { return a.observe(a.recoverer(h)) }
+
+// ClientsGone counts, since the start, the requests whose client went away (closed the
+// connection, gave up) while a handler was still working on its answer: they are logged at info
+// level and recorded with StatusClientClosedRequest, never as server errors.
+func (a *API) ClientsGone() uint64 { return a.clientsGone.Load() }
 
 // Routes returns the routes added so far, as Handle completed them (derived operation ids,
 // declared path parameters, implicit 401/422 responses).
@@ -291,14 +300,18 @@ func operationID(method, path string) string {
 	return b.String()
 }
 
-// serve is the handler registered for rt: Cache-Control for a NoStore route, route middleware
-// (authentication), then parameter and body validation, then rt.Handler.
+// serve is the handler registered for rt: Cache-Control for a NoStore route, compression of large
+// JSON answers (not of a stream), route middleware (authentication), then parameter and body
+// validation, then rt.Handler.
 func (a *API) serve(rt *Route) http.Handler {
 	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		a.validate(rt, w, r)
 	})
 	for i := len(a.cfg.Middleware) - 1; i >= 0; i-- {
 		h = a.cfg.Middleware[i](*rt, h)
+	}
+	if !streams(rt) {
+		h = compressJSON(h)
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if info := infoFrom(r.Context()); info != nil {
@@ -357,11 +370,11 @@ func (a *API) validate(rt *Route, w http.ResponseWriter, r *http.Request) {
 }
 
 // unmatched answers requests no route matched: 405 with Allow when the path exists under
-// other methods, else 404.
+// other methods, else 404. OPTIONS, which every path answers (cors), is always in Allow.
 func (a *API) unmatched(w http.ResponseWriter, r *http.Request) {
 	var allowed []string
 	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut,
-		http.MethodPatch, http.MethodDelete, http.MethodOptions} {
+		http.MethodPatch, http.MethodDelete} {
 		probe := *r
 		probe.Method = m
 		if _, pattern := a.mux.Handler(&probe); pattern != "" && pattern != "/" {
@@ -372,6 +385,6 @@ func (a *API) unmatched(w http.ResponseWriter, r *http.Request) {
 		WriteDetail(w, http.StatusNotFound, "Not Found")
 		return
 	}
-	w.Header().Set("Allow", strings.Join(allowed, ", "))
+	w.Header().Set("Allow", strings.Join(append(allowed, http.MethodOptions), ", "))
 	WriteDetail(w, http.StatusMethodNotAllowed, "Method Not Allowed")
 }

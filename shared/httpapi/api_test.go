@@ -117,9 +117,9 @@ func TestScenarios(t *testing.T) {
 		{name: "root exact only", method: "GET", url: "/",
 			wantStatus: 200, wantBody: []string{`"service":"road-events"`}},
 		{name: "wrong method", method: "DELETE", url: "/v1/events",
-			wantStatus: 405, wantBody: []string{`{"detail":"Method Not Allowed"}`}, wantHeader: map[string]string{"Allow": "GET, HEAD, POST"}},
+			wantStatus: 405, wantBody: []string{`{"detail":"Method Not Allowed"}`}, wantHeader: map[string]string{"Allow": "GET, HEAD, POST, OPTIONS"}},
 		{name: "wrong method on a wildcard path", method: "PUT", url: "/v1/events/" + id,
-			wantStatus: 405, wantHeader: map[string]string{"Allow": "GET, HEAD"}},
+			wantStatus: 405, wantHeader: map[string]string{"Allow": "GET, HEAD, OPTIONS"}},
 		{name: "streaming handler flushes through the middleware", method: "GET", url: "/v1/stream?lat=1&lon=2&ticket=svc_st_secret",
 			wantStatus: 200, wantBody: []string{"event: bye"}},
 	}
@@ -320,6 +320,9 @@ func TestRequestID(t *testing.T) {
 	}
 }
 
+// docs/api.md §5 (CORS): the allowed origins, methods and request headers (Last-Event-ID
+// included, for resuming a stream), the exposed answer headers (Location included), and one
+// answer to OPTIONS on every path: 204.
 func TestCORS(t *testing.T) {
 	t.Parallel()
 	open, _ := newTestAPI(t, httpapi.Config{})
@@ -338,7 +341,7 @@ func TestCORS(t *testing.T) {
 		{"preflight, default policy", open, "OPTIONS", "/v1/events", preflight, 204, map[string]string{
 			"Access-Control-Allow-Origin":  "*",
 			"Access-Control-Allow-Methods": "GET, POST, OPTIONS",
-			"Access-Control-Allow-Headers": "Authorization, Content-Type, X-Request-Id",
+			"Access-Control-Allow-Headers": "Authorization, Content-Type, Last-Event-ID, X-Request-Id",
 			"Access-Control-Max-Age":       "600",
 		}},
 		{"preflight of an unknown path still answered", open, "OPTIONS", "/v1/whatever", preflight, 204, map[string]string{
@@ -346,8 +349,8 @@ func TestCORS(t *testing.T) {
 		}},
 		{"simple request, default policy", open, "GET", "/v1/events?lat=1&lon=2", map[string]string{"Origin": "https://any.example"}, 200, map[string]string{
 			"Access-Control-Allow-Origin":   "*",
-			"Access-Control-Expose-Headers": "Retry-After, WWW-Authenticate, X-Request-Id",
-			"Vary":                          "",
+			"Access-Control-Expose-Headers": "Location, Retry-After, WWW-Authenticate, X-Request-Id",
+			"Vary":                          "Accept-Encoding", // compression's; not Origin under *
 		}},
 		{"errors carry CORS headers too", open, "GET", "/v1/private", map[string]string{"Origin": "https://any.example"}, 401, map[string]string{
 			"Access-Control-Allow-Origin": "*",
@@ -368,8 +371,17 @@ func TestCORS(t *testing.T) {
 			"Access-Control-Allow-Origin":  "",
 			"Access-Control-Allow-Methods": "",
 		}},
-		{"plain OPTIONS is not a preflight", open, "OPTIONS", "/v1/events", nil, 405, map[string]string{
-			"Allow": "GET, HEAD, POST",
+		// A plain OPTIONS (no Origin) is 204 on every path, whatever methods the path has.
+		{"plain OPTIONS of a collection", open, "OPTIONS", "/v1/events", nil, 204, map[string]string{
+			"Access-Control-Allow-Methods": "",
+		}},
+		{"plain OPTIONS of an event", open, "OPTIONS", "/v1/events/ev_aaaaaaaaaaaaaaaaaaaaaaaaaa", nil, 204, nil},
+		{"plain OPTIONS of the stream", open, "OPTIONS", "/v1/stream", nil, 204, nil},
+		{"plain OPTIONS of the root", open, "OPTIONS", "/", nil, 204, nil},
+		{"plain OPTIONS of an unknown path", open, "OPTIONS", "/v1/whatever", nil, 204, nil},
+		{"OPTIONS with Origin but no requested method", listed, "OPTIONS", "/v1/events", map[string]string{"Origin": "https://fleet.example"}, 204, map[string]string{
+			"Access-Control-Allow-Origin":  "https://fleet.example",
+			"Access-Control-Allow-Methods": "",
 		}},
 	}
 	for _, tc := range cases {

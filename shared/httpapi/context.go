@@ -25,6 +25,9 @@ type requestInfo struct {
 	rec       *recorder
 	route     string // the matched route's path pattern, for the access log
 	operation string
+	// gone is set when the client went away before its answer (WriteError): the access log
+	// then records StatusClientClosedRequest, and the API counts it.
+	gone bool
 }
 
 // routeData is set once a route matched.

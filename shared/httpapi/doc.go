@@ -35,10 +35,11 @@
 //     credential-looking query values (ticket, svc_/ses_/tmp_ values) are redacted.
 //  3. Panic recovery: 500 {"detail":"Internal Server Error"}, the panic and stack logged.
 //  4. CORS (docs/api.md §5): Access-Control-Allow-Origin * by default, or a configured list echoed
-//     with Vary: Origin; preflights get 204 with the allowed methods (GET, POST, OPTIONS),
-//     headers (Authorization, Content-Type, X-Request-Id) and Max-Age.
+//     with Vary: Origin; every OPTIONS is 204 on any path, a preflight with the allowed methods
+//     (GET, POST, OPTIONS), headers (Authorization, Content-Type, Last-Event-ID, X-Request-Id)
+//     and Max-Age; Location, Retry-After, WWW-Authenticate and X-Request-Id are exposed.
 //  5. Routing: no route for the path is 404 {"detail":"Not Found"}; the path under another
-//     method is 405 {"detail":"Method Not Allowed"} with Allow.
+//     method is 405 {"detail":"Method Not Allowed"} with Allow (OPTIONS always in it).
 //  6. Config.Middleware (authentication, metering), which can read the Route.
 //  7. Validation: query and path parameters (schema.ParseParams) and the JSON body:
 //     Content-Type other than JSON is 415; a body over the limit (DefaultMaxBodyBytes,

@@ -141,10 +141,20 @@ var Unavailable = ErrorResponse("The service's storage is briefly unavailable (i
 //   - schema.Errors gives 422 with the validation list (domain value_error rules);
 //   - anything else is 500 {"detail": "Internal Server Error"} with err logged.
 //
-// If the response has already begun, only the log is written.
+// If the response has already begun, only the log is written. If the client went away (the
+// request's context was cancelled) and err is that cancellation, as a store call stopped midway
+// returns it, nothing is written: nobody would receive it. It is logged at info level as a
+// client disconnect, and the access log records StatusClientClosedRequest, not a server error.
 func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	ctx := r.Context()
 	log := Logger(ctx)
+	if clientGone(ctx, err) {
+		log.LogAttrs(ctx, slog.LevelInfo, "client went away before its answer", slog.String("error", err.Error()))
+		if info := infoFrom(ctx); info != nil {
+			info.gone = true
+		}
+		return
+	}
 	if started(ctx) {
 		log.LogAttrs(ctx, slog.LevelError, "error after the response began", slog.String("error", err.Error()))
 		return
@@ -185,6 +195,16 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 		log.LogAttrs(ctx, slog.LevelError, "request failed", slog.Int("status", http.StatusInternalServerError), slog.String("error", err.Error()))
 		writeInternal(w)
 	}
+}
+
+// StatusClientClosedRequest is the status the access log records for a request whose client
+// went away before its answer (nginx's 499): no answer was sent, and no server error happened.
+const StatusClientClosedRequest = 499
+
+// clientGone reports whether err comes from the request's own cancellation: net/http cancels a
+// request's context when its client closes the connection or gives up.
+func clientGone(ctx context.Context, err error) bool {
+	return errors.Is(ctx.Err(), context.Canceled) && errors.Is(err, context.Canceled)
 }
 
 // WriteDetail writes {"detail": detail} with status: for responses that are not failures of

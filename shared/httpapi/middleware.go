@@ -47,6 +47,10 @@ func (a *API) observe(next http.Handler) http.Handler {
 			if info.route != "" {
 				attrs = append(attrs, slog.String("route", info.route), slog.String("operation_id", info.operation))
 			}
+			if info.gone {
+				rec.status = StatusClientClosedRequest
+				a.clientsGone.Add(1)
+			}
 			elapsed := a.clock.Now().Sub(start)
 			attrs = append(attrs,
 				slog.Int("status", rec.status),
@@ -114,8 +118,21 @@ func (a *API) recoverer(next http.Handler) http.Handler {
 	})
 }
 
+// The CORS headers of docs/api.md §5.
+const (
+	// corsAllowHeaders are the request headers a browser may send cross-origin: Last-Event-ID
+	// lets a fetch-based event-stream client resume from another origin.
+	corsAllowHeaders = "Authorization, Content-Type, Last-Event-ID, X-Request-Id"
+	// corsExposeHeaders are the answer's headers a browser script may read: Location (the
+	// new event's address on 201), Retry-After of 429 and 503, WWW-Authenticate of 401 and
+	// the request id for support.
+	corsExposeHeaders = "Location, Retry-After, WWW-Authenticate, X-Request-Id"
+)
+
 // cors applies docs/api.md §5: permissive by default (*), methods GET, POST, OPTIONS, configurable
-// origins. A preflight is answered here with 204, before routing.
+// origins. Every OPTIONS request is answered here with 204, before routing and whatever its path:
+// a preflight with its allowances, a plain OPTIONS (no Origin) with nothing more. So OPTIONS
+// answers alike in every process, including a Lambda that does not know the other groups' routes.
 func (a *API) cors(next http.Handler) http.Handler {
 	anyOrigin := len(a.cfg.CORSOrigins) == 0 || slices.Contains(a.cfg.CORSOrigins, "*")
 	methods := strings.Join(a.cfg.CORSMethods, ", ")
@@ -135,13 +152,12 @@ func (a *API) cors(next http.Handler) http.Handler {
 		h := w.Header()
 		if allow != "" {
 			h.Set("Access-Control-Allow-Origin", allow)
-			// Browser clients need Retry-After for 429 and the request id for support.
-			h.Set("Access-Control-Expose-Headers", "Retry-After, WWW-Authenticate, X-Request-Id")
+			h.Set("Access-Control-Expose-Headers", corsExposeHeaders)
 		}
-		if r.Method == http.MethodOptions && origin != "" && r.Header.Get("Access-Control-Request-Method") != "" {
-			if allow != "" {
+		if r.Method == http.MethodOptions {
+			if allow != "" && origin != "" && r.Header.Get("Access-Control-Request-Method") != "" {
 				h.Set("Access-Control-Allow-Methods", methods)
-				h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, X-Request-Id")
+				h.Set("Access-Control-Allow-Headers", corsAllowHeaders)
 				h.Set("Access-Control-Max-Age", strconv.Itoa(600))
 			}
 			w.WriteHeader(http.StatusNoContent)

@@ -311,3 +311,40 @@ func TestMetering(t *testing.T) {
 		}
 	})
 }
+
+// docs/api.md §1 and §10.2 (usage counters): HEAD is counted as what it does. HEAD /v1/events
+// runs the same query as GET (only the body is left out), so it is a read; HEAD /v1/stream
+// opens no stream: it answers the stream's header after the same checks as GET, holds no
+// subscription and no place in the connection budget, and counts no stream connect.
+func TestHeadIsMeteredAsWhatItDoes(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, tables.Embedded(t))
+	status, body, hdr := r.do(t, http.MethodHead, "/v1/stream?"+query(center, 1000), r.liveKey, nil)
+	if status != http.StatusOK || len(body) != 0 || hdr.Get("Content-Type") != "text/event-stream" {
+		t.Errorf("HEAD /v1/stream = %d %q %q; want 200, text/event-stream, no body", status, hdr.Get("Content-Type"), body)
+	}
+	if n := r.hub.Stats().Subscribers; n != 0 {
+		t.Errorf("%d subscribers after HEAD /v1/stream; want none", n)
+	}
+	if status, _, _ := r.do(t, http.MethodHead, "/v1/stream?lat=100&lon=0", r.liveKey, nil); status != http.StatusUnprocessableEntity {
+		t.Errorf("HEAD /v1/stream with a bad filter = %d; want 422 as GET", status)
+	}
+	if status, _, _ := r.do(t, http.MethodHead, "/v1/stream?"+query(center, 1000), "", nil); status != http.StatusUnauthorized {
+		t.Errorf("HEAD /v1/stream without a credential = %d; want 401 as GET", status)
+	}
+	if status, _, hdr := r.do(t, http.MethodHead, "/v1/events?"+query(center, 1000), r.liveKey, nil); status != http.StatusOK || hdr.Get("Content-Length") == "" {
+		t.Errorf("HEAD /v1/events = %d, Content-Length %q; want 200 with the length of GET's body", status, hdr.Get("Content-Length"))
+	}
+	ctx := context.Background()
+	if err := r.meter.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	now := r.tab.Clock.Now()
+	days, err := r.meter.Read(ctx, "org_a", apikey.Live, now, now)
+	if err != nil || len(days) != 1 {
+		t.Fatalf("Read = %v, %v", days, err)
+	}
+	if got := days[0].Totals; got.Get(metering.StreamConnects) != 0 || got.Get(metering.Reads) != 1 {
+		t.Errorf("usage %+v; want no stream connect and 1 read", got)
+	}
+}

@@ -21,8 +21,8 @@
 // status with the usual body (docs/api.md §6 rule 1). The handler subscribes first, then reads the
 // snapshot (Snapshotter: the query of GET /v1/events), so that no change falls between the two; a
 // delta the snapshot already shows is not sent again. It then writes deltas as they come, a
-// keepalive every KeepaliveInterval when idle or when deltas were dropped since the last
-// (docs/api.md §6: while idle; the counter must reach a busy client too), and a bye before closing:
+// keepalive every KeepaliveInterval, busy or idle, so that a connection is never silent for
+// longer (docs/api.md §6; the dropped counter reaches a busy client too), and a bye before closing:
 // max_connection_age after MaxConnectionAge, and also when the server drains or the hub lost its
 // feed (docs/api.md §10.2 names only two reasons; both ask the client to reconnect, which is what
 // it must do), snapshot_unavailable when no snapshot could be read or the hub does not follow its feed.

@@ -233,6 +233,14 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) error {
 	if h.d.Hub == nil || h.d.Snapshots == nil {
 		return httpapi.NewError(http.StatusServiceUnavailable, "This process does not serve streams", nil)
 	}
+	if r.Method == http.MethodHead {
+		// docs/api.md §10.2 (Stream): HEAD gets the header a stream would begin with, once the
+		// credential and the filters passed, and nothing else: no subscription, no place in the
+		// connection budget, and no stream connect counted, since no stream was opened.
+		setStreamHeader(w.Header())
+		w.WriteHeader(http.StatusOK)
+		return nil
+	}
 	q := httpapi.Params(r)
 	v := Viewer{Org: p.OrgID, Environment: p.Environment, Key: p.KeyID}
 	f := Filter{
@@ -250,9 +258,7 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) error {
 	h.d.Meter.Count(r.Context(), p.OrgID, p.Environment, metering.StreamConnects)
 	c := &conn{d: &h.d, sub: sub, log: httpapi.Logger(r.Context())}
 	hdr := w.Header()
-	hdr.Set("Content-Type", "text/event-stream")
-	hdr.Set("Cache-Control", "no-cache")
-	hdr.Set("X-Accel-Buffering", "no") // proxies must not buffer the stream
+	setStreamHeader(hdr)
 	// Over HTTP/1 the stream takes the connection over (see conn): its body is the bytes up to
 	// the close, as the SSE specification recommends, which Transfer-Encoding: identity asks
 	// net/http for (it then sends Connection: close and no chunking).
@@ -296,6 +302,13 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) error {
 	c.loop(r.Context())
 	c.end()
 	return nil
+}
+
+// setStreamHeader sets the header fields every stream begins with (docs/api.md §10.2, Stream).
+func setStreamHeader(hdr http.Header) {
+	hdr.Set("Content-Type", "text/event-stream")
+	hdr.Set("Cache-Control", "no-cache")
+	hdr.Set("X-Accel-Buffering", "no") // proxies must not buffer the stream
 }
 
 // conn is one open stream.
@@ -364,34 +377,25 @@ func (c *conn) begin(ctx context.Context, v Viewer, f Filter) bool {
 
 // loop sends deltas, keepalives and the final bye until the stream ends.
 func (c *conn) loop(ctx context.Context) {
-	var (
-		batch       []*Queued
-		idle        = true // nothing sent since the last keepalive tick
-		lastDropped int64
-	)
+	var batch []*Queued
 	for {
 		select {
 		case <-c.sub.Notify():
 			batch = c.sub.Take(batch[:0])
-			sent, err := c.deltas(batch)
+			err := c.deltas(batch)
 			clear(batch)
 			if err != nil {
 				return
 			}
-			if sent {
-				idle = false
-			}
 		case <-c.keepalive.C():
 			c.seen = nil
-			// docs/api.md §6: keepalive while idle. A busy connection gets one too when it dropped
-			// deltas since the last, or its client would never learn of the drops (rule 3).
-			if d := c.sub.Dropped(); idle || d != lastDropped {
-				if c.keepaliveFrame(d) != nil {
-					return
-				}
-				lastDropped = d
+			// docs/api.md §6: a keepalive at every tick, busy or idle, so that no more than
+			// KeepaliveInterval passes after any frame without another: a proxy that cuts a
+			// connection idle for 30 s never sees one idle that long. It also reports the drops
+			// of a busy connection (rule 3).
+			if c.keepaliveFrame(c.sub.Dropped()) != nil {
+				return
 			}
-			idle = true
 		case <-c.endOfLife.C():
 			c.bye(ReasonMaxConnectionAge)
 			return
@@ -457,9 +461,8 @@ func (c *conn) snapshot(events []SnapshotEvent) error {
 	return c.send(b)
 }
 
-// deltas writes the event frames of batch, skipping those the snapshot already holds, and
-// reports whether it wrote any.
-func (c *conn) deltas(batch []*Queued) (bool, error) {
+// deltas writes the event frames of batch, skipping those the snapshot already holds.
+func (c *conn) deltas(batch []*Queued) error {
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
 	b := (*bp)[:0]
@@ -475,9 +478,9 @@ func (c *conn) deltas(batch []*Queued) (bool, error) {
 	}
 	*bp = b
 	if len(b) == 0 {
-		return false, nil
+		return nil
 	}
-	return true, c.send(b)
+	return c.send(b)
 }
 
 func (c *conn) keepaliveFrame(dropped int64) error {

@@ -24,7 +24,8 @@ const (
 	// QueueSize is the delta queue of one connection; when it is full the oldest delta is
 	// dropped and counted (docs/api.md §6 rule 3).
 	QueueSize = 256
-	// KeepaliveInterval is how often an idle connection gets a keepalive (docs/api.md §6, §8).
+	// KeepaliveInterval is how often every connection gets a keepalive, so that none is silent
+	// for longer (docs/api.md §6, §8).
 	KeepaliveInterval = 20 * time.Second
 	// MaxConnectionAge is when a connection is closed with bye max_connection_age; the
 	// snapshot announces it as max_seconds (docs/api.md §6 rule 2).

@@ -269,6 +269,72 @@ func TestKeepaliveAndMaxAge(t *testing.T) {
 	})
 }
 
+// docs/api.md §6: a keepalive every 20 s whether deltas were sent or not, so that at most 20 s
+// pass after a frame of any kind before the next: a proxy that closes connections idle for 30 s
+// must never see a stream silent that long. The tick that follows a delta still sends one.
+func TestKeepaliveAfterDeltas(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, tables.Embedded(t))
+	s, _ := r.mustOpen(t, query(center, 1000), r.liveKey)
+	for i := range 3 {
+		ev := r.publish(t, r.liveKey, "accident", offset(center, float64(10*i)))
+		expectDelta(t, s, stream.KindCreated, ev.EventID)
+		r.timers.Fire(stream.KeepaliveInterval)
+		f, err := nextWithin(s, 10*time.Second)
+		if err != nil {
+			t.Fatalf("tick %d after a delta: %v; want a keepalive", i+1, err)
+		}
+		if f.Event != stream.FrameKeepalive {
+			t.Fatalf("tick %d after a delta: frame %s; want a keepalive", i+1, streamtest.Describe(f))
+		}
+	}
+}
+
+// docs/api.md §10.1 (compression): a stream is sent as it is even to a client that accepts
+// compressed answers, so that each frame reaches it when written; a large snapshot included.
+func TestStreamIsNotCompressed(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, tables.Embedded(t))
+	for i := range 10 {
+		r.publish(t, r.liveKey, "accident", offset(center, float64(50*i)))
+	}
+	req, _ := http.NewRequest(http.MethodGet, r.srv.URL+"/v1/stream?"+query(center, 1000), nil)
+	req.Header.Set("Authorization", "Bearer "+r.liveKey)
+	req.Header.Set("Accept-Encoding", "gzip, zstd")
+	s, resp, body := streamtest.Open(t, r.client, req)
+	if s == nil {
+		t.Fatalf("GET /v1/stream: %d %s", resp.StatusCode, body)
+	}
+	if got := s.Resp.Header.Get("Content-Encoding"); got != "" {
+		t.Fatalf("stream Content-Encoding %q; want none", got)
+	}
+	if snap := s.Snapshot(t); len(snap.Events) != 10 {
+		t.Errorf("snapshot of %d events; want 10", len(snap.Events))
+	}
+	r.timers.Fire(stream.KeepaliveInterval)
+	s.Expect(t, stream.FrameKeepalive, nil)
+}
+
+// nextWithin reads the next frame of s, or gives up after d (the stream is then closed by the
+// test's cleanup, which ends the read).
+func nextWithin(s *streamtest.Stream, d time.Duration) (stream.Frame, error) {
+	type read struct {
+		f   stream.Frame
+		err error
+	}
+	got := make(chan read, 1)
+	go func() {
+		f, err := s.NextErr()
+		got <- read{f, err}
+	}()
+	select {
+	case g := <-got:
+		return g.f, g.err
+	case <-time.After(d):
+		return stream.Frame{}, fmt.Errorf("no frame within %v", d)
+	}
+}
+
 // docs/api.md §6: bye snapshot_unavailable (reconnect true) when the initial state cannot be read,
 // never an empty snapshot.
 func TestSnapshotUnavailable(t *testing.T) {
