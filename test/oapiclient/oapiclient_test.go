@@ -4,10 +4,10 @@ package oapiclient_test
 
 import (
 	"context"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -17,8 +17,6 @@ import (
 	"github.com/roadevents/roadevents/shared/config"
 	"github.com/roadevents/roadevents/shared/metering"
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
-
-	"net/http/httptest"
 )
 
 // Pinned, and run from the module proxy like staticcheck in scripts/test.sh: the module's
@@ -74,7 +72,7 @@ func TestGeneratedGoClient(t *testing.T) {
 // ends the test with the output.
 func goCmd(t *testing.T, dir string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), args...)
+	cmd := exec.Command("go", args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod -buildvcs=false")
 	out, err := cmd.CombinedOutput()
