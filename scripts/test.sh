@@ -41,9 +41,10 @@ cleanup() {
 	status=$?
 	local at=$stage
 	log "stopping test services"
+	[ -z "${server_pid:-}" ] || kill "$server_pid" 2>/dev/null || true
 	"$root/scripts/dynamodb-local.sh" stop || true
 	"$root/scripts/stripe-mock.sh" stop || true
-	log "summary (Go, Vitest and browser tests)"
+	log "summary (Go, Vitest, OpenAPI lint and browser tests)"
 	summary "$status" "$at"
 	rm -rf "$counts"
 	exit "$status"
@@ -93,6 +94,34 @@ go vet ./...
 staticcheck=honnef.co/go/tools/cmd/staticcheck@v0.8.2 # staticcheck 2026.2.2
 log "staticcheck ${staticcheck#*@}"
 go run "$staticcheck" ./...
+
+log "linting the served /openapi.json (Redocly CLI and Spectral, pinned in scripts/oaslint)"
+# The rule sets integrators run (docs/api.md §10.1): any error fails, warnings are printed.
+(cd scripts/oaslint && npm ci --no-audit --no-fund)
+# shellcheck source=lib/server.sh
+. "$root/scripts/lib/server.sh"
+oas=$(mktemp -d)
+go build -o "$oas/roadevents" .
+ROADEVENTS_STORE=embedded start_roadevents "$oas/roadevents" "$oas/server.log" -data "$oas/data"
+curl -fsS "$base/openapi.json" -o "$oas/openapi.json"
+kill "$server_pid" && wait "$server_pid" || true
+server_pid=
+lint_passed=0 lint_failed=0
+redocly_errors=$(cd scripts/oaslint && REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true npx redocly lint --config redocly.yaml --format=json "$oas/openapi.json" 2>/dev/null |
+	node -e 'const t = JSON.parse(require("fs").readFileSync(0)).totals; console.log(t.errors, t.warnings)') || redocly_errors="1 ?"
+spectral_errors=$(cd scripts/oaslint && npx spectral lint --ruleset .spectral.yaml --format json --fail-severity error --quiet "$oas/openapi.json" 2>/dev/null |
+	node -e 'const r = JSON.parse(require("fs").readFileSync(0) || "[]"); console.log(r.filter(x => x.severity === 0).length, r.filter(x => x.severity === 1).length)') || spectral_errors="1 ?"
+for lint in "Redocly $redocly_errors" "Spectral $spectral_errors"; do
+	read -r name errors warnings <<<"$lint"
+	echo "$name: $errors errors, $warnings warnings"
+	if [ "$errors" = 0 ]; then lint_passed=$((lint_passed + 1)); else lint_failed=$((lint_failed + 1)); fi
+done
+echo "$lint_passed $lint_failed 0" >"$counts/openapi-lint"
+if [ "$lint_failed" -ne 0 ]; then
+	(cd scripts/oaslint && npx redocly lint --config redocly.yaml "$oas/openapi.json"; npx spectral lint --ruleset .spectral.yaml "$oas/openapi.json") || true
+	exit 1
+fi
+rm -rf "$oas"
 
 log "building the Lambda bootstraps (host architecture) for the packaging test"
 # test/lambda runs them as Lambda would; without them it would skip.

@@ -268,7 +268,21 @@ func newHTTPAPI(d Deps, b built) *httpapi.API {
 		},
 		Description: "Real-time, short-lived road hazard events shared between organisations, " +
 			"and the console where organisations manage themselves.",
+		Tags: tags,
 	})
+}
+
+// tags describe the groups of operations in the document, in the order a reader meets them.
+var tags = []httpapi.Tag{
+	{Name: "meta", Description: "What the service is, its health, this document, the event taxonomy and the limits. Open."},
+	{Name: "events", Description: "Publish, query, revise, close and signal road events, and mint stream tickets. API key."},
+	{Name: "stream", Description: "Live changes of the events around a point, as server-sent events. API key or stream ticket."},
+	{Name: "console auth", Description: "Sign-in by e-mailed code and TOTP, recovery codes, the profile and sign-out."},
+	{Name: "console organisations", Description: "Organisations, their members, invitations and audit log."},
+	{Name: "console keys", Description: "The API keys of an organisation: issue, list and revoke."},
+	{Name: "console usage", Description: "What an organisation's keys used, by day, and how alive its events are."},
+	{Name: "console quality", Description: "How the network judges an organisation's reports."},
+	{Name: "console billing", Description: "Plans, the billing summary, checkout, the billing portal and the payment provider's webhook."},
 }
 
 func routes(d Deps, a *API, b built, groups ...routetable.Group) []httpapi.Route {

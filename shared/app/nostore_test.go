@@ -53,7 +53,7 @@ func TestConsoleAndTicketAnswersAreNotStored(t *testing.T) {
 	notStored(c.Call("POST", "/v1/stream/tickets", key, ""), http.StatusCreated, "mint a stream ticket")
 	notStored(c.Call("GET", "/console/plans", "", ""), http.StatusOK, "the plans")
 	notStored(c.Call("GET", "/console/auth/me", "", ""), http.StatusUnauthorized, "a refused console request")
-	notStored(c.Call("PATCH", "/console/auth/me", session, `{"display_name":""}`), http.StatusUnprocessableEntity, "an invalid console request")
+	notStored(c.Call("PATCH", "/console/auth/me", session, `{"locale":"e"}`), http.StatusUnprocessableEntity, "an invalid console request")
 	notStored(c.Call("GET", "/console/orgs/org_unknown", session, ""), http.StatusNotFound, "another organisation")
 
 	// Every console route, whatever it answers a caller without credentials.

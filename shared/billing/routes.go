@@ -92,7 +92,8 @@ func Routes(s *Service) []httpapi.Route {
 	return []httpapi.Route{
 		{
 			Method: http.MethodGet, Path: "/console/plans", OperationID: "listPlans", Tags: tags,
-			Summary: "The plans of this deployment",
+			Summary:     "The plans of this deployment",
+			Description: "Every plan with its price, included reads and caps, cheapest first. Open: no credential needed.",
 			Responses: map[int]httpapi.Response{
 				http.StatusOK: httpapi.JSONResponse("Every plan, cheapest first.", schema.Array(plans.PublicSchema)),
 			},
@@ -128,8 +129,9 @@ func Routes(s *Service) []httpapi.Route {
 		},
 		{
 			Method: http.MethodPost, Path: "/console/orgs/{org_id}/billing/portal", OperationID: "openBillingPortal", Tags: tags, Security: session,
-			Summary: "Open the hosted billing portal (owner only)",
-			Params:  []schema.Param{orgID},
+			Summary:     "Open the hosted billing portal (owner only)",
+			Description: "A Stripe billing portal session for the organisation's billing account; redirect the browser to url. The account exists after a first checkout (409 before).",
+			Params:      []schema.Param{orgID},
 			Responses: map[int]httpapi.Response{
 				http.StatusOK:                 httpapi.JSONResponse("The hosted portal page.", BillingSessionPublicSchema),
 				http.StatusForbidden:          ownerOnly,

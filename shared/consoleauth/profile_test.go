@@ -13,7 +13,8 @@ import (
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
 )
 
-// docs/api.md §4.2: PATCH /console/auth/me writes only the fields sent; display_name null clears it.
+// docs/api.md §4.2: PATCH /console/auth/me writes only the fields sent; display_name null clears it,
+// and so does "" (what a generated client that leaves nulls out can send).
 func TestProfileUpdate(t *testing.T) {
 	t.Parallel()
 	tables.Each(t, func(t *testing.T, tab tables.Table) {
@@ -30,6 +31,8 @@ func TestProfileUpdate(t *testing.T) {
 			{"NameOnly", `{"display_name":"Ada"}`, ptr("Ada"), "fr"},
 			{"Nothing", `{}`, ptr("Ada"), "fr"},
 			{"ClearName", `{"display_name":null}`, nil, "fr"},
+			{"NameAgain", `{"display_name":"Ada"}`, ptr("Ada"), "fr"},
+			{"ClearNameWithEmptyString", `{"display_name":""}`, nil, "fr"},
 		}
 		for _, st := range steps {
 			r := e.Call("PATCH", "/console/auth/me", s.Token, st.body)
@@ -97,7 +100,7 @@ func TestValidationErrors(t *testing.T) {
 			{"ConfirmMissing", "/console/auth/totp/confirm", "POST", s.Token, `{}`, []string{"missing [body code]"}},
 			{"DisableNotObject", "/console/auth/totp/disable", "POST", s.Token, `["123456"]`, []string{"model_attributes_type [body]"}},
 			{"RegenerateEmpty", "/console/auth/recovery-codes/regenerate", "POST", s.Token, `{"code":""}`, []string{"string_too_short [body code]"}},
-			{"ProfileEmptyName", "/console/auth/me", "PATCH", s.Token, `{"display_name":""}`, []string{"string_too_short [body display_name]"}},
+			{"ProfileBlankName", "/console/auth/me", "PATCH", s.Token, `{"display_name":" "}`, []string{"value_error [body display_name]"}},
 			{"ProfileLongNameShortLocale", "/console/auth/me", "PATCH", s.Token, `{"display_name":"` + strings.Repeat("n", 81) + `","locale":"e"}`,
 				[]string{"string_too_long [body display_name]", "string_too_short [body locale]"}},
 			{"ProfileNullLocale", "/console/auth/me", "PATCH", s.Token, `{"locale":null}`, []string{"string_type [body locale]"}},

@@ -29,7 +29,8 @@ var (
 		schema.Req("code", schema.String().Len(1, 64).Describe("One recovery code, with or without its dash, any case.")),
 	).Named("RecoveryCodePayload")
 	ProfileUpdateSchema = schema.Object(
-		schema.Prop("display_name", schema.String().Len(1, 80).Printable().OrNull().Describe("null clears the name.")),
+		schema.Prop("display_name", schema.String().Len(1, 80).Printable().OrEmpty().OrNull().Describe(
+			"null or an empty string clears the name (a generated client that leaves nulls out sends \"\").")),
 		schema.Prop("locale", schema.String().Len(2, 35).Describe("A language tag such as en or fr-CA.")),
 	).Named("ProfileUpdate").Describe("Only the fields sent are written.")
 
@@ -46,13 +47,17 @@ var (
 		schema.Req("token", schema.String().Describe("A fresh session token, ses_ + 43 base62 characters: send it as Authorization: Bearer.")),
 		schema.Req("expires_at", schema.DateTime()),
 		schema.Req("user", MePublicSchema),
+		schema.Req("kind", schema.Const(KindSession).Describe("Always session: tells a Session from an AuthChallenge (verify-code answers either).")),
 	).Named("Session")
 	AuthChallengeSchema = schema.Object(
 		schema.Req("method", schema.Enum("email", "totp").Describe("email: a code was sent; totp: send a TOTP or recovery code with temp_token.")),
 		schema.Prop("email", schema.String().OrNull().Describe("Where the code went (method email).")),
 		schema.Prop("temp_token", schema.String().OrNull().Describe("tmp_ + 43 base62 characters, valid 5 minutes, for verify-totp and verify-recovery (method totp).")),
+		schema.Req("kind", schema.Const(KindChallenge).Describe("Always challenge: tells an AuthChallenge from a Session (verify-code answers either).")),
 	).Named("AuthChallenge")
-	TotpEnrolmentSchema = schema.Object(
+	// SessionOrChallengeSchema is verify-code's answer, told apart by kind (docs/api.md §4.2).
+	SessionOrChallengeSchema = schema.OneOf("kind", SessionSchema, AuthChallengeSchema)
+	TotpEnrolmentSchema      = schema.Object(
 		schema.Req("secret", schema.String().Describe("Base32 secret, for typing into an authenticator app.")),
 		schema.Req("otpauth_url", schema.String().Describe("otpauth:// URL, for a QR code.")),
 		schema.Req("issuer", schema.String()),
@@ -95,11 +100,19 @@ func (u User) Public() MePublic {
 	return out
 }
 
+// The kind of a Session and of an AuthChallenge, which verify-code answers either of
+// (docs/api.md §4.2): a generated client decodes by it.
+const (
+	KindSession   = "session"
+	KindChallenge = "challenge"
+)
+
 // SessionOut is the Session record (docs/api.md §10.3).
 type SessionOut struct {
 	Token     string    `json:"token"`
 	ExpiresAt time.Time `json:"expires_at"`
 	User      MePublic  `json:"user"`
+	Kind      string    `json:"kind"` // KindSession
 }
 
 // AuthChallengeOut is the AuthChallenge record (docs/api.md §2.9).
@@ -107,6 +120,7 @@ type AuthChallengeOut struct {
 	Method    string  `json:"method"`
 	Email     *string `json:"email"`
 	TempToken *string `json:"temp_token"`
+	Kind      string  `json:"kind"` // KindChallenge
 }
 
 // TotpEnrolmentOut is the TotpEnrolment record (docs/api.md §10.3).
@@ -202,7 +216,7 @@ func Routes(s *Service) []httpapi.Route {
 			Body: VerifyCodePayloadSchema,
 			Responses: map[int]httpapi.Response{
 				http.StatusOK: httpapi.JSONResponse("A Session, or an AuthChallenge for an account with TOTP.",
-					schema.AnyOf(SessionSchema, AuthChallengeSchema)),
+					SessionOrChallengeSchema),
 				http.StatusBadRequest:         httpapi.ErrorResponse("One answer for an unknown address and a wrong, expired, used or exhausted code."),
 				http.StatusServiceUnavailable: busy,
 			},
@@ -276,7 +290,8 @@ func Routes(s *Service) []httpapi.Route {
 		},
 		{
 			Method: http.MethodGet, Path: "/console/auth/recovery-codes", OperationID: "getRecoveryCodesStatus", Tags: tags, Security: session,
-			Summary: "How many recovery codes are left",
+			Summary:     "How many recovery codes are left",
+			Description: "How many of the current set of recovery codes are still unused, out of how many; 0 and 0 when TOTP is off.",
 			Responses: map[int]httpapi.Response{
 				http.StatusOK: httpapi.JSONResponse("Remaining and total; 0 and 0 without TOTP.", RecoveryCodesStatusSchema),
 			},
@@ -305,8 +320,9 @@ func Routes(s *Service) []httpapi.Route {
 		},
 		{
 			Method: http.MethodPatch, Path: "/console/auth/me", OperationID: "updateMe", Tags: tags, Security: session,
-			Summary: "Update the profile; only the fields sent are written",
-			Body:    ProfileUpdateSchema,
+			Summary:     "Update the profile; only the fields sent are written",
+			Description: "Members left out are kept. display_name null, or an empty string, clears the name.",
+			Body:        ProfileUpdateSchema,
 			Responses: map[int]httpapi.Response{
 				http.StatusOK: httpapi.JSONResponse("The updated user.", MePublicSchema),
 			},
@@ -314,7 +330,8 @@ func Routes(s *Service) []httpapi.Route {
 		},
 		{
 			Method: http.MethodPost, Path: "/console/auth/logout", OperationID: "logout", Tags: tags, Security: session,
-			Summary: "Sign out everywhere: every token of the user ends",
+			Summary:     "Sign out everywhere: every token of the user ends",
+			Description: "Ends every session token of the user, on every device, not only the one sent.",
 			Responses: map[int]httpapi.Response{
 				http.StatusOK: httpapi.JSONResponse("Signed out.", OkResponseSchema),
 			},
@@ -368,7 +385,7 @@ func sessionOut(s *Session, err error) (SessionOut, error) {
 	if err != nil {
 		return SessionOut{}, err
 	}
-	return SessionOut{Token: s.Token, ExpiresAt: s.ExpiresAt.UTC(), User: s.User.Public()}, nil
+	return SessionOut{Token: s.Token, ExpiresAt: s.ExpiresAt.UTC(), User: s.User.Public(), Kind: KindSession}, nil
 }
 
 func recoveryOut(rc RecoveryCodes, err error) (RecoveryCodesOut, error) {
@@ -377,7 +394,7 @@ func recoveryOut(rc RecoveryCodes, err error) (RecoveryCodesOut, error) {
 
 func (h *handlers) requestCode(r *httpapi.Request[requestCodeIn]) (AuthChallengeOut, error) {
 	email, err := h.s.RequestCode(r.Context(), r.Body.Email)
-	return AuthChallengeOut{Method: "email", Email: &email}, err
+	return AuthChallengeOut{Method: "email", Email: &email, Kind: KindChallenge}, err
 }
 
 // verifyCode answers a SessionOut, or an AuthChallengeOut for an account with TOTP.
@@ -389,7 +406,7 @@ func (h *handlers) verifyCode(r *httpapi.Request[verifyCodeIn]) (any, error) {
 	case err != nil:
 		return nil, err
 	case ch != nil:
-		return AuthChallengeOut{Method: "totp", TempToken: &ch.TempToken}, nil
+		return AuthChallengeOut{Method: "totp", TempToken: &ch.TempToken, Kind: KindChallenge}, nil
 	}
 	return sessionOut(sess, nil)
 }
@@ -438,6 +455,9 @@ func (h *handlers) updateMe(r *httpapi.Request[profileIn], c Caller) (MePublic, 
 		ch.SetDisplayName = true
 		if err := json.Unmarshal(r.Body.DisplayName, &ch.DisplayName); err != nil {
 			return MePublic{}, err
+		}
+		if ch.DisplayName != nil && *ch.DisplayName == "" {
+			ch.DisplayName = nil // "" clears, as null does (docs/api.md §4.2)
 		}
 	}
 	if r.Body.Locale != nil {

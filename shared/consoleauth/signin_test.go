@@ -28,7 +28,7 @@ func TestSignInWithoutTOTP(t *testing.T) {
 
 		r := e.Call("POST", "/console/auth/request-code", "", `{"email":"Ada@Example.com"}`)
 		e.Expect(r, http.StatusOK, consoleauth.AuthChallengeSchema, "request-code")
-		if got, want := string(r.Body), `{"method":"email","email":"ada@example.com","temp_token":null}`; got != want {
+		if got, want := string(r.Body), `{"method":"email","email":"ada@example.com","temp_token":null,"kind":"challenge"}`; got != want {
 			t.Errorf("request-code body = %s; want %s", got, want)
 		}
 		code := e.inbox.LastCode(t, "ada@example.com")

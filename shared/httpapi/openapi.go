@@ -1,10 +1,13 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -28,16 +31,27 @@ func (a *API) OpenAPI() []byte {
 	}
 	doc := document{
 		OpenAPI: "3.1.0",
-		Info:    info{Title: Title, Version: Version, Description: a.cfg.Description},
+		Info: info{Title: Title, Version: Version, Description: a.cfg.Description,
+			Contact: contact{Name: Title, URL: a.cfg.ContactURL}},
+		// Relative to where the document was fetched: the origin that serves it serves the
+		// routes (docs/architecture.md §5).
+		Servers: []server{{URL: "/", Description: "The origin this document was fetched from."}},
 		Paths:   map[string]map[string]*operation{},
 		Components: components{
 			Schemas:         map[string]json.RawMessage{},
 			SecuritySchemes: securitySchemes,
 		},
 	}
-	for name, s := range comps {
-		doc.Components.Schemas[name] = s.Definition()
+	for name, s := range comps.request {
+		doc.Components.Schemas[name] = comps.requests.Definition(s)
 	}
+	for name, s := range comps.answer {
+		if public, ok := comps.answers.Rename[name]; ok {
+			name = public
+		}
+		doc.Components.Schemas[name] = comps.answers.Definition(s)
+	}
+	used := map[string]bool{}
 	for _, rt := range a.routes {
 		if rt.Hidden {
 			continue
@@ -46,7 +60,19 @@ func (a *API) OpenAPI() []byte {
 		if doc.Paths[path] == nil {
 			doc.Paths[path] = map[string]*operation{}
 		}
-		doc.Paths[path][strings.ToLower(rt.Method)] = buildOperation(rt)
+		doc.Paths[path][strings.ToLower(rt.Method)] = buildOperation(rt, comps)
+		for _, t := range rt.Tags {
+			used[t] = true
+		}
+	}
+	for _, t := range a.cfg.Tags {
+		if used[t.Name] {
+			doc.Tags = append(doc.Tags, t)
+			delete(used, t.Name)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(used)) {
+		doc.Tags = append(doc.Tags, Tag{Name: name})
 	}
 	b, err := json.Marshal(doc)
 	if err != nil {
@@ -56,23 +82,57 @@ func (a *API) OpenAPI() []byte {
 	return b
 }
 
+// componentSet is the named schemas of the document. A request's objects refuse unknown
+// members and an answer's accept them (schema.Rendering), so a schema named on both sides is
+// two components: the request keeps the name, the answer's copy is the name + "Public".
+type componentSet struct {
+	request, answer   map[string]*schema.Schema
+	requests, answers schema.Rendering
+}
+
 // components gathers every named schema of the routes plus the error bodies, failing on two
-// different schemas with one name.
-func (a *API) components() (map[string]*schema.Schema, error) {
-	roots := []*schema.Schema{ErrorSchema, schema.HTTPValidationErrorSchema, schema.ValidationErrorSchema}
+// different schemas with one name, or on an answer copy whose name is taken.
+func (a *API) components() (componentSet, error) {
+	var requests, answers []*schema.Schema
+	answers = append(answers, ErrorSchema, schema.HTTPValidationErrorSchema, schema.ValidationErrorSchema)
 	for _, rt := range a.routes {
-		roots = append(roots, rt.Body)
+		requests = append(requests, rt.Body)
 		for _, p := range rt.Params {
-			roots = append(roots, p.Schema)
+			requests = append(requests, p.Schema)
 		}
 		for _, resp := range rt.Responses {
-			roots = append(roots, resp.Schema)
+			answers = append(answers, resp.Schema)
 			for _, h := range resp.Headers {
-				roots = append(roots, h.Schema)
+				answers = append(answers, h.Schema)
+			}
+			for _, f := range resp.Frames {
+				answers = append(answers, f.Schema)
 			}
 		}
 	}
-	return schema.Components(roots...)
+	set := componentSet{answers: schema.Rendering{Answer: true, Rename: map[string]string{}}}
+	var err error
+	if set.request, err = schema.Components(requests...); err != nil {
+		return set, err
+	}
+	if set.answer, err = schema.Components(answers...); err != nil {
+		return set, err
+	}
+	for name, s := range set.answer {
+		req := set.request[name]
+		if req == nil {
+			continue
+		}
+		if req != s && !bytes.Equal(req.Definition(), s.Definition()) {
+			return set, fmt.Errorf("schema: two different schemas are named %q", name)
+		}
+		public := name + "Public"
+		if set.request[public] != nil || set.answer[public] != nil {
+			return set, fmt.Errorf("schema %q is used in requests and answers, and the name of its answer copy, %q, is taken", name, public)
+		}
+		set.answers.Rename[name] = public
+	}
+	return set, nil
 }
 
 var restWildcard = regexp.MustCompile(`\{([A-Za-z_][A-Za-z0-9_]*)\.\.\.\}`)
@@ -83,7 +143,7 @@ func docPath(p string) string {
 	return restWildcard.ReplaceAllString(p, "{$1}")
 }
 
-func buildOperation(rt *Route) *operation {
+func buildOperation(rt *Route, comps componentSet) *operation {
 	op := &operation{
 		Tags:        rt.Tags,
 		Summary:     rt.Summary,
@@ -97,13 +157,13 @@ func buildOperation(rt *Route) *operation {
 			In:          p.In,
 			Description: p.Description,
 			Required:    p.Required,
-			Schema:      p.Schema.JSONSchema(),
+			Schema:      comps.requests.JSONSchema(p.Schema),
 		})
 	}
 	if rt.Body != nil {
 		op.RequestBody = &requestBody{
 			Required: !rt.OptionalBody,
-			Content:  map[string]mediaType{"application/json": {Schema: rt.Body.JSONSchema()}},
+			Content:  map[string]mediaType{"application/json": {Schema: comps.requests.JSONSchema(rt.Body)}},
 		}
 	}
 	for status, r := range rt.Responses {
@@ -118,7 +178,7 @@ func buildOperation(rt *Route) *operation {
 			}
 			mt := mediaType{}
 			if r.Schema != nil {
-				mt.Schema = r.Schema.JSONSchema()
+				mt.Schema = comps.answers.JSONSchema(r.Schema)
 			}
 			resp.Content = map[string]mediaType{ct: mt}
 		}
@@ -130,10 +190,18 @@ func buildOperation(rt *Route) *operation {
 			if hs == nil {
 				hs = schema.String()
 			}
-			resp.Headers[h.Name] = header{Description: h.Description, Schema: hs.JSONSchema()}
+			resp.Headers[h.Name] = header{Description: h.Description, Schema: comps.answers.JSONSchema(hs)}
 		}
 		op.Responses[strconv.Itoa(status)] = resp
+		for _, f := range r.Frames {
+			if op.SSEFrames == nil {
+				op.SSEFrames = map[string]json.RawMessage{}
+			}
+			op.SSEFrames[f.Event] = comps.answers.JSONSchema(f.Schema)
+		}
 	}
+	// An open route says so (security: []), so that no tool mistakes it for one that forgot.
+	op.Security = []map[string][]string{}
 	for _, s := range rt.Security {
 		op.Security = append(op.Security, map[string][]string{string(s): {}})
 	}
@@ -155,13 +223,33 @@ var securitySchemes = map[string]securityScheme{
 type document struct {
 	OpenAPI    string                           `json:"openapi"`
 	Info       info                             `json:"info"`
+	Servers    []server                         `json:"servers"`
+	Tags       []Tag                            `json:"tags,omitempty"`
 	Paths      map[string]map[string]*operation `json:"paths"`
 	Components components                       `json:"components"`
 }
 
 type info struct {
-	Title       string `json:"title"`
-	Version     string `json:"version"`
+	Title       string  `json:"title"`
+	Version     string  `json:"version"`
+	Description string  `json:"description,omitempty"`
+	Contact     contact `json:"contact"`
+}
+
+type contact struct {
+	Name string `json:"name"`
+	URL  string `json:"url,omitempty"`
+}
+
+type server struct {
+	URL         string `json:"url"`
+	Description string `json:"description,omitempty"`
+}
+
+// Tag describes one of the tags that group operations (Route.Tags), for the document's
+// top-level tags list.
+type Tag struct {
+	Name        string `json:"name"`
 	Description string `json:"description,omitempty"`
 }
 
@@ -173,7 +261,10 @@ type operation struct {
 	Parameters  []parameter           `json:"parameters,omitempty"`
 	RequestBody *requestBody          `json:"requestBody,omitempty"`
 	Responses   map[string]response   `json:"responses"`
-	Security    []map[string][]string `json:"security,omitempty"`
+	Security    []map[string][]string `json:"security"`
+	// SSEFrames maps the event name of each frame of a text/event-stream answer to the schema
+	// of its data (Response.Frames), for generators, which read no SSE.
+	SSEFrames map[string]json.RawMessage `json:"x-sse-frames,omitempty"`
 }
 
 type parameter struct {

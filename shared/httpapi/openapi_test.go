@@ -65,18 +65,27 @@ func TestOpenAPIContent(t *testing.T) {
 		{"implicit 422", []string{"paths", "/v1/events", "post", "responses", "422", "content", "application/json", "schema"}, `{"$ref":"#/components/schemas/HTTPValidationError"}`},
 		{"implicit 401 with header", []string{"paths", "/v1/events", "post", "responses", "401", "headers", "WWW-Authenticate", "schema"}, `{"const":"Bearer","type":"string"}`},
 		{"declared 409", []string{"paths", "/v1/events", "post", "responses", "409", "content", "application/json", "schema"}, `{"$ref":"#/components/schemas/HTTPError"}`},
-		{"429 Retry-After", []string{"paths", "/v1/events/{event_id}/signals", "post", "responses", "429", "headers", "Retry-After", "schema"}, `{"type":"integer"}`},
+		{"429 Retry-After", []string{"paths", "/v1/events/{event_id}/signals", "post", "responses", "429", "headers", "Retry-After", "schema"}, `{"format":"int64","type":"integer"}`},
 		{"security", []string{"paths", "/v1/events", "post", "security"}, `[{"APIKey":[]}]`},
 		{"either credential", []string{"paths", "/v1/stream", "get", "security"}, `[{"APIKey":[]},{"StreamTicket":[]}]`},
 		{"stream content type", []string{"paths", "/v1/stream", "get", "responses", "200", "content"}, `{"text/event-stream":{"schema":{"type":"string"}}}`},
 		{"query parameter", []string{"paths", "/v1/events", "get", "parameters"}, `[` +
-			`{"in":"query","name":"lat","required":true,"schema":{"maximum":90,"minimum":-90,"type":"number"}},` +
-			`{"in":"query","name":"lon","required":true,"schema":{"maximum":180,"minimum":-180,"type":"number"}},` +
-			`{"in":"query","name":"radius","schema":{"default":1000,"exclusiveMinimum":0,"maximum":9780,"type":"number"}},` +
+			`{"in":"query","name":"lat","required":true,"schema":{"format":"double","maximum":90,"minimum":-90,"type":"number"}},` +
+			`{"in":"query","name":"lon","required":true,"schema":{"format":"double","maximum":180,"minimum":-180,"type":"number"}},` +
+			`{"in":"query","name":"radius","schema":{"default":1000,"exclusiveMinimum":0,"format":"double","maximum":9780,"type":"number"}},` +
 			`{"in":"query","name":"type","schema":{"items":{"enum":["accident","congestion","road_damage"],"type":"string"},"type":"array"}},` +
-			`{"in":"query","name":"min_confidence","schema":{"default":0,"maximum":1,"minimum":0,"type":"number"}}]`},
+			`{"in":"query","name":"min_confidence","schema":{"default":0,"format":"double","maximum":1,"minimum":0,"type":"number"}}]`},
 		{"path parameter", []string{"paths", "/v1/events/{event_id}", "get", "parameters"}, `[{"in":"path","name":"event_id","required":true,"schema":{"pattern":"^ev_[a-z2-7]{26}$","type":"string"}}]`},
-		{"open route has no security", []string{"paths", "/", "get", "security"}, `null`},
+		{"open route says it needs no credential", []string{"paths", "/", "get", "security"}, `[]`},
+		// docs/api.md §9 rule 2: answers grow, so their objects accept members they do not list;
+		// requests refuse them (docs/api.md §2.2), and a schema on both sides is two components.
+		{"request component is closed", []string{"components", "schemas", "EventIn", "additionalProperties"}, `false`},
+		{"answer component is open", []string{"components", "schemas", "EventPublic", "additionalProperties"}, `null`},
+		{"error component is open", []string{"components", "schemas", "HTTPValidationError", "additionalProperties"}, `null`},
+		{"shared component stays closed in requests", []string{"components", "schemas", "LineString", "additionalProperties"}, `false`},
+		{"shared component's answer copy is open", []string{"components", "schemas", "LineStringPublic", "title"}, `"LineStringPublic"`},
+		{"answer refers to the copy", []string{"components", "schemas", "EventPublic", "properties", "geometry"}, `{"anyOf":[{"$ref":"#/components/schemas/LineStringPublic"},{"type":"null"}]}`},
+		{"servers are the document's origin", []string{"servers"}, `[{"description":"The origin this document was fetched from.","url":"/"}]`},
 		{"root path without {$}", []string{"paths", "/", "get", "operationId"}, `"root"`},
 		{"derived operation id", []string{"paths", "/v1/tiny", "post", "operationId"}, `"post_v1_tiny"`},
 		{"hidden route absent", []string{"paths", "/v1/panic"}, `null`},

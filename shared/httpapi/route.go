@@ -93,6 +93,15 @@ type Response struct {
 	ContentType string
 	// Headers sent with the response.
 	Headers []Header
+	// Frames documents the frames of a text/event-stream answer: the document maps each
+	// event name to the schema of its data (x-sse-frames) and lists them as components.
+	Frames []Frame
+}
+
+// Frame documents one kind of server-sent event: its event: name and the schema of its data.
+type Frame struct {
+	Event  string
+	Schema *schema.Schema
 }
 
 // Header documents a response header.

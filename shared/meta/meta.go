@@ -152,20 +152,23 @@ func Routes(d Deps) []httpapi.Route {
 	return []httpapi.Route{
 		{
 			Method: http.MethodGet, Path: "/health", OperationID: "health", Tags: tags,
-			Summary:   "Liveness of the service",
-			Responses: map[int]httpapi.Response{200: httpapi.JSONResponse("The service is up.", HealthSchema)},
-			Handler:   static(Health{Status: "ok", Version: d.Build}),
+			Summary:     "Liveness of the service",
+			Description: "Answers 200 with the running build while the process serves requests; it reads no storage.",
+			Responses:   map[int]httpapi.Response{200: httpapi.JSONResponse("The service is up.", HealthSchema)},
+			Handler:     static(Health{Status: "ok", Version: d.Build}),
 		},
 		{
 			Method: http.MethodGet, Path: "/{$}", OperationID: "root", Tags: tags,
-			Summary:   "What this service is and where its description, reference and console are",
-			Responses: map[int]httpapi.Response{200: httpapi.JSONResponse("Service description.", RootSchema)},
+			Summary:     "What this service is and where its description, reference and console are",
+			Description: "Names the service and its interface version, and gives the paths of this document, of the human reference and the address of the console.",
+			Responses:   map[int]httpapi.Response{200: httpapi.JSONResponse("Service description.", RootSchema)},
 			Handler: static(Root{Service: "road-events", Version: InterfaceVersion,
 				OpenAPI: "/openapi.json", Console: d.ConsoleURL, Docs: ReferencePath}),
 		},
 		{
 			Method: http.MethodGet, Path: "/openapi.json", OperationID: "openapi", Tags: tags,
-			Summary: "This interface description (OpenAPI 3.1)",
+			Summary:     "This interface description (OpenAPI 3.1)",
+			Description: "The document you are reading: every route of every group, whichever process serves it. Answer schemas accept members they do not list, since answers only grow; request schemas refuse them.",
 			Responses: map[int]httpapi.Response{200: {Description: "The OpenAPI document.",
 				Schema: schema.FreeObject(), ContentType: "application/json"}},
 			Handler: httpapi.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
@@ -180,21 +183,24 @@ func Routes(d Deps) []httpapi.Route {
 			Method: http.MethodGet, Path: "/v1/meta/event-types", OperationID: "listEventTypes", Tags: tags,
 			// docs/api.md §9 rule 3. The summary is read in the API reference, which has no
 			// specification beside it: the citation stays here.
-			Summary:   "The event types, as a flat list of strings",
-			Responses: map[int]httpapi.Response{200: httpapi.JSONResponse("Type ids.", schema.Array(schema.String()))},
-			Handler:   static(typeIDs),
+			Summary:     "The event types, as a flat list of strings",
+			Description: "The type ids a publisher may use. This list stays flat; subtypes and lifetimes are in /v1/meta/taxonomy.",
+			Responses:   map[int]httpapi.Response{200: httpapi.JSONResponse("Type ids.", schema.Array(schema.String()))},
+			Handler:     static(typeIDs),
 		},
 		{
 			Method: http.MethodGet, Path: "/v1/meta/taxonomy", OperationID: "getTaxonomy", Tags: tags,
-			Summary:   "The event types with subtypes and lifetimes",
-			Responses: map[int]httpapi.Response{200: httpapi.JSONResponse("The taxonomy.", TaxonomySchema)},
-			Handler:   static(taxonomyBody),
+			Summary:     "The event types with subtypes and lifetimes",
+			Description: "Every event type with its subtypes, default and maximum lifetimes, and the taxonomy's schema_version. Types and subtypes are added over time.",
+			Responses:   map[int]httpapi.Response{200: httpapi.JSONResponse("The taxonomy.", TaxonomySchema)},
+			Handler:     static(taxonomyBody),
 		},
 		{
 			Method: http.MethodGet, Path: "/v1/meta/limits", OperationID: "getLimits", Tags: tags,
-			Summary:   "Limits the service enforces that a client must read at run time",
-			Responses: map[int]httpapi.Response{200: httpapi.JSONResponse("The limits.", LimitsSchema)},
-			Handler:   static(limitsBody),
+			Summary:     "Limits the service enforces that a client must read at run time",
+			Description: "The limits a client reads instead of hard-coding them: the largest query radius and the resolution of the area index. Values may change between deployments.",
+			Responses:   map[int]httpapi.Response{200: httpapi.JSONResponse("The limits.", LimitsSchema)},
+			Handler:     static(limitsBody),
 		},
 	}
 }

@@ -235,8 +235,9 @@ func Routes(s *Service) []httpapi.Route {
 		},
 		{
 			Method: http.MethodGet, Path: "/console/orgs/{org_id}", OperationID: "getOrg", Tags: orgTags, Security: session,
-			Summary: "An organisation, with the caller's role",
-			Params:  []schema.Param{orgID},
+			Summary:     "An organisation, with the caller's role",
+			Description: "Readable by any member; a caller who is not a member gets 404.",
+			Params:      []schema.Param{orgID},
 			Responses: map[int]httpapi.Response{
 				http.StatusOK:       httpapi.JSONResponse("The organisation.", OrganisationSchema),
 				http.StatusNotFound: notMember,
@@ -245,9 +246,10 @@ func Routes(s *Service) []httpapi.Route {
 		},
 		{
 			Method: http.MethodPatch, Path: "/console/orgs/{org_id}", OperationID: "updateOrg", Tags: orgTags, Security: session,
-			Summary: "Rename an organisation (owner)",
-			Params:  []schema.Param{orgID},
-			Body:    OrganisationUpdateSchema,
+			Summary:     "Rename an organisation (owner)",
+			Description: "Only an owner may rename; the change is written to the audit log.",
+			Params:      []schema.Param{orgID},
+			Body:        OrganisationUpdateSchema,
 			Responses: map[int]httpapi.Response{
 				http.StatusOK:        httpapi.JSONResponse("The organisation.", OrganisationSchema),
 				http.StatusForbidden: ownerOnly,
@@ -257,8 +259,9 @@ func Routes(s *Service) []httpapi.Route {
 		},
 		{
 			Method: http.MethodGet, Path: "/console/orgs/{org_id}/members", OperationID: "listMembers", Tags: orgTags, Security: session,
-			Summary: "Members and pending invitations, together",
-			Params:  []schema.Param{orgID},
+			Summary:     "Members and pending invitations, together",
+			Description: "Members oldest first, then the invitations still pending. Readable by any member.",
+			Params:      []schema.Param{orgID},
 			Responses: map[int]httpapi.Response{
 				http.StatusOK:       httpapi.JSONResponse("Members (oldest first) and pending invitations.", MembersListSchema),
 				http.StatusNotFound: notMember,
@@ -284,9 +287,10 @@ func Routes(s *Service) []httpapi.Route {
 		},
 		{
 			Method: http.MethodPatch, Path: "/console/orgs/{org_id}/members/{user_id}", OperationID: "updateMember", Tags: orgTags, Security: session,
-			Summary: "Change a member's role (owner)",
-			Params:  []schema.Param{orgID, userID},
-			Body:    MemberUpdateSchema,
+			Summary:     "Change a member's role (owner)",
+			Description: "Only an owner may change roles. The last owner cannot be demoted (409).",
+			Params:      []schema.Param{orgID, userID},
+			Body:        MemberUpdateSchema,
 			Responses: map[int]httpapi.Response{
 				http.StatusOK:                 httpapi.JSONResponse("The member.", MemberPublicSchema),
 				http.StatusForbidden:          ownerOnly,
@@ -314,8 +318,9 @@ func Routes(s *Service) []httpapi.Route {
 		},
 		{
 			Method: http.MethodPost, Path: "/console/orgs/{org_id}/leave", OperationID: "leaveOrg", Tags: orgTags, Security: session,
-			Summary: "Leave an organisation",
-			Params:  []schema.Param{orgID},
+			Summary:     "Leave an organisation",
+			Description: "Any member may leave, but the last owner (409).",
+			Params:      []schema.Param{orgID},
 			Responses: map[int]httpapi.Response{
 				http.StatusOK:                 ok,
 				http.StatusNotFound:           notMember,
@@ -326,8 +331,9 @@ func Routes(s *Service) []httpapi.Route {
 		},
 		{
 			Method: http.MethodDelete, Path: "/console/orgs/{org_id}/invitations/{invite_id}", OperationID: "withdrawInvitation", Tags: orgTags, Security: session,
-			Summary: "Withdraw a pending invitation (owner)",
-			Params:  []schema.Param{orgID, inviteID},
+			Summary:     "Withdraw a pending invitation (owner)",
+			Description: "Its token stops working at once. Only an owner may withdraw.",
+			Params:      []schema.Param{orgID, inviteID},
 			Responses: map[int]httpapi.Response{
 				http.StatusOK:        ok,
 				http.StatusForbidden: ownerOnly,
@@ -366,7 +372,8 @@ func Routes(s *Service) []httpapi.Route {
 		},
 		{
 			Method: http.MethodGet, Path: "/console/orgs/{org_id}/audit", OperationID: "listAudit", Tags: orgTags, Security: session,
-			Summary: "The audit log, newest first",
+			Summary:     "The audit log, newest first",
+			Description: "Who did what in the organisation, newest first, at most limit entries. Readable by any member.",
 			Params: []schema.Param{orgID,
 				schema.Query("limit", schema.Integer().Range(1, audit.MaxLimit).WithDefault(audit.DefaultLimit)).Describe("How many entries, newest first.")},
 			Responses: map[int]httpapi.Response{
@@ -377,7 +384,8 @@ func Routes(s *Service) []httpapi.Route {
 		},
 		{
 			Method: http.MethodGet, Path: "/console/orgs/{org_id}/keys", OperationID: "listKeys", Tags: keyTags, Security: session,
-			Summary: "The organisation's API keys, newest first; prefixes only",
+			Summary:     "The organisation's API keys, newest first; prefixes only",
+			Description: "A key's secret is shown once, when it is issued; this list shows prefixes, labels, environments and dates.",
 			Params: []schema.Param{orgID,
 				schema.Query("environment", schema.Enum(apikey.Live, apikey.Sandbox)).Describe("Keep the keys of this environment only."),
 				schema.Query("include_revoked", schema.Boolean().WithDefault(true)).Describe("false hides revoked keys."),

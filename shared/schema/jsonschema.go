@@ -4,21 +4,47 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"sort"
 )
 
 // RefPrefix is where named schemas live in the OpenAPI document.
 const RefPrefix = "#/components/schemas/"
 
+// JSONSchema renders s as a request is checked against it: Rendering{}.JSONSchema(s).
+func (s *Schema) JSONSchema() json.RawMessage { return Rendering{}.JSONSchema(s) }
+
+// Definition renders s as a request is checked against it: Rendering{}.Definition(s).
+func (s *Schema) Definition() json.RawMessage { return Rendering{}.Definition(s) }
+
+// Rendering says how schemas are written into the document. A request's objects refuse the
+// members they do not list, as Validate does (docs/api.md §2.2); an answer's accept them
+// (Answer), because answers only grow (docs/api.md §9 rule 2) and a client that validates
+// what it receives must not break on the next field. Rename gives the component name a named
+// schema is referred to by, when it differs from its Name (one schema used on both sides is
+// two components).
+type Rendering struct {
+	Answer bool
+	Rename map[string]string
+}
+
 // JSONSchema renders s as it is written where it is used, in the JSON Schema 2020-12 dialect
 // of OpenAPI 3.1: a named schema becomes a $ref (wrapped in anyOf with null when nullable),
 // an unnamed one is written inline. Nullable scalars use type arrays (["string","null"]).
-func (s *Schema) JSONSchema() json.RawMessage { return mustMarshal(s.ref()) }
+func (r Rendering) JSONSchema(s *Schema) json.RawMessage { return mustMarshal(r.ref(s)) }
 
 // Definition renders s inline, as it is written under components.schemas: the schema's own
 // Nullable is ignored (it belongs to the places that refer to it) and nested named schemas
 // are $refs.
-func (s *Schema) Definition() json.RawMessage { return mustMarshal(s.inline(false)) }
+func (r Rendering) Definition(s *Schema) json.RawMessage { return mustMarshal(r.inline(s, false)) }
+
+// name is the component name of a named schema.
+func (r Rendering) name(s *Schema) string {
+	if n, ok := r.Rename[s.Name]; ok {
+		return n
+	}
+	return s.Name
+}
 
 // Components returns every named schema reachable from roots, by name. Two different schemas
 // with the same name are an error, because one of them would be silently undocumented.
@@ -60,21 +86,21 @@ func Components(roots ...*Schema) (map[string]*Schema, error) {
 	return found, nil
 }
 
-func (s *Schema) ref() ordered {
+func (r Rendering) ref(s *Schema) ordered {
 	if s.Name == "" {
-		return s.inline(s.Nullable)
+		return r.inline(s, s.Nullable)
 	}
-	ref := ordered{{"$ref", RefPrefix + s.Name}}
+	ref := ordered{{"$ref", RefPrefix + r.name(s)}}
 	if !s.Nullable {
 		return ref
 	}
 	return ordered{{"anyOf", []any{ref, ordered{{"type", "null"}}}}}
 }
 
-func (s *Schema) inline(nullable bool) ordered {
+func (r Rendering) inline(s *Schema, nullable bool) ordered {
 	var o ordered
 	if s.Name != "" {
-		o = append(o, member{"title", s.Name})
+		o = append(o, member{"title", r.name(s)})
 	}
 	if desc := s.describe(); desc != "" {
 		o = append(o, member{"description", desc})
@@ -83,12 +109,23 @@ func (s *Schema) inline(nullable bool) ordered {
 	case len(s.AnyOf) > 0:
 		alts := make([]any, 0, len(s.AnyOf)+1)
 		for _, a := range s.AnyOf {
-			alts = append(alts, a.ref())
+			alts = append(alts, r.ref(a))
 		}
 		if nullable {
 			alts = append(alts, ordered{{"type", "null"}})
 		}
-		o = append(o, member{"anyOf", alts})
+		if s.Discriminator == "" {
+			o = append(o, member{"anyOf", alts})
+			break
+		}
+		// Each alternative holds a different constant in the discriminating property, so
+		// exactly one matches: oneOf, with the mapping generated clients pick a type by.
+		mapping := ordered{}
+		for _, a := range s.AnyOf {
+			mapping = append(mapping, member{fmt.Sprint(a.property(s.Discriminator).Schema.Const), RefPrefix + r.name(a)})
+		}
+		o = append(o, member{"oneOf", alts},
+			member{"discriminator", ordered{{"propertyName", s.Discriminator}, {"mapping", mapping}}})
 	case s.Const != nil:
 		c := ordered{{"type", s.Type}, {"const", s.Const}}
 		if nullable {
@@ -120,7 +157,7 @@ func (s *Schema) inline(nullable bool) ordered {
 			props := make(ordered, 0, len(s.Properties))
 			var required []string
 			for _, p := range s.Properties {
-				props = append(props, member{p.Name, p.Schema.ref()})
+				props = append(props, member{p.Name, r.ref(p.Schema)})
 				if p.Required {
 					required = append(required, p.Name)
 				}
@@ -130,12 +167,12 @@ func (s *Schema) inline(nullable bool) ordered {
 				o = append(o, member{"required", required})
 			}
 		}
-		if !s.AdditionalProperties {
+		if !s.AdditionalProperties && !r.Answer {
 			o = append(o, member{"additionalProperties", false})
 		}
 	}
 	if s.Items != nil {
-		o = append(o, member{"items", s.Items.ref()})
+		o = append(o, member{"items", r.ref(s.Items)})
 	}
 	if s.MinItems != nil {
 		o = append(o, member{"minItems", *s.MinItems})
@@ -143,7 +180,7 @@ func (s *Schema) inline(nullable bool) ordered {
 	if s.MaxItems != nil {
 		o = append(o, member{"maxItems", *s.MaxItems})
 	}
-	if s.MinLength != nil {
+	if s.MinLength != nil && !(s.AllowEmpty && *s.MinLength <= 1) {
 		o = append(o, member{"minLength", *s.MinLength})
 	}
 	if s.MaxLength != nil {
@@ -152,8 +189,8 @@ func (s *Schema) inline(nullable bool) ordered {
 	if s.Pattern != "" {
 		o = append(o, member{"pattern", s.Pattern})
 	}
-	if s.Format != "" {
-		o = append(o, member{"format", s.Format})
+	if f := s.format(); f != "" {
+		o = append(o, member{"format", f})
 	}
 	if s.ExclusiveMinimum != nil {
 		o = append(o, member{"exclusiveMinimum", *s.ExclusiveMinimum})
@@ -168,6 +205,32 @@ func (s *Schema) inline(nullable bool) ordered {
 		o = append(o, member{"default", s.Default})
 	}
 	return o
+}
+
+// format is the format the document shows. Numbers are doubles and integers say their width,
+// so that generated clients neither round a coordinate to float32 (128.00007 would travel as
+// 128.00008) nor guess an integer's size: int32 when the bounds keep it there, int64
+// otherwise.
+func (s *Schema) format() string {
+	switch {
+	case s.Format != "":
+		return s.Format
+	case s.Type == TypeNumber:
+		return "double"
+	case s.Type == TypeInteger:
+		if c, ok := s.Const.(int); ok && c >= math.MinInt32 && c <= math.MaxInt32 {
+			return "int32"
+		}
+		low := s.Minimum
+		if low == nil {
+			low = s.ExclusiveMinimum
+		}
+		if low != nil && s.Maximum != nil && *low >= math.MinInt32 && *s.Maximum <= math.MaxInt32 {
+			return "int32"
+		}
+		return "int64"
+	}
+	return ""
 }
 
 // describe is the description the document shows: Description, after the rule of a

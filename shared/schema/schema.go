@@ -84,6 +84,9 @@ type Schema struct {
 
 	// AnyOf accepts a value that matches at least one of the schemas.
 	AnyOf []*Schema
+	// Discriminator names the property whose constant tells the AnyOf alternatives apart
+	// (see OneOf); empty for a plain anyOf.
+	Discriminator string
 	// Enum lists the accepted strings.
 	Enum []string
 	// Const is the only accepted value (a Python Literal).
@@ -91,6 +94,9 @@ type Schema struct {
 
 	// MinLength and MaxLength bound a string, counted in characters, not bytes.
 	MinLength, MaxLength *int
+	// AllowEmpty accepts the empty string besides the strings the other rules accept; a
+	// MinLength of 1 then goes unwritten in the document, which cannot show a larger one.
+	AllowEmpty bool
 	// Pattern is a regular expression (RE2 syntax) a string must contain a match of; anchor
 	// it with ^ and $ to match the whole string.
 	Pattern string
@@ -178,6 +184,22 @@ func Const(v any) *Schema {
 // AnyOf declares a value matching at least one of schemas.
 func AnyOf(schemas ...*Schema) *Schema { return &Schema{AnyOf: schemas} }
 
+// OneOf declares a value matching exactly one of alternatives, told apart by the constant
+// each holds in its property prop: the document writes oneOf with a discriminator mapping,
+// which generated clients decode by. It panics when an alternative is not a named object
+// with a constant prop, a declaration bug.
+func OneOf(prop string, alternatives ...*Schema) *Schema {
+	seen := map[any]bool{}
+	for _, a := range alternatives {
+		p := a.property(prop)
+		if a.Name == "" || p == nil || p.Schema.Const == nil || seen[p.Schema.Const] {
+			panic(fmt.Sprintf("schema: OneOf(%q): %q needs a distinct constant %s", prop, a.Name, prop))
+		}
+		seen[p.Schema.Const] = true
+	}
+	return &Schema{AnyOf: alternatives, Discriminator: prop}
+}
+
 // Named makes s a component called name.
 func (s *Schema) Named(name string) *Schema { s.Name = name; return s }
 
@@ -231,6 +253,10 @@ func (s *Schema) MinCount(n int) *Schema { s.MinItems = &n; return s }
 
 // MaxCount sets the maximum number of array elements.
 func (s *Schema) MaxCount(n int) *Schema { s.MaxItems = &n; return s }
+
+// OrEmpty accepts the empty string too (AllowEmpty): where null means "clear", so that a client
+// whose generated code leaves nulls out can send "" instead.
+func (s *Schema) OrEmpty() *Schema { s.AllowEmpty = true; return s }
 
 // Printable makes the string FormatPrintable: Validate refuses control characters, line and
 // paragraph separators and bidirectional formatting marks, which would break or disguise the

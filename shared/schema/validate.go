@@ -204,6 +204,9 @@ func (s *Schema) validateString(v any, loc []any, errs *Errors) {
 		*errs = append(*errs, s.typeError(v, loc))
 		return
 	}
+	if str == "" && s.AllowEmpty {
+		return
+	}
 	switch s.Format {
 	case FormatDateTime:
 		if e := checkDateTime(str, loc); e != nil {

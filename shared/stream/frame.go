@@ -7,6 +7,10 @@ import (
 	"errors"
 	"io"
 	"strconv"
+
+	"github.com/roadevents/roadevents/shared/event"
+	"github.com/roadevents/roadevents/shared/httpapi"
+	"github.com/roadevents/roadevents/shared/schema"
 )
 
 // Frame names: the SSE event: field of each frame (docs/api.md §6).
@@ -59,6 +63,40 @@ type (
 		Reconnect bool   `json:"reconnect"`
 	}
 )
+
+// The schemas of each frame's data, for /openapi.json (components StreamSnapshot,
+// StreamDelta, StreamKeepalive and StreamBye, mapped from the event names by x-sse-frames:
+// docs/api.md §10.2 (Stream)). Like EventPublic, the vocabularies that may grow (a delta's
+// kind, a bye's reason) are plain strings.
+var (
+	SnapshotSchema = schema.Object(
+		schema.Req("events", schema.Array(event.EventPublicSchema).Describe("What GET /v1/events answers for the same filter: nearest first, at most 500.")),
+		schema.Req("max_seconds", schema.Integer().Describe("The connection's longest life, in seconds (3300).")),
+		schema.Req("at", schema.DateTime()),
+	).Named("StreamSnapshot").Describe("Data of the snapshot frame, the first of every stream.")
+	DeltaSchema = schema.Object(
+		schema.Req("kind", schema.String().Describe("created (published), updated (revised), signal (counts, confidence or "+
+			"expiry moved) or ended (no longer active: event.status tells why).")),
+		schema.Req("event", event.EventPublicSchema),
+		schema.Req("at", schema.DateTime()),
+	).Named("StreamDelta").Describe("Data of an event frame: one change of an event the filter matched before or after it.")
+	KeepaliveSchema = schema.Object(
+		schema.Req("dropped", schema.Integer().Min(0).Describe("Deltas dropped for this connection so far.")),
+		schema.Req("at", schema.DateTime()),
+	).Named("StreamKeepalive").Describe("Data of a keepalive frame.")
+	ByeSchema = schema.Object(
+		schema.Req("reason", schema.String().Describe("max_connection_age, snapshot_unavailable or credential_revoked.")),
+		schema.Req("reconnect", schema.Boolean().Describe("false only for credential_revoked.")),
+	).Named("StreamBye").Describe("Data of the bye frame, the last of a stream the server ends.")
+)
+
+// Frames documents the frames of GET /v1/stream by event name (httpapi.Response.Frames).
+var Frames = []httpapi.Frame{
+	{Event: FrameSnapshot, Schema: SnapshotSchema},
+	{Event: FrameEvent, Schema: DeltaSchema},
+	{Event: FrameKeepalive, Schema: KeepaliveSchema},
+	{Event: FrameBye, Schema: ByeSchema},
+}
 
 // appendFrame appends one SSE frame: id, event name and one data line (JSON never holds a
 // raw newline, so one line always suffices).

@@ -193,7 +193,11 @@ const streamDescription = "Server-sent events. Every frame has an id that increa
 	"The connection closes after 3300 s, or earlier when the server stops.\n\n" +
 	"Authenticate with an API key in the Authorization header or, from a browser, with a ticket from " +
 	"POST /v1/stream/tickets; when an Authorization header is present it decides. Credentials and filters are " +
-	"checked before the stream starts (401, 422). A live key is streamed live events, a sandbox key both."
+	"checked before the stream starts (401, 422). A live key is streamed live events, a sandbox key both.\n\n" +
+	"The data of each frame is described by a component schema: " +
+	"[StreamSnapshot](#/components/schemas/StreamSnapshot), [StreamDelta](#/components/schemas/StreamDelta), " +
+	"[StreamKeepalive](#/components/schemas/StreamKeepalive) and [StreamBye](#/components/schemas/StreamBye); " +
+	"the operation's x-sse-frames maps each event name to its $ref."
 
 // Routes returns GET /v1/stream (docs/api.md §4.1 rule 7, §6). Authentication is
 // apikey.Middleware's (an API key, or a ticket when no Authorization header came: docs/api.md §5
@@ -214,7 +218,10 @@ func Routes(d Deps) []httpapi.Route {
 		Params:      params,
 		Responses: map[int]httpapi.Response{
 			http.StatusOK: {Description: "The stream begins.", ContentType: "text/event-stream",
-				Schema: schema.String().Describe("snapshot, event, keepalive and bye frames.")},
+				Schema: schema.String().Describe("Server-sent events, each with an id, an event name and one data line of JSON: " +
+					"snapshot (data StreamSnapshot), event (StreamDelta), keepalive (StreamKeepalive) and bye (StreamBye). " +
+					"x-sse-frames maps each event name to its schema."),
+				Frames: Frames},
 			http.StatusServiceUnavailable: httpapi.ErrorResponse("This process does not serve streams, or it is near its " +
 				"connection capacity and the organisation holds its share of it: retry after Retry-After."),
 		},

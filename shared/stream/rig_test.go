@@ -72,6 +72,8 @@ type rig struct {
 	keys   *apikey.Keys
 	meter  *metering.Meter
 	events *eventstore.Store
+	// openapi is the document of the rig's routes.
+	openapi func() []byte
 
 	// API keys: organisation A live and sandbox, organisation B live.
 	liveKey, sandboxKey, otherKey string
@@ -117,6 +119,7 @@ func newRig(t testing.TB, tab tables.Table, opts ...rigOptions) *rig {
 	}
 	api.Handle(stream.TicketRoutes(d)...)
 	api.Handle(stream.Routes(d)...)
+	r.openapi = api.OpenAPI
 
 	// The hub follows a brand-new table, whose first writes (the keys below) are the ones on
 	// which DynamoDB Local answers TrimmedDataAccessException (aws/aws-sdk-java#2923): the

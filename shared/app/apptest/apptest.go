@@ -1,23 +1,37 @@
 // Package apptest builds the service for the tests of its route groups: the one place where a
-// test calls app.New, so that how New reports a failure is handled once. It is imported by
-// tests only.
+// test calls app.New, so that how New reports a failure is handled once, and where every
+// answer the tests receive is checked against /openapi.json. It is imported by tests only.
 package apptest
 
 import (
 	"io"
 	"log/slog"
+	"net/http"
 	"testing"
 
 	"github.com/roadevents/roadevents/shared/apikey"
 	"github.com/roadevents/roadevents/shared/app"
+	"github.com/roadevents/roadevents/shared/httpapi/openapitest"
 	"github.com/roadevents/roadevents/shared/metering"
 	"github.com/roadevents/roadevents/shared/routetable"
 )
 
+// API is a service built for a test. Its Handler checks every answer against the service's
+// /openapi.json with kin-openapi, a validator third-party clients use (openapitest.Answers):
+// an answer the document does not allow fails the test that received it, so the document
+// cannot drift from what the routes answer, for any route, a new one included.
+type API struct {
+	*app.API
+	handler http.Handler
+}
+
+// Handler serves the API's routes, checking each answer.
+func (a *API) Handler() http.Handler { return a.handler }
+
 // New builds the service serving groups (every group when none are named) on d, as a test
 // runs it: build "test", a logger that discards, and keys and a meter on d.Table without
 // background writes, unless d has its own. A failure to build ends the test.
-func New(t testing.TB, d app.Deps, groups ...routetable.Group) *app.API {
+func New(t testing.TB, d app.Deps, groups ...routetable.Group) *API {
 	t.Helper()
 	if d.Build == "" {
 		d.Build = "test"
@@ -35,5 +49,9 @@ func New(t testing.TB, d app.Deps, groups ...routetable.Group) *app.API {
 	if err != nil {
 		t.Fatalf("app.New: %v", err)
 	}
-	return api
+	answers, err := openapitest.AnswersOf(api.OpenAPI())
+	if err != nil {
+		t.Fatalf("apptest: %v", err)
+	}
+	return &API{API: api, handler: answers.Handler(api.Handler(), func(err error) { t.Error(err) })}
 }
