@@ -3,10 +3,10 @@ package stream_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/roadevents/roadevents/shared/apikey"
 	"github.com/roadevents/roadevents/shared/apitest"
@@ -18,22 +18,11 @@ import (
 // nextFrame reads the stream's next frame, failing the test when none comes within apitest.Within.
 func nextFrame(t testing.TB, s *streamtest.Stream) (stream.Frame, error) {
 	t.Helper()
-	type read struct {
-		f   stream.Frame
-		err error
+	f, err := nextWithin(s, apitest.Within)
+	if errors.Is(err, errNoFrame) {
+		t.Fatal(err)
 	}
-	got := make(chan read, 1)
-	go func() {
-		f, err := s.NextErr()
-		got <- read{f, err}
-	}()
-	select {
-	case r := <-got:
-		return r.f, r.err
-	case <-time.After(apitest.Within):
-		t.Fatalf("no frame within %s", apitest.Within)
-		return stream.Frame{}, nil
-	}
+	return f, err
 }
 
 // docs/api.md §11.4: revoking an API key ends, within moments, the streams it opened and those

@@ -315,8 +315,11 @@ func TestStreamIsNotCompressed(t *testing.T) {
 	s.Expect(t, stream.FrameKeepalive, nil)
 }
 
-// nextWithin reads the next frame of s, or gives up after d (the stream is then closed by the
-// test's cleanup, which ends the read).
+// errNoFrame is nextWithin's answer when no frame came in time.
+var errNoFrame = errors.New("no frame")
+
+// nextWithin reads the next frame of s, or gives up after d with errNoFrame (the stream is then
+// closed by the test's cleanup, which ends the read).
 func nextWithin(s *streamtest.Stream, d time.Duration) (stream.Frame, error) {
 	type read struct {
 		f   stream.Frame
@@ -331,7 +334,7 @@ func nextWithin(s *streamtest.Stream, d time.Duration) (stream.Frame, error) {
 	case g := <-got:
 		return g.f, g.err
 	case <-time.After(d):
-		return stream.Frame{}, fmt.Errorf("no frame within %v", d)
+		return stream.Frame{}, fmt.Errorf("%w within %v", errNoFrame, d)
 	}
 }
 
