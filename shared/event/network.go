@@ -2,7 +2,6 @@ package event
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/roadevents/roadevents/shared/geo"
@@ -80,12 +79,6 @@ func (e *Event) end(status string, now time.Time, bump bool) error {
 		e.Version++
 	}
 	return nil
-}
-
-// ReporterOrg returns the organisation of a reporter identity (Reporter).
-func ReporterOrg(reporter string) string {
-	org, _, _ := strings.Cut(reporter, "/")
-	return org
 }
 
 // Entry kinds: what changed an event, in its history (docs/network.md §4).
