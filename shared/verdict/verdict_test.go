@@ -325,6 +325,8 @@ func TestOperatorInvalidates(t *testing.T) {
 	})
 }
 
+// docs/network.md §2, operator verdict: an organisation, live or sandbox, and a reason of 1 to
+// 300 characters without line breaks are required; a refused verdict touches no event.
 func TestOperatorRefusesBadVerdicts(t *testing.T) {
 	t.Parallel()
 	ev := &events{}
