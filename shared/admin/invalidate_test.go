@@ -106,6 +106,9 @@ func TestInvalidateEndsOneOrganisationsEvents(t *testing.T) {
 	}
 }
 
+// docs/network.md §2, operator verdict: -org, -env (live or sandbox, no default) and -reason
+// are required, -since is an RFC 3339 time not in the future; a bad command line exits 2 with a
+// message naming the flag and prints nothing on stdout.
 func TestInvalidateRefusesBadCommandLines(t *testing.T) {
 	t.Parallel()
 	future := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)

@@ -30,8 +30,8 @@ const (
 	// MinVerdictPercent keeps a verdict for publishers most of whose decided events the network
 	// refused: below half, the network would be upholding more of its events than it ends.
 	MinVerdictPercent = 50
-	// MaxReputationWindowDays stays within the 120 days the daily counts are kept (package
-	// reputation).
+	// MaxReputationWindowDays is the longest window; package reputation keeps the daily counts
+	// a margin longer.
 	MaxReputationWindowDays = 90
 	// MaxMinHistory bounds MinHistory to a history a publisher can reach.
 	MaxMinHistory = 100_000

@@ -44,9 +44,6 @@ type Deps struct {
 	Standings Standings
 }
 
-// DetailOrgNotFound answers a caller who is not a member (docs/api.md §4.3: 404, never 403).
-const DetailOrgNotFound = "Organisation not found"
-
 // EnvironmentStanding is the standing of the organisation in one environment.
 type EnvironmentStanding struct {
 	Environment string `json:"environment"`
@@ -124,7 +121,7 @@ func (h handlers) report(r *httpapi.Request[httpapi.NoBody]) (Report, error) {
 		return Report{}, fmt.Errorf("reputation: resolve membership of %s: %w", org, err)
 	}
 	if !ok {
-		return Report{}, httpapi.NotFound(DetailOrgNotFound)
+		return Report{}, httpapi.NotFound(orgs.DetailOrgNotFound)
 	}
 	rules := h.d.Standings.Rules()
 	out := Report{

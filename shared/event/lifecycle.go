@@ -3,6 +3,7 @@ package event
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/roadevents/roadevents/shared/geo"
@@ -68,6 +69,12 @@ func Reporter(org string, token *string) string {
 		return org + "/"
 	}
 	return org + "/" + *token
+}
+
+// ReporterOrg returns the organisation of a reporter identity (Reporter).
+func ReporterOrg(reporter string) string {
+	org, _, _ := strings.Cut(reporter, "/")
+	return org
 }
 
 // Vote is one reporter's standing signal on one event (one per reporter, latest wins).

@@ -2,7 +2,6 @@ package event
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/roadevents/roadevents/shared/geo"
@@ -52,39 +51,34 @@ func (e Event) Point() geo.Point { return geo.Point{Lat: e.Lat, Lon: e.Lon} }
 // "created" delta (docs/api.md §10.2); an active event merged by a revision (which counted the
 // version up) gets its "ended".
 func (e *Event) MergeInto(survivor string, now time.Time) error {
-	return e.end(StatusMerged, now, false, func() { e.MergedInto = &survivor })
+	if err := e.end(StatusMerged, now, false); err != nil {
+		return err
+	}
+	e.MergedInto = &survivor
+	return nil
 }
 
 // Close ends e at now on its publisher's word (a cleared crash): status expired, expires_at
 // now (docs/network.md §3).
-func (e *Event) Close(now time.Time) error { return e.end(StatusExpired, now, true, nil) }
+func (e *Event) Close(now time.Time) error { return e.end(StatusExpired, now, true) }
 
 // Invalidate ends e at now on a verdict about its publisher (docs/api.md §3: invalidated is a
 // verdict, never the outcome of a signal).
-func (e *Event) Invalidate(now time.Time) error { return e.end(StatusInvalidated, now, true, nil) }
+func (e *Event) Invalidate(now time.Time) error { return e.end(StatusInvalidated, now, true) }
 
 // end moves an active event to an over status at now, counting the version up with bump;
 // ErrOver if it is over already.
-func (e *Event) end(status string, now time.Time, bump bool, also func()) error {
+func (e *Event) end(status string, now time.Time, bump bool) error {
 	if e.IsOver(now) {
 		return fmt.Errorf("%s %s: %w", status, e.ID, ErrOver)
 	}
 	now = now.UTC()
 	e.Status = status
 	e.ExpiresAt = now
-	if also != nil {
-		also()
-	}
 	if bump {
 		e.Version++
 	}
 	return nil
-}
-
-// ReporterOrg returns the organisation of a reporter identity (Reporter).
-func ReporterOrg(reporter string) string {
-	org, _, _ := strings.Cut(reporter, "/")
-	return org
 }
 
 // Entry kinds: what changed an event, in its history (docs/network.md §4).

@@ -22,6 +22,7 @@ package reputation
 import (
 	"time"
 
+	"github.com/roadevents/roadevents/shared/config"
 	"github.com/roadevents/roadevents/shared/store"
 )
 
@@ -37,9 +38,9 @@ const (
 	attrSince   = "since"
 )
 
-// keepDays is how long a day's counts are kept: past the longest window a deployment may
-// choose (config), with a margin.
-const keepDays = 120
+// keepDays is how long a day's counts are kept (120 days): the longest window a deployment
+// may choose, with a margin, so that every window New accepts is whole.
+const keepDays = config.MaxReputationWindowDays + 30
 
 // Tally is a change of a publisher's counts: For corroborated events, Against events ended by
 // deny quorum. A corroborated event that the deny quorum later ends moves from one to the

@@ -97,9 +97,6 @@ func New(table store.Table, opts Options) (*Ledger, error) {
 	if err := opts.Rules.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
-	if opts.Rules.WindowDays > keepDays {
-		return nil, fmt.Errorf("%w: a %d-day window is longer than the %d days counts are kept", ErrInvalid, opts.Rules.WindowDays, keepDays)
-	}
 	if opts.Clock == nil {
 		opts.Clock = clock.System
 	}

@@ -7,12 +7,14 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/roadevents/roadevents/shared/audit"
 	"github.com/roadevents/roadevents/shared/config"
 	"github.com/roadevents/roadevents/shared/consoletest"
+	"github.com/roadevents/roadevents/shared/mail"
 	"github.com/roadevents/roadevents/shared/orgs"
 	"github.com/roadevents/roadevents/shared/reputation"
 	"github.com/roadevents/roadevents/shared/store"
@@ -70,20 +72,28 @@ type court struct {
 
 func newCourt(t *testing.T, tab tables.Table) *court {
 	t.Helper()
-	ledger, err := reputation.New(tab, reputation.Options{Clock: tab.Clock, Rules: config.DefaultReputation})
+	c := &court{tab: tab, events: &events{active: 3}, inbox: &consoletest.Inbox{}, audit: audit.New(tab, audit.Options{Clock: tab.Clock})}
+	c.judge = c.newJudge(t, c.inbox)
+	return c
+}
+
+// newJudge returns a judge of the court's table, events and audit log that sends its e-mails
+// through mailer.
+func (c *court) newJudge(t *testing.T, mailer mail.Mailer) *verdict.Judge {
+	t.Helper()
+	ledger, err := reputation.New(c.tab, reputation.Options{Clock: c.tab.Clock, Rules: config.DefaultReputation})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &court{tab: tab, events: &events{active: 3}, inbox: &consoletest.Inbox{}, audit: audit.New(tab, audit.Options{Clock: tab.Clock})}
-	c.judge, err = verdict.New(verdict.Deps{
-		Events: c.events, Audit: c.audit, Standings: ledger, Owners: owners{}, Mailer: c.inbox,
+	j, err := verdict.New(verdict.Deps{
+		Events: c.events, Audit: c.audit, Standings: ledger, Owners: owners{}, Mailer: mailer,
 		ConsoleURL: "http://console.test/app/", Issuer: "Road Events",
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c
+	return j
 }
 
 // count adds outcomes of org_a in env today.
@@ -243,6 +253,37 @@ func TestDeniedRetriesAFailedVerdict(t *testing.T) {
 	})
 }
 
+// unreachableMailer refuses every message, as a mail server that cannot be reached does.
+type unreachableMailer struct{ tries atomic.Int32 }
+
+func (m *unreachableMailer) Send(context.Context, mail.Message) error {
+	m.tries.Add(1)
+	return errors.New("mail server unreachable")
+}
+
+// docs/network.md §2 (the e-mail): a failed send is logged and the verdict stands: the
+// publisher's events are invalidated and the audit entry written all the same.
+func TestDeniedStandsWhenTheEmailFails(t *testing.T) {
+	t.Parallel()
+	tables.Each(t, func(t *testing.T, tab tables.Table) {
+		t.Parallel()
+		c := newCourt(t, tab)
+		mailer := &unreachableMailer{}
+		judge := c.newJudge(t, mailer)
+		c.count(t, "live", reputation.Tally{Against: 20})
+		judge.Denied(context.Background(), "org_a", "live")
+		if n := mailer.tries.Load(); n != 2 {
+			t.Errorf("%d sends tried; want 2, one per owner", n)
+		}
+		if got := c.events.Calls(); len(got) != 1 {
+			t.Errorf("InvalidateOrg calls = %+v; want one", got)
+		}
+		if es := c.entries(t); len(es) != 1 || es[0].Detail["count"] != 3.0 {
+			t.Errorf("audit entries = %+v; want one recording the 3 events invalidated", es)
+		}
+	})
+}
+
 // docs/network.md §2: the operator's verdict needs no threshold; it passes since and the
 // reason on, and the audit log records it with actor "operator", also when nothing was
 // active.
@@ -284,6 +325,8 @@ func TestOperatorInvalidates(t *testing.T) {
 	})
 }
 
+// docs/network.md §2, operator verdict: an organisation, live or sandbox, and a reason of 1 to
+// 300 characters without line breaks are required; a refused verdict touches no event.
 func TestOperatorRefusesBadVerdicts(t *testing.T) {
 	t.Parallel()
 	ev := &events{}
