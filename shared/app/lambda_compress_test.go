@@ -2,11 +2,9 @@ package app_test
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"io"
 	"net/http"
 	"testing"
 	"time"
@@ -14,6 +12,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 
+	"github.com/roadevents/roadevents/shared/apitest"
 	"github.com/roadevents/roadevents/shared/clock"
 	"github.com/roadevents/roadevents/shared/routetable"
 )
@@ -55,11 +54,7 @@ func TestLambdaCompressesLargeAnswers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	zr, err := gzip.NewReader(bytes.NewReader(raw))
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, err := io.ReadAll(zr)
+	doc, err := apitest.Decompressed("gzip", raw)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -178,3 +178,39 @@ func TestOpenAPIDeclaresUnavailable(t *testing.T) {
 		}
 	}
 }
+
+// docs/api.md §10.1 (/openapi.json): every operation has a description, and every tag an
+// operation uses is listed among the document's tags with a description, since the linters of
+// scripts/test.sh only warn about either.
+func TestOpenAPIOperationsAndTagsAreDescribed(t *testing.T) {
+	t.Parallel()
+	var d struct {
+		Tags []struct {
+			Name        string `json:"name"`
+			Description string `json:"description"`
+		} `json:"tags"`
+		Paths map[string]map[string]struct {
+			Description string   `json:"description"`
+			Tags        []string `json:"tags"`
+		} `json:"paths"`
+	}
+	if err := json.Unmarshal(newAPI(t).OpenAPI(), &d); err != nil {
+		t.Fatal(err)
+	}
+	described := map[string]bool{}
+	for _, tag := range d.Tags {
+		described[tag.Name] = tag.Description != ""
+	}
+	for path, ops := range d.Paths {
+		for method, op := range ops {
+			if op.Description == "" {
+				t.Errorf("%s %s has no description", strings.ToUpper(method), path)
+			}
+			for _, tag := range op.Tags {
+				if !described[tag] {
+					t.Errorf("%s %s: tag %q is not described among the document's tags", strings.ToUpper(method), path, tag)
+				}
+			}
+		}
+	}
+}

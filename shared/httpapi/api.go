@@ -57,8 +57,6 @@ type Config struct {
 	Middleware []RouteMiddleware
 	// Description is written to info.description of the document.
 	Description string
-	// ContactURL is info.contact.url of the document, when set (an absolute URL).
-	ContactURL string
 	// Tags describe the tags of the routes, in the order the document lists them; a tag
 	// used by a route and missing here is listed after them without a description.
 	Tags []Tag

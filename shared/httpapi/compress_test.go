@@ -2,16 +2,13 @@ package httpapi_test
 
 import (
 	"bytes"
-	"compress/gzip"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/klauspost/compress/zstd"
-
+	"github.com/roadevents/roadevents/shared/apitest"
 	"github.com/roadevents/roadevents/shared/httpapi"
 )
 
@@ -70,27 +67,9 @@ func TestLargeJSONAnswersAreCompressed(t *testing.T) {
 			if rec.Header().Get("Content-Type") != "application/json" {
 				t.Errorf("Content-Type = %q; want application/json", rec.Header().Get("Content-Type"))
 			}
-			body := rec.Body.Bytes()
-			switch tc.wantEncoding {
-			case "gzip":
-				zr, err := gzip.NewReader(bytes.NewReader(body))
-				if err != nil {
-					t.Fatal(err)
-				}
-				body, err = io.ReadAll(zr)
-				if err != nil {
-					t.Fatal(err)
-				}
-			case "zstd":
-				zr, err := zstd.NewReader(bytes.NewReader(body))
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer zr.Close()
-				body, err = io.ReadAll(zr)
-				if err != nil {
-					t.Fatal(err)
-				}
+			body, err := apitest.Decompressed(rec.Header().Get("Content-Encoding"), rec.Body.Bytes())
+			if err != nil {
+				t.Fatal(err)
 			}
 			if tc.wantEncoding != "" {
 				if rec.Body.Len() >= len(identity) {

@@ -32,7 +32,7 @@ func (a *API) OpenAPI() []byte {
 	doc := document{
 		OpenAPI: "3.1.0",
 		Info: info{Title: Title, Version: Version, Description: a.cfg.Description,
-			Contact: contact{Name: Title, URL: a.cfg.ContactURL}},
+			Contact: contact{Name: Title}},
 		// Relative to where the document was fetched: the origin that serves it serves the
 		// routes (docs/architecture.md §5).
 		Servers: []server{{URL: "/", Description: "The origin this document was fetched from."}},
@@ -238,7 +238,6 @@ type info struct {
 
 type contact struct {
 	Name string `json:"name"`
-	URL  string `json:"url,omitempty"`
 }
 
 type server struct {

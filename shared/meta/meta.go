@@ -13,8 +13,9 @@ import (
 	"github.com/roadevents/roadevents/shared/taxonomy"
 )
 
-// InterfaceVersion is the version of the interface description (docs/api.md §9 rule 1).
-const InterfaceVersion = "1.0.0"
+// InterfaceVersion is the version of the interface description (docs/api.md §9 rule 1): the
+// info.version of /openapi.json, so that GET / and the document never disagree.
+const InterfaceVersion = httpapi.Version
 
 // Deps is what the group needs.
 type Deps struct {

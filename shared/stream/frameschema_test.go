@@ -52,7 +52,7 @@ func TestFramesMatchTheirDocumentedSchemas(t *testing.T) {
 		}
 	}
 	check(s.Next(t))
-	// A keepalive goes out when the connection was idle since the last tick (docs/api.md §6).
+	// A keepalive goes out at every tick (docs/api.md §6).
 	tab.Clock.Advance(stream.KeepaliveInterval)
 	r.timers.Fire(stream.KeepaliveInterval)
 	check(s.Next(t))

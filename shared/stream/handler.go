@@ -185,7 +185,7 @@ const streamDescription = "Server-sent events. Every frame has an id that increa
 	"- `event`, per change: `{\"kind\": \"created\"|\"updated\"|\"signal\"|\"ended\", \"event\": EventPublic, \"at\": <time>}`. " +
 	"A delta reaches a stream whose filter matches the event before or after the change. Natural expiry sends nothing: " +
 	"drop an event at its expires_at.\n" +
-	"- `keepalive`, every 20 s while idle: `{\"dropped\": <deltas dropped for this connection>, \"at\": <time>}`; " +
+	"- `keepalive`, every 20 s, busy or idle: `{\"dropped\": <deltas dropped for this connection>, \"at\": <time>}`; " +
 	"each connection queues 256 deltas and drops the oldest when full.\n" +
 	"- `bye`, before closing: `{\"reason\": \"max_connection_age\"|\"snapshot_unavailable\", \"reconnect\": true}`, " +
 	"or `{\"reason\": \"credential_revoked\", \"reconnect\": false}` when the API key that opened the stream " +

@@ -229,7 +229,7 @@ func TestNaturalExpirySendsNothing(t *testing.T) {
 	})
 }
 
-// docs/api.md §6 and §8: a keepalive every 20 s while idle, with the dropped counter; bye
+// docs/api.md §6 and §8: a keepalive every 20 s, with the dropped counter; bye
 // max_connection_age with reconnect after 3300 s, then the end of the response; a reconnect
 // gets a new, authoritative snapshot (rule 2).
 func TestKeepaliveAndMaxAge(t *testing.T) {

@@ -15,7 +15,6 @@ import (
 	"github.com/roadevents/roadevents/shared/app"
 	"github.com/roadevents/roadevents/shared/app/apptest"
 	"github.com/roadevents/roadevents/shared/config"
-	"github.com/roadevents/roadevents/shared/metering"
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
 )
 
@@ -36,8 +35,7 @@ func TestGeneratedGoClient(t *testing.T) {
 	t.Parallel()
 	tab := tables.Embedded(t)
 	keys := apikey.New(tab.Table, apikey.Options{Clock: tab.Clock})
-	api := apptest.New(t, app.Deps{Config: config.Default(), Table: tab.Table, Clock: tab.Clock, Keys: keys,
-		Meter: metering.New(tab.Table, metering.Options{Clock: tab.Clock, FlushInterval: -1})})
+	api := apptest.New(t, app.Deps{Config: config.Default(), Table: tab.Table, Clock: tab.Clock, Keys: keys})
 	srv := httptest.NewServer(api.Handler())
 	t.Cleanup(srv.Close)
 	issue := func(org string) string {

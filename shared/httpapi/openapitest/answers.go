@@ -2,7 +2,6 @@ package openapitest
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -16,7 +15,8 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/legacy"
-	"github.com/klauspost/compress/zstd"
+
+	"github.com/roadevents/roadevents/shared/apitest"
 )
 
 // Answers checks answers against a document with kin-openapi, a validator that third-party
@@ -67,9 +67,11 @@ func (a *Answers) Check(req *http.Request, status int, header http.Header, body 
 		return nil
 	}
 	opts := &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true}
+	// A stream's body never ends; any other is checked as a client reads it, its compression
+	// undone (docs/api.md §10.1): the document describes the JSON.
 	if isEventStream(header) {
 		opts.ExcludeResponseBody = true
-	} else if body, err = decoded(header.Get("Content-Encoding"), body); err != nil {
+	} else if body, err = apitest.Decompressed(header.Get("Content-Encoding"), body); err != nil {
 		return fmt.Errorf("%s %.200s answered %d with a body that does not decode: %w", req.Method, req.URL.RequestURI(), status, err)
 	}
 	in := &openapi3filter.ResponseValidationInput{
@@ -84,30 +86,6 @@ func (a *Answers) Check(req *http.Request, status int, header http.Header, body 
 			req.Method, req.URL.RequestURI(), status, err, body)
 	}
 	return nil
-}
-
-// decoded returns body as it was before the Content-Encoding the server chose (docs/api.md
-// §10.1): the document describes the JSON, which a client reads once its HTTP library has
-// undone the compression.
-func decoded(encoding string, body []byte) ([]byte, error) {
-	switch encoding {
-	case "":
-		return body, nil
-	case "gzip":
-		r, err := gzip.NewReader(bytes.NewReader(body))
-		if err != nil {
-			return nil, err
-		}
-		return io.ReadAll(r)
-	case "zstd":
-		r, err := zstd.NewReader(bytes.NewReader(body))
-		if err != nil {
-			return nil, err
-		}
-		defer r.Close()
-		return io.ReadAll(r)
-	}
-	return nil, fmt.Errorf("unknown Content-Encoding %q", encoding)
 }
 
 // withoutUntypedNull drops from err the refusals of a null by a schema that names no type,
