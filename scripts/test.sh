@@ -78,7 +78,7 @@ fi
 
 log "console unit tests (Vitest)"
 rc=0
-(cd web && npx vitest run --reporter=default --reporter=json --outputFile="$counts/vitest.json") || rc=$?
+(cd web && npm test --silent -- --reporter=default --reporter=json --outputFile="$counts/vitest.json") || rc=$?
 if [ -e "$counts/vitest.json" ]; then
 	node -e 'const r = require(process.argv[1]); console.log(r.numPassedTests, r.numFailedTests, r.numPendingTests + r.numTodoTests)' \
 		"$counts/vitest.json" >"$counts/vitest"

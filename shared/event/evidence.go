@@ -166,6 +166,14 @@ func cause(h Entry) string {
 	return h.Kind
 }
 
+// BandUnknown is the publisher's band when its standing cannot be told (no ledger).
+const BandUnknown = "unknown"
+
+// EvidenceBands are the bands the evidence document may name: those of the publisher's
+// standing (docs/network.md §2, package reputation, which this package does not import; a test
+// of eventstore keeps the two lists equal) and BandUnknown.
+var EvidenceBands = []string{"new", "good", "fair", "poor", BandUnknown}
+
 // EvidenceSchema describes Evidence in /openapi.json.
 var EvidenceSchema = func() *schema.Schema {
 	party := schema.Enum(PartyYours, PartyAnother)
@@ -205,7 +213,7 @@ var EvidenceSchema = func() *schema.Schema {
 		).Named("EvidenceExpiry")).Describe("Each setting of expires_at, oldest first, from publication on.")),
 		schema.Req("publisher", schema.Object(
 			schema.Req("by", party),
-			schema.Req("reputation", schema.Enum("new", "good", "fair", "poor", "unknown").
+			schema.Req("reputation", schema.Enum(EvidenceBands...).
 				Describe("The publisher's reputation band in the event's environment.")),
 		).Named("EvidencePublisher")),
 	).Named("EvidenceOut")

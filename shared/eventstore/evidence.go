@@ -51,7 +51,7 @@ func (s *Store) Evidence(ctx context.Context, c Caller, id string, bands Reputat
 		}
 		history = append(history, e)
 	}
-	band := "unknown"
+	band := event.BandUnknown
 	if bands != nil {
 		if band, err = bands.Band(ctx, ev.Org, ev.Environment); err != nil {
 			return event.Evidence{}, fmt.Errorf("reputation of the publisher of %s: %w", id, err)

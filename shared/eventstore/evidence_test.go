@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/roadevents/roadevents/shared/event"
+	"github.com/roadevents/roadevents/shared/reputation"
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
 )
 
@@ -164,4 +166,17 @@ func TestEvidenceAccessAndEndings(t *testing.T) {
 			t.Errorf("closed event: status %s, last expiry %+v; want expired, closed at %v", d.Status, last, tab.Clock.Now())
 		}
 	})
+}
+
+// docs/network.md §4: the evidence document names the publisher's band, one of the bands a
+// standing can have (docs/network.md §2) or unknown; the document's list is the ledger's.
+func TestEvidenceBandsAreTheReputationBands(t *testing.T) {
+	t.Parallel()
+	want := append(slices.Clone(reputation.Bands), event.BandUnknown)
+	got := slices.Clone(event.EvidenceBands)
+	slices.Sort(want)
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Errorf("evidence bands %v; want the reputation bands and %q: %v", got, event.BandUnknown, want)
+	}
 }
