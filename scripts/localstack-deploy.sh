@@ -3,6 +3,7 @@
 # aws-cdk-local, a wrapper of the CDK CLI that points it at LocalStack). Both are pinned.
 #
 #   LOCALSTACK_ENDPOINT=http://localhost:4566 scripts/localstack-deploy.sh [extra cdk args]
+#   LOCALSTACK_S3_ENDPOINT=http://s3.<host>:<port>   (only when LocalStack is not on this machine)
 #
 # It builds the Lambda bundles first (scripts/build-lambdas.sh). LocalStack needs Docker,
 # which this project's CI machine does not have, so this script is not run by
@@ -24,10 +25,20 @@ fi
 
 scripts/build-lambdas.sh
 
+# cdklocal 3.0.4 refuses AWS_ENDPOINT_URL without AWS_ENDPOINT_URL_S3, whose host must carry an
+# "s3." label (that is how it tells S3 requests apart): LocalStack answers any subdomain of
+# localhost.localstack.cloud (which resolves to 127.0.0.1), so the S3 endpoint is that name on the
+# endpoint's port unless LOCALSTACK_S3_ENDPOINT gives another. cdklocal also drops every other AWS_*
+# variable it is not told to keep (AWS_ENVAR_ALLOWLIST).
+port=${endpoint##*:}
+port=${port%%/*}
 export AWS_ENDPOINT_URL=$endpoint
+export AWS_ENDPOINT_URL_S3=${LOCALSTACK_S3_ENDPOINT:-http://s3.localhost.localstack.cloud:$port}
+export AWS_ENVAR_ALLOWLIST=AWS_REGION,AWS_DEFAULT_REGION,AWS_ACCESS_KEY_ID,AWS_SECRET_ACCESS_KEY
 export AWS_ACCESS_KEY_ID=${AWS_ACCESS_KEY_ID:-test}
 export AWS_SECRET_ACCESS_KEY=${AWS_SECRET_ACCESS_KEY:-test}
 export AWS_REGION=${AWS_REGION:-us-east-1}
+export AWS_DEFAULT_REGION=$AWS_REGION
 export CDK_DEFAULT_ACCOUNT=${CDK_DEFAULT_ACCOUNT:-000000000000}
 export CDK_DEFAULT_REGION=$AWS_REGION
 
