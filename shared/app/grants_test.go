@@ -239,7 +239,7 @@ func newGrantsTour(t *testing.T) *grantsTour {
 		t.Fatal(err)
 	}
 	tour := &grantsTour{t: t, clk: clk, inbox: &consoletest.Inbox{}, served: map[string]int{},
-		log: &callLog{items: map[routetable.Group][]itemCall{}, kms: map[routetable.Group]map[routetable.KMSAction]bool{}, mail: map[routetable.Group]int{}},
+		log:    &callLog{items: map[routetable.Group][]itemCall{}, kms: map[routetable.Group]map[routetable.KMSAction]bool{}, mail: map[routetable.Group]int{}},
 		groups: map[routetable.Group]*groupProcess{}}
 
 	ctx, stop := context.WithCancel(context.Background())
@@ -260,8 +260,8 @@ func newGrantsTour(t *testing.T) *grantsTour {
 			keys:  apikey.New(table, apikey.Options{Clock: clk, Logger: logger}),
 			meter: metering.New(table, metering.Options{Clock: clk, Logger: logger, FlushInterval: -1})}
 		deps := app.Deps{Config: cfg, Table: table, Clock: clk, Logger: logger, Keys: p.keys, Meter: p.meter,
-			Mailer: recordedMailer{inbox: tour.inbox, group: g, log: tour.log},
-			Sealer: recordedSealer{Sealer: aes, group: g, log: tour.log},
+			Mailer:   recordedMailer{inbox: tour.inbox, group: g, log: tour.log},
+			Sealer:   recordedSealer{Sealer: aes, group: g, log: tour.log},
 			PlanCaps: func(string) (int, int) { return 10, 0 }}
 		if g == routetable.GroupStream {
 			deps.Hub = hub
