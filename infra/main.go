@@ -1,13 +1,17 @@
 // Command infra is the CDK app of the AWS deployment (cdk.json at the repository root runs it
-// with `go run ./infra`; docs/operations.md §5). It reads the context, checks that the
-// Lambda bundles are built, and synthesizes the stack of package infra/stack.
+// with `go run ./infra`; docs/operations.md §5). It reads the context, checks that the Lambda
+// bundles are built, and synthesizes the stacks of package infra/stack: the main stack in the
+// account's region and, unless -c webAclArn names an existing web ACL, the edge stack with the
+// distribution's web ACL in us-east-1. With -c target=localstack it synthesizes the LocalStack
+// stack instead (scripts/localstack-deploy.sh).
 //
-// Context (-c key=value): stage (dev or prod, default dev), bundleDir (default build/lambda),
-// webDist (default web/dist), mailDomain (default roadevents.example), consoleUrl (the
-// console's https address ending in /app/, once known), alarmEmail, streamOriginDomain and
-// streamCertificateArn (the streamer load balancer's domain and its ACM certificate, required
-// in prod; see stack.Props), and bundles=placeholder to synthesize without built bundles (the
-// template is then not deployable).
+// Context (-c key=value; stack.FromContext): stage (dev or prod, default dev), region (when the
+// AWS configuration gives none), bundleDir (default build/lambda), webDist (default web/dist),
+// mailDomain, consoleUrl, alarmEmail, originDomain and originCertificateArn (TLS from CloudFront
+// to the load balancer, required in prod), domainName and certificateArn (the viewers' name and
+// its us-east-1 certificate), webAclArn, rateLimit and rateLimitMode, reservedConcurrency,
+// logRetentionDays, and bundles=placeholder to synthesize without built bundles (the template
+// is then not deployable).
 package main
 
 import (
@@ -26,79 +30,121 @@ import (
 
 func main() {
 	defer jsii.Close()
-	cdkApp := awscdk.NewApp(nil)
-	ctx := func(key, def string) string {
-		if v, ok := cdkApp.Node().TryGetContext(jsii.String(key)).(string); ok && v != "" {
-			return v
-		}
-		return def
-	}
-	root, err := os.Getwd()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	stage := ctx("stage", stack.StageDev)
-	if stage != stack.StageDev && stage != stack.StageProd {
-		fmt.Fprintf(os.Stderr, "infra: -c stage=%s: want %s or %s\n", stage, stack.StageDev, stack.StageProd)
-		os.Exit(2)
-	}
-	props := stack.Props{
-		StackProps: awscdk.StackProps{
-			Env:         env(),
-			Description: jsii.String("Road events service (" + stage + ")"),
-		},
-		Stage:      stage,
-		BundleDir:  abs(root, ctx("bundleDir", "build/lambda")),
-		WebDist:    abs(root, ctx("webDist", "web/dist")),
-		RepoRoot:   root,
-		MailDomain: ctx("mailDomain", "roadevents.example"),
-		ConsoleURL: ctx("consoleUrl", ""),
-		AlarmEmail: ctx("alarmEmail", ""),
-
-		StreamOriginDomain:   ctx(stack.ContextStreamOriginDomain, ""),
-		StreamCertificateARN: ctx(stack.ContextStreamCertificateARN, ""),
-	}
-	if err := props.Check(); err != nil {
+	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "infra:", err)
 		os.Exit(2)
 	}
-	if ctx("bundles", "") == "placeholder" {
-		dir := filepath.Join(os.TempDir(), "roadevents-placeholder-bundle")
-		if err := stack.WritePlaceholderBundle(dir); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
+}
+
+func run() error {
+	cdkApp := awscdk.NewApp(nil)
+	get := func(key string) string {
+		v, _ := cdkApp.Node().TryGetContext(jsii.String(key)).(string)
+		return v
+	}
+	root, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	dir := func(key, def string) string {
+		p := get(key)
+		if p == "" {
+			p = def
 		}
-		props.Bundles = func(constructs.Construct, routetable.Group) awslambda.Code {
-			return awslambda.Code_FromAsset(jsii.String(dir), nil)
+		if filepath.IsAbs(p) {
+			return p
 		}
-	} else {
-		for _, g := range routetable.Lambdas {
-			zip := filepath.Join(props.BundleDir, string(g)+".zip")
-			if _, err := os.Stat(zip); err != nil {
-				fmt.Fprintf(os.Stderr, "infra: %s is missing: run scripts/build-lambdas.sh first "+
-					"(or pass -c bundles=placeholder to synthesize without bundles)\n", zip)
-				os.Exit(1)
+		return filepath.Join(root, p)
+	}
+	bundleDir := dir("bundleDir", "build/lambda")
+	placeholder := get("bundles") == "placeholder"
+
+	var bundles func(constructs.Construct, routetable.Group) awslambda.Code
+	if placeholder {
+		code, err := placeholderBundle()
+		if err != nil {
+			return err
+		}
+		bundles = func(constructs.Construct, routetable.Group) awslambda.Code {
+			return awslambda.Code_FromAsset(jsii.String(code), nil)
+		}
+	}
+
+	if get(stack.ContextTarget) == stack.TargetLocalStack {
+		hostDir := filepath.Join(bundleDir, "host")
+		if !placeholder {
+			if err := bundlesBuilt(func(g routetable.Group) string { return filepath.Join(hostDir, string(g), "bootstrap") }, "--host"); err != nil {
+				return err
 			}
 		}
-	}
-	stack.New(cdkApp, "roadevents-"+stage, props)
-	cdkApp.Synth(nil)
-}
-
-func abs(root, p string) string {
-	if filepath.IsAbs(p) {
-		return p
-	}
-	return filepath.Join(root, p)
-}
-
-// env is the account and region the CDK CLI resolved from the AWS configuration, or none
-// (an environment-agnostic template) when it has none, as on a machine without credentials.
-func env() *awscdk.Environment {
-	account, region := os.Getenv("CDK_DEFAULT_ACCOUNT"), os.Getenv("CDK_DEFAULT_REGION")
-	if account == "" || region == "" {
+		stack.NewLocalStack(cdkApp, "roadevents-localstack", stack.LocalStackProps{
+			StackProps: awscdk.StackProps{Env: env(os.Getenv("CDK_DEFAULT_REGION"))},
+			BundleDir:  hostDir,
+			Bundles:    bundles,
+		})
+		cdkApp.Synth(nil)
 		return nil
 	}
-	return &awscdk.Environment{Account: jsii.String(account), Region: jsii.String(region)}
+
+	props, edgeProps, err := stack.FromContext(get)
+	if err != nil {
+		return err
+	}
+	region := os.Getenv("CDK_DEFAULT_REGION")
+	if region == "" {
+		region = get("region")
+	}
+	if region == "" {
+		return fmt.Errorf("no region: the AWS configuration names none, so pass -c region=<region> " +
+			"(the web ACL's stack is in us-east-1 and the main stack refers to it across regions)")
+	}
+	props.StackProps = awscdk.StackProps{Env: env(region), Description: jsii.String("Road events service (" + props.Stage + ")")}
+	props.BundleDir, props.WebDist, props.RepoRoot = bundleDir, dir("webDist", "web/dist"), root
+	if props.WebACLARN == "" {
+		edgeProps.StackProps = awscdk.StackProps{Env: env(stack.EdgeRegion), Description: jsii.String("Road events service (" + props.Stage + "): the edge's web ACL")}
+		edge := stack.NewEdge(cdkApp, "roadevents-"+props.Stage+"-edge", edgeProps)
+		props.WebACLARN = *edge.WebACL.AttrArn()
+	}
+	if err := props.Check(); err != nil {
+		return err
+	}
+	props.Bundles = bundles
+	if !placeholder {
+		if err := bundlesBuilt(func(g routetable.Group) string { return filepath.Join(bundleDir, string(g)+".zip") }, ""); err != nil {
+			return err
+		}
+	}
+	stack.New(cdkApp, "roadevents-"+props.Stage, props)
+	cdkApp.Synth(nil)
+	return nil
+}
+
+// placeholderBundle writes the placeholder bootstrap (stack.WritePlaceholderBundle).
+func placeholderBundle() (string, error) {
+	dir := filepath.Join(os.TempDir(), "roadevents-placeholder-bundle")
+	return dir, stack.WritePlaceholderBundle(dir)
+}
+
+// bundlesBuilt checks that every function's bundle is at path(group).
+func bundlesBuilt(path func(routetable.Group) string, flag string) error {
+	for _, g := range routetable.Lambdas {
+		if _, err := os.Stat(path(g)); err != nil {
+			return fmt.Errorf("%s is missing: run scripts/build-lambdas.sh %s first "+
+				"(or pass -c bundles=placeholder to synthesize without bundles)", path(g), flag)
+		}
+	}
+	return nil
+}
+
+// env is the account the CDK CLI resolved from the AWS configuration, if any, in region; none
+// (an environment-agnostic stack) without a region.
+func env(region string) *awscdk.Environment {
+	if region == "" {
+		return nil
+	}
+	e := &awscdk.Environment{Region: jsii.String(region)}
+	if account := os.Getenv("CDK_DEFAULT_ACCOUNT"); account != "" {
+		e.Account = jsii.String(account)
+	}
+	return e
 }

@@ -1,56 +1,51 @@
-// Package stack is the AWS deployment of the service as one CDK stack (docs/architecture.md):
-// the table, one Lambda per route group behind an HTTP API, the streamer on Fargate
-// behind a load balancer, the console SPA on S3, one CloudFront distribution in front of all
-// of it, SES, the secrets and the alarms. infra/main.go synthesizes it; stack_test.go asserts
-// on the synthesized template.
+// Package stack is the AWS deployment of the service as CDK stacks (docs/architecture.md §5):
+// the table, one Lambda per route group and the streamer on Fargate, all behind one internal
+// load balancer that only CloudFront reaches (a VPC origin), the console SPA on S3, one
+// CloudFront distribution in front of all of it with a WAF web ACL, SES, the secrets, the logs
+// and the alarms. The web ACL lives in us-east-1, as CloudFront requires, in a small edge stack
+// (NewEdge). NewLocalStack is the cut-down target for LocalStack's community edition.
+// infra/main.go synthesizes them; the tests assert on the synthesized templates.
 //
-// The HTTP API's routes are not listed here: each group's routes come from the route table
-// (shared/routetable), which shared/app's tests hold to what each function serves, so a
-// route added to a group is wired to that group's function at the next synth.
+// The routes are not listed here: the load balancer's rules come from the route table
+// (shared/routetable), which shared/app's tests hold to what each function serves, and so do
+// each function's rights on AWS (routetable.Group.Grants): a route added to a group reaches
+// that group's function at the next synth, with the rights its code is tested to use.
+//
+// The files: stack.go (props, the table, the stack's assembly), functions.go (the Lambdas and
+// their secrets), iam.go (rights from the grants), origin.go (the network, the load balancer,
+// the streamer), edge.go (CloudFront, the web ACL, TLS), logs.go (access logs), nag.go (the
+// cdk-nag findings accepted, with their reasons), localstack.go.
 package stack
 
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2integrations"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awsapplicationautoscaling"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awscertificatemanager"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudfront"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudfrontorigins"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatchactions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsec2"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awsecrassets"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsecs"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awsecspatterns"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awselasticloadbalancingv2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awss3deployment"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awsses"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssnssubscriptions"
-	"github.com/aws/aws-cdk-go/awscdk/v2/customresources"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/roadevents/roadevents/shared/config"
 	"github.com/roadevents/roadevents/shared/routetable"
-	"github.com/roadevents/roadevents/web"
 )
 
 // Stages are the deployment stages (context "stage").
@@ -59,46 +54,21 @@ const (
 	StageProd = "prod"
 )
 
-// Streamer settings (docs/operations.md §6).
+// The context keys (-c key=value) of the props that a deployment sets (docs/operations.md §5).
 const (
-	// StreamerPort is where the streamer container listens (ROADEVENTS_ADDR).
-	StreamerPort = 8080
-	// StreamerMaxTasks: DynamoDB Streams serves about 2 readers per shard, and every task
-	// reads every shard.
-	StreamerMaxTasks = 2
-	// StreamerIdleTimeout is the load balancer's idle timeout: above the stream's 20 s
-	// keepalive (docs/api.md §5), so an idle stream is never cut between two keepalives.
-	StreamerIdleTimeoutSeconds = 120
-	// StreamerScaleOutConnections: past this many open connections on the load balancer a
-	// second task starts. One task served well beyond this in the load test
-	// (docs/performance.md §8); the second is for availability as much as capacity.
-	StreamerScaleOutConnections = 4000
-	// StreamOriginReadTimeoutSeconds is CloudFront's wait for the next bytes from the
-	// streamer: the most CloudFront allows without a quota increase, three keepalives.
-	StreamOriginReadTimeoutSeconds = 60
+	ContextOriginDomain         = "originDomain"
+	ContextOriginCertificateARN = "originCertificateArn"
+	ContextDomainName           = "domainName"
+	ContextCertificateARN       = "certificateArn"
+	ContextWebACLARN            = "webAclArn"
+	ContextRateLimit            = "rateLimit"
+	ContextRateLimitMode        = "rateLimitMode"
+	ContextReservedConcurrency  = "reservedConcurrency"
+	ContextLogRetentionDays     = "logRetentionDays"
 )
 
-// The streamer's origin: how CloudFront reaches the load balancer, and how the load balancer
-// tells CloudFront's requests from anyone else's (docs/architecture.md §5). API keys travel in the
-// Authorization header and stream tickets in the ticket query parameter (docs/api.md §5), so the
-// hop from CloudFront to the load balancer is HTTPS, and only CloudFront may make it.
-const (
-	// ContextStreamOriginDomain and ContextStreamCertificateARN are the context keys
-	// (-c key=value) of Props.StreamOriginDomain and Props.StreamCertificateARN.
-	ContextStreamOriginDomain   = "streamOriginDomain"
-	ContextStreamCertificateARN = "streamCertificateArn"
-	// OriginVerifyHeader is the header CloudFront adds to every request to the streamer's
-	// origin, with a value generated by Secrets Manager; the load balancer forwards only
-	// requests that carry it and answers 403 otherwise.
-	OriginVerifyHeader = "X-Origin-Verify"
-	// CloudFrontPrefixListName is the AWS-managed prefix list of CloudFront's origin-facing
-	// addresses; its id differs per region, so the stack looks it up at deploy time.
-	CloudFrontPrefixListName = "com.amazonaws.global.cloudfront.origin-facing"
-)
-
-// ErrStreamOrigin is returned by Props.Check when the streamer's HTTPS origin is not
-// configured where it must be.
-var ErrStreamOrigin = errors.New("stack: stream origin")
+// ErrProps is returned by Props.Check for a configuration the stack refuses to synthesize.
+var ErrProps = errors.New("stack")
 
 // TTLAttribute, PartitionKey and SortKey are the table's key schema and TTL attribute, as
 // shared/store/dynamodb.CreateTable makes them.
@@ -117,8 +87,8 @@ type FunctionSize struct {
 // Sizes are the functions' memory and timeout per group. Lambda gives CPU in proportion to
 // memory: events covers circles with H3 cells and reads many partitions in parallel, billing
 // waits on Stripe. Billing's timeout is the hourly overage job's (one Stripe call per
-// subscribed organisation whose total moved, in turn); HTTP requests are cut at the HTTP
-// API's 30 seconds whatever it is.
+// subscribed organisation whose total moved, in turn); HTTP requests are cut at CloudFront's
+// 30 s origin read timeout whatever it is.
 var Sizes = map[routetable.Group]FunctionSize{
 	routetable.GroupMeta:        {MemoryMB: 256, TimeoutSeconds: 5},
 	routetable.GroupEvents:      {MemoryMB: 1024, TimeoutSeconds: 10},
@@ -127,11 +97,24 @@ var Sizes = map[routetable.Group]FunctionSize{
 	routetable.GroupBilling:     {MemoryMB: 512, TimeoutSeconds: 120},
 }
 
-// Props configure the stack.
+// DefaultReservedConcurrency bounds each function's instances (docs/operations.md §5): about
+// the peak requests per second it is sized for times its p99 duration, with room to spare.
+// events: 1 000 requests/s at 100 ms; the console's groups: interactive traffic of people;
+// billing: Stripe's seconds-long calls, rarely. Their sum, 135, leaves Lambda's required 100
+// unreserved within the default account limit of 1 000.
+var DefaultReservedConcurrency = map[routetable.Group]float64{
+	routetable.GroupMeta:        10,
+	routetable.GroupEvents:      100,
+	routetable.GroupConsoleAuth: 10,
+	routetable.GroupConsoleOrgs: 10,
+	routetable.GroupBilling:     5,
+}
+
+// Props configure the main stack.
 type Props struct {
 	awscdk.StackProps
-	// Stage is StageDev or StageProd: production keeps the table and logs longer and protects
-	// the table from deletion.
+	// Stage is StageDev or StageProd: production keeps the table and logs longer, protects the
+	// table from deletion, and requires TLS from CloudFront to the load balancer.
 	Stage string
 	// BundleDir holds <group>.zip for each function (scripts/build-lambdas.sh writes
 	// build/lambda). Ignored when Bundles is set.
@@ -146,90 +129,231 @@ type Props struct {
 	RepoRoot string
 	// MailDomain is the SES sending identity; mail leaves as no-reply@MailDomain.
 	MailDomain string
-	// ConsoleURL is the console's address (ends in "/app/"), known only once the distribution
-	// or a custom domain exists: the functions cannot read the distribution's name from
-	// the template, because the distribution depends on them.
+	// ConsoleURL is the console's address (ends in "/app/"). With DomainName it defaults to
+	// https://DomainName/app/; without, it is known only once the distribution exists, and the
+	// functions cannot read the distribution's name from the template (it depends on them).
 	ConsoleURL string
 	// AlarmEmail, when set, subscribes an address to the alarms' topic.
 	AlarmEmail string
-	// StreamOriginDomain is the streamer load balancer's own domain name (for example
-	// stream-origin.roadevents.example), which CloudFront connects to over HTTPS and whose
-	// certificate it checks. A DNS record (CNAME) must point it at the StreamOriginTarget
-	// output. Required in prod; in dev, when it and StreamCertificateARN are both empty,
-	// CloudFront reaches the load balancer over HTTP and synth warns.
-	StreamOriginDomain string
-	// StreamCertificateARN is an ACM certificate for StreamOriginDomain in the stack's
-	// region (a load balancer's certificate is regional). Required with StreamOriginDomain.
-	StreamCertificateARN string
+
+	// OriginDomain is the load balancer's own name (for example origin.roadevents.example),
+	// under which CloudFront reaches it over HTTPS and checks its certificate;
+	// OriginCertificateARN is an ACM certificate for it in the stack's region. Both or
+	// neither; required in prod. Without them CloudFront reaches the load balancer over HTTP,
+	// inside the VPC (docs/architecture.md §5), and synth warns.
+	OriginDomain         string
+	OriginCertificateARN string
+	// DomainName is the viewers' name of the distribution (console and API), and
+	// CertificateARN an ACM certificate for it in us-east-1 (CloudFront's). Both or neither:
+	// with them viewers need TLS 1.2 (TLSv1.2_2021); without, the distribution answers on its
+	// *.cloudfront.net name with CloudFront's certificate, whose minimum protocol cannot be
+	// set.
+	DomainName     string
+	CertificateARN string
+	// WebACLARN is the CloudFront web ACL of the distribution: NewEdge's, or one the
+	// deployment already has (-c webAclArn). Required: every request passes the web ACL.
+	WebACLARN string
+	// ReservedConcurrency bounds each function; DefaultReservedConcurrency for a group it
+	// does not name.
+	ReservedConcurrency map[routetable.Group]float64
+	// LogRetentionDays is how long every log is kept: the functions' and the streamer's,
+	// the access logs of CloudFront, the load balancer and the site bucket, the VPC's flow
+	// log. 0 is the stage's default (DefaultLogRetentionDays); else one of the values
+	// CloudWatch Logs accepts (LogRetentionChoices).
+	LogRetentionDays float64
 }
 
-// StreamOverHTTPS reports whether the streamer's origin is HTTPS (both values given).
-func (p Props) StreamOverHTTPS() bool {
-	return p.StreamOriginDomain != "" && p.StreamCertificateARN != ""
+// DefaultLogRetentionDays are the stages' log retentions.
+var DefaultLogRetentionDays = map[string]float64{StageDev: 14, StageProd: 90}
+
+// retentions are the retentions CloudWatch Logs accepts, in days.
+var retentions = map[float64]awslogs.RetentionDays{
+	1: awslogs.RetentionDays_ONE_DAY, 3: awslogs.RetentionDays_THREE_DAYS, 5: awslogs.RetentionDays_FIVE_DAYS,
+	7: awslogs.RetentionDays_ONE_WEEK, 14: awslogs.RetentionDays_TWO_WEEKS, 30: awslogs.RetentionDays_ONE_MONTH,
+	60: awslogs.RetentionDays_TWO_MONTHS, 90: awslogs.RetentionDays_THREE_MONTHS, 120: awslogs.RetentionDays_FOUR_MONTHS,
+	150: awslogs.RetentionDays_FIVE_MONTHS, 180: awslogs.RetentionDays_SIX_MONTHS, 365: awslogs.RetentionDays_ONE_YEAR,
+	400: awslogs.RetentionDays_THIRTEEN_MONTHS, 545: awslogs.RetentionDays_EIGHTEEN_MONTHS, 731: awslogs.RetentionDays_TWO_YEARS,
+	1096: awslogs.RetentionDays_THREE_YEARS, 1827: awslogs.RetentionDays_FIVE_YEARS, 2192: awslogs.RetentionDays_SIX_YEARS,
+	2557: awslogs.RetentionDays_SEVEN_YEARS, 2922: awslogs.RetentionDays_EIGHT_YEARS, 3288: awslogs.RetentionDays_NINE_YEARS,
+	3653: awslogs.RetentionDays_TEN_YEARS,
 }
 
-// Check reports a configuration the stack refuses to synthesize: prod without the stream
-// origin's domain and certificate (viewers' API keys and tickets would cross the internet
-// in clear between CloudFront and the load balancer), or either value without the other,
-// or values of the wrong shape. The error names the context keys.
+// LogRetentionChoices are the retentions CloudWatch Logs accepts, in days.
+func LogRetentionChoices() []float64 { return slices.Sorted(maps.Keys(retentions)) }
+
+// OriginOverHTTPS reports whether CloudFront reaches the load balancer over HTTPS.
+func (p Props) OriginOverHTTPS() bool { return p.OriginDomain != "" && p.OriginCertificateARN != "" }
+
+// CustomDomain reports whether viewers reach the distribution under DomainName.
+func (p Props) CustomDomain() bool { return p.DomainName != "" && p.CertificateARN != "" }
+
+// logRetentionDays is p.LogRetentionDays or the stage's default.
+func (p Props) logRetentionDays() float64 {
+	if p.LogRetentionDays != 0 {
+		return p.LogRetentionDays
+	}
+	return DefaultLogRetentionDays[p.Stage]
+}
+
+// reservedConcurrency is g's bound.
+func (p Props) reservedConcurrency(g routetable.Group) float64 {
+	if n, ok := p.ReservedConcurrency[g]; ok {
+		return n
+	}
+	return DefaultReservedConcurrency[g]
+}
+
+// consoleURL is the console's address, when known.
+func (p Props) consoleURL() string {
+	if p.ConsoleURL == "" && p.CustomDomain() {
+		return "https://" + p.DomainName + "/app/"
+	}
+	return p.ConsoleURL
+}
+
+// Check reports a configuration the stack refuses to synthesize, naming the context key to
+// fix: prod without TLS between CloudFront and the load balancer, a domain without its
+// certificate or the reverse, values of the wrong shape, a certificate for viewers outside
+// us-east-1, no web ACL, a reserved concurrency below 1, a retention CloudWatch refuses.
 func (p Props) Check() error {
-	d, c := p.StreamOriginDomain, p.StreamCertificateARN
-	switch {
-	case p.Stage == StageProd && (d == "" || c == ""):
-		return fmt.Errorf("%w: stage %s needs -c %s=<domain of the streamer's load balancer> and -c %s=<ACM certificate ARN for it, in the stack's region> "+
-			"(docs/operations.md §5): CloudFront must reach the streamer over HTTPS", ErrStreamOrigin, p.Stage, ContextStreamOriginDomain, ContextStreamCertificateARN)
-	case (d == "") != (c == ""):
-		return fmt.Errorf("%w: give both -c %s and -c %s, or (stage %s only) neither", ErrStreamOrigin, ContextStreamOriginDomain, ContextStreamCertificateARN, StageDev)
-	case d != "" && (strings.Contains(d, "/") || strings.Contains(d, ":") || !strings.Contains(d, ".")):
-		return fmt.Errorf("%w: -c %s=%q: want a bare domain name such as stream-origin.example.com", ErrStreamOrigin, ContextStreamOriginDomain, d)
-	case c != "" && !certificateARN.MatchString(c):
-		return fmt.Errorf("%w: -c %s=%q: want an ACM certificate ARN (arn:aws:acm:<region>:<account>:certificate/<id>)", ErrStreamOrigin, ContextStreamCertificateARN, c)
+	if p.Stage != StageDev && p.Stage != StageProd {
+		return fmt.Errorf("%w: -c stage=%s: want %s or %s", ErrProps, p.Stage, StageDev, StageProd)
+	}
+	if err := checkDomain(ContextOriginDomain, p.OriginDomain, ContextOriginCertificateARN, p.OriginCertificateARN, ""); err != nil {
+		return err
+	}
+	if p.Stage == StageProd && !p.OriginOverHTTPS() {
+		return fmt.Errorf("%w: stage %s needs -c %s=<a name for the load balancer> and -c %s=<ACM certificate ARN for it, in the stack's region> "+
+			"(docs/operations.md §5): CloudFront must reach the load balancer over HTTPS", ErrProps, p.Stage, ContextOriginDomain, ContextOriginCertificateARN)
+	}
+	// CloudFront reads its certificates in us-east-1 only.
+	if err := checkDomain(ContextDomainName, p.DomainName, ContextCertificateARN, p.CertificateARN, "us-east-1"); err != nil {
+		return err
+	}
+	if p.WebACLARN == "" {
+		return fmt.Errorf("%w: no web ACL: build one with NewEdge, or pass -c %s=<ARN of a CloudFront web ACL>", ErrProps, ContextWebACLARN)
+	}
+	for g, n := range p.ReservedConcurrency {
+		if !g.IsLambda() || n < 1 {
+			return fmt.Errorf("%w: -c %s: %s=%v: want a route group's function and at least 1 (0 would stop it)", ErrProps, ContextReservedConcurrency, g, n)
+		}
+	}
+	if _, ok := retentions[p.LogRetentionDays]; p.LogRetentionDays != 0 && !ok {
+		return fmt.Errorf("%w: -c %s=%v: want one of %v", ErrProps, ContextLogRetentionDays, p.LogRetentionDays, LogRetentionChoices())
 	}
 	return nil
 }
 
-var certificateARN = regexp.MustCompile(`^arn:aws[a-z-]*:acm:[a-z0-9-]+:[0-9]{12}:certificate/[A-Za-z0-9-]+$`)
+// checkDomain checks a name and its ACM certificate: both or neither, a bare domain name, an
+// ACM ARN (in region, when given).
+func checkDomain(domainKey, domain, certKey, cert, region string) error {
+	switch {
+	case (domain == "") != (cert == ""):
+		return fmt.Errorf("%w: give both -c %s and -c %s, or neither", ErrProps, domainKey, certKey)
+	case domain != "" && (strings.Contains(domain, "/") || strings.Contains(domain, ":") || !strings.Contains(domain, ".")):
+		return fmt.Errorf("%w: -c %s=%q: want a bare domain name such as origin.example.com", ErrProps, domainKey, domain)
+	case cert == "":
+		return nil
+	}
+	m := certificateARN.FindStringSubmatch(cert)
+	switch {
+	case m == nil:
+		return fmt.Errorf("%w: -c %s=%q: want an ACM certificate ARN (arn:aws:acm:<region>:<account>:certificate/<id>)", ErrProps, certKey, cert)
+	case region != "" && m[1] != region:
+		return fmt.Errorf("%w: -c %s=%q: want a certificate in %s, where CloudFront reads them", ErrProps, certKey, cert, region)
+	}
+	return nil
+}
 
-// Stack is the synthesized stack with the constructs the tests look for.
+var certificateARN = regexp.MustCompile(`^arn:aws[a-z-]*:acm:([a-z0-9-]+):[0-9]{12}:certificate/[A-Za-z0-9-]+$`)
+
+// Stack is the synthesized main stack with the constructs the tests look for.
 type Stack struct {
 	awscdk.Stack
+	Props     Props
 	Table     awsdynamodb.Table
 	Functions map[routetable.Group]awslambda.Function
 	// OverageSchedule invokes the billing function hourly for the overage job.
 	OverageSchedule awsevents.Rule
-	API             awsapigatewayv2.HttpApi
-	Streamer        awsecspatterns.ApplicationLoadBalancedFargateService
-	// OriginVerify holds the value CloudFront sends in OriginVerifyHeader (JSON key "value").
-	OriginVerify awssecretsmanager.Secret
-	// StreamerFromCloudFront is the listener rule that forwards to the streamer only the
-	// requests carrying OriginVerifyHeader; the listener answers every other request 403.
-	StreamerFromCloudFront awselasticloadbalancingv2.ApplicationListenerRule
-	SiteBucket             awss3.Bucket
-	Distribution           awscloudfront.Distribution
+
+	Vpc          awsec2.Vpc
+	LoadBalancer awselasticloadbalancingv2.ApplicationLoadBalancer
+	Listener     awselasticloadbalancingv2.ApplicationListener
+	// TargetGroups are the load balancer's targets: each Lambda group's function, and the
+	// streamer for GroupStream.
+	TargetGroups map[routetable.Group]awselasticloadbalancingv2.ApplicationTargetGroup
+	// Rules are the listener's rules by priority - 1 (ListenerRules).
+	Rules    []awselasticloadbalancingv2.ApplicationListenerRule
+	Streamer awsecs.FargateService
+
+	SiteBucket   awss3.Bucket
+	LogBucket    awss3.Bucket
+	Distribution awscloudfront.Distribution
+	AlarmTopic   awssns.Topic
 }
 
-// New builds the stack.
+// New builds the main stack; it panics on props Check refuses.
 func New(scope constructs.Construct, id string, p Props) *Stack {
-	if p.Stage != StageDev && p.Stage != StageProd {
-		panic(fmt.Sprintf("stack: stage %q: want %q or %q", p.Stage, StageDev, StageProd))
-	}
 	if err := p.Check(); err != nil {
 		panic(err.Error())
 	}
 	prod := p.Stage == StageProd
 	removal := awscdk.RemovalPolicy_DESTROY
-	retention := awslogs.RetentionDays_TWO_WEEKS
 	if prod {
 		removal = awscdk.RemovalPolicy_RETAIN
-		retention = awslogs.RetentionDays_THREE_MONTHS
 	}
+	// The web ACL and the viewers' certificate are in us-east-1; the rest may be anywhere.
+	p.StackProps.CrossRegionReferences = jsii.Bool(true)
 	st := awscdk.NewStack(scope, jsii.String(id), &p.StackProps)
+	// Buckets receive server access logs through their policy, not an ACL: the log bucket
+	// enforces its owner (and synth fails without this whoever runs it).
+	st.Node().SetContext(jsii.String("@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy"), true)
 	awscdk.Tags_Of(st).Add(jsii.String("project"), jsii.String("roadevents"), nil)
 	awscdk.Tags_Of(st).Add(jsii.String("stage"), jsii.String(p.Stage), nil)
-	s := &Stack{Stack: st, Functions: map[routetable.Group]awslambda.Function{}}
+	s := &Stack{Stack: st, Props: p, Functions: map[routetable.Group]awslambda.Function{}}
 
-	// The one table (docs/architecture.md §2), as shared/store/dynamodb.CreateTable makes it.
-	s.Table = awsdynamodb.NewTable(st, jsii.String("Table"), &awsdynamodb.TableProps{
+	s.Table = newTable(st, prod, removal)
+	s.LogBucket = newLogBucket(st, "AccessLogs", p, removal, awss3.ObjectOwnership_BUCKET_OWNER_ENFORCED)
+	secrets := newSecrets(st, removal)
+	s.addFunctions(st, p, secrets, removal)
+
+	// The overage job (docs/console.md §3): every hour EventBridge invokes the billing
+	// function with its scheduled event, which the function tells from an HTTP request
+	// (app.IsScheduledEvent). A failed pass is retried by EventBridge; the pass is idempotent
+	// (usage records with action=set).
+	s.OverageSchedule = awsevents.NewRule(st, jsii.String("OverageSchedule"), &awsevents.RuleProps{
+		Description: jsii.String("roadevents: report reads beyond included_reads to Stripe, hourly"),
+		Schedule:    awsevents.Schedule_Rate(awscdk.Duration_Hours(jsii.Number(1))),
+		Targets: &[]awsevents.IRuleTarget{
+			awseventstargets.NewLambdaFunction(s.Functions[routetable.GroupBilling], &awseventstargets.LambdaFunctionProps{
+				RetryAttempts: jsii.Number(2),
+			}),
+		},
+	})
+	accept(s.OverageSchedule, "Serverless-EventBusDLQ", "a failed overage pass needs no dead-letter queue: EventBridge retries it twice, and "+
+		"the next hourly pass reports the same totals again (usage records with action=set), so nothing is lost")
+
+	s.addOrigin(st, p, removal)
+	s.addSite(st, p, removal)
+	s.addAlarms(st, p)
+	acceptCDKProviders(st)
+
+	awscdk.NewCfnOutput(st, jsii.String("DistributionDomain"), &awscdk.CfnOutputProps{Value: s.Distribution.DistributionDomainName()})
+	awscdk.NewCfnOutput(st, jsii.String("TableName"), &awscdk.CfnOutputProps{Value: s.Table.TableName()})
+	awscdk.NewCfnOutput(st, jsii.String("StripeSecret"), &awscdk.CfnOutputProps{Value: secrets.stripe.SecretArn()})
+	if p.OriginOverHTTPS() {
+		awscdk.NewCfnOutput(st, jsii.String("OriginTarget"), &awscdk.CfnOutputProps{
+			Value:       s.LoadBalancer.LoadBalancerDnsName(),
+			Description: jsii.String("the internal load balancer: point the " + ContextOriginDomain + " name (CNAME) here"),
+		})
+	}
+	return s
+}
+
+// newTable is the one table (docs/architecture.md §2), as shared/store/dynamodb.CreateTable
+// makes it.
+func newTable(st constructs.Construct, prod bool, removal awscdk.RemovalPolicy) awsdynamodb.Table {
+	return awsdynamodb.NewTable(st, jsii.String("Table"), &awsdynamodb.TableProps{
 		PartitionKey:        &awsdynamodb.Attribute{Name: jsii.String(PartitionKey), Type: awsdynamodb.AttributeType_STRING},
 		SortKey:             &awsdynamodb.Attribute{Name: jsii.String(SortKey), Type: awsdynamodb.AttributeType_STRING},
 		BillingMode:         awsdynamodb.BillingMode_PAY_PER_REQUEST,
@@ -242,566 +366,44 @@ func New(scope constructs.Construct, id string, p Props) *Stack {
 		DeletionProtection: jsii.Bool(prod),
 		RemovalPolicy:      removal,
 	})
+}
 
-	// Shared secret keys, generated by Secrets Manager as 64 hex digits (32 bytes), and the
-	// Stripe keys, set by the operator after the first deploy. Each secret holds a JSON
-	// object of ROADEVENTS_* variables that the functions read at start
-	// (config.SecretsEnv), so no secret value is in the template or the functions'
-	// configuration.
-	eventIDKey := hexKeySecret(st, "EventIdKey", "ROADEVENTS_EVENT_ID_KEY", removal)
-	authHashKey := hexKeySecret(st, "AuthHashKey", "ROADEVENTS_AUTH_HASH_KEY", removal)
-	// The Stripe secret starts with empty values (billing off: checkout and portal answer
-	// 503) and is filled by the operator; the template holds only the variable names.
-	stripe := awssecretsmanager.NewSecret(st, jsii.String("StripeKeys"), &awssecretsmanager.SecretProps{
-		Description: jsii.String("Stripe keys of the billing function (STRIPE_SECRET_KEY, STRIPE_WEBHOOK_SECRET); set them with " +
-			"aws secretsmanager put-secret-value (docs/operations.md §5)"),
-		SecretStringValue: awscdk.SecretValue_UnsafePlainText(jsii.String(`{"STRIPE_SECRET_KEY":"","STRIPE_WEBHOOK_SECRET":""}`)),
-		RemovalPolicy:     removal,
+// addAlarms sends function errors and throttles, the streamer's health and the front door's
+// own errors to an SNS topic that refuses publishers without TLS.
+func (s *Stack) addAlarms(st awscdk.Stack, p Props) {
+	s.AlarmTopic = awssns.NewTopic(st, jsii.String("Alarms"), &awssns.TopicProps{
+		DisplayName: jsii.String("roadevents " + p.Stage + " alarms"),
+		EnforceSSL:  jsii.Bool(true),
 	})
-	// TOTP secrets are sealed with KMS (ROADEVENTS_KMS_KEY_ID), so no sealing key exists
-	// outside KMS.
-	sealKey := awskms.NewKey(st, jsii.String("TotpSealKey"), &awskms.KeyProps{
-		Description:       jsii.String("Seals the console's TOTP secrets"),
-		EnableKeyRotation: jsii.Bool(true),
-		RemovalPolicy:     removal,
-	})
-
-	// SES sending identity; the DNS records it needs are in the stack's outputs' console.
-	identity := awsses.NewEmailIdentity(st, jsii.String("MailIdentity"), &awsses.EmailIdentityProps{
-		Identity: awsses.Identity_Domain(jsii.String(p.MailDomain)),
-	})
-	mailFrom := "Road Events <no-reply@" + p.MailDomain + ">"
-
-	// One function per route group (docs/architecture.md §4).
-	for _, g := range routetable.Lambdas {
-		secrets := []awssecretsmanager.ISecret{eventIDKey, authHashKey}
-		if g == routetable.GroupBilling {
-			secrets = append(secrets, stripe)
-		}
-		var arns []string
-		for _, sec := range secrets {
-			arns = append(arns, *sec.SecretArn())
-		}
-		env := map[string]*string{
-			"ROADEVENTS_STORE":      jsii.String("dynamodb"),
-			"ROADEVENTS_TABLE":      s.Table.TableName(),
-			"ROADEVENTS_MAILER":     jsii.String("ses"),
-			"ROADEVENTS_MAIL_FROM":  jsii.String(mailFrom),
-			"ROADEVENTS_KMS_KEY_ID": sealKey.KeyArn(),
-			config.SecretsEnv:       awscdk.Fn_Join(jsii.String(","), jsii.Strings(arns...)),
-		}
-		if p.ConsoleURL != "" {
-			env["ROADEVENTS_CONSOLE_URL"] = jsii.String(p.ConsoleURL)
-		}
-		name := functionID(g)
-		logs := awslogs.NewLogGroup(st, jsii.String(name+"Logs"), &awslogs.LogGroupProps{
-			Retention: retention, RemovalPolicy: removal,
-		})
-		code := awslambda.Code(nil)
-		if p.Bundles != nil {
-			code = p.Bundles(st, g)
-		} else {
-			code = awslambda.Code_FromAsset(jsii.String(filepath.Join(p.BundleDir, string(g)+".zip")), nil)
-		}
-		size := Sizes[g]
-		fn := awslambda.NewFunction(st, jsii.String(name), &awslambda.FunctionProps{
-			Description:   jsii.String("roadevents " + string(g) + " route group"),
-			Runtime:       awslambda.Runtime_PROVIDED_AL2023(),
-			Architecture:  awslambda.Architecture_ARM_64(),
-			Handler:       jsii.String("bootstrap"),
-			Code:          code,
-			MemorySize:    jsii.Number(size.MemoryMB),
-			Timeout:       awscdk.Duration_Seconds(jsii.Number(size.TimeoutSeconds)),
-			Environment:   &env,
-			LogGroup:      logs,
-			LoggingFormat: awslambda.LoggingFormat_JSON,
-		})
-		grantTableData(fn.Role(), s.Table)
-		for _, sec := range secrets {
-			sec.GrantRead(fn, nil)
-		}
-		switch g {
-		case routetable.GroupConsoleAuth, routetable.GroupConsoleOrgs:
-			// Sign-in codes and invitations are e-mailed; TOTP is enrolled and checked
-			// (key issuance asks for a TOTP code).
-			identity.GrantSendEmail(fn)
-			sealKey.GrantEncryptDecrypt(fn)
-		case routetable.GroupEvents:
-			// The reputation rule's verdict runs within a signal and e-mails the publisher's
-			// owners (docs/network.md §2).
-			identity.GrantSendEmail(fn)
-		}
-		s.Functions[g] = fn
-	}
-
-	// The overage job (docs/console.md §3): every hour EventBridge invokes
-	// the billing function with its scheduled event, which the function tells from an HTTP
-	// API request (app.IsScheduledEvent). A failed pass is retried by EventBridge; the
-	// pass is idempotent (usage records with action=set).
-	s.OverageSchedule = awsevents.NewRule(st, jsii.String("OverageSchedule"), &awsevents.RuleProps{
-		Description: jsii.String("roadevents: report reads beyond included_reads to Stripe, hourly"),
-		Schedule:    awsevents.Schedule_Rate(awscdk.Duration_Hours(jsii.Number(1))),
-		Targets: &[]awsevents.IRuleTarget{
-			awseventstargets.NewLambdaFunction(s.Functions[routetable.GroupBilling], &awseventstargets.LambdaFunctionProps{
-				RetryAttempts: jsii.Number(2),
-			}),
-		},
-	})
-
-	// The HTTP API: every route of each group to that group's function. CORS preflight
-	// (OPTIONS on any path) and paths no route knows go to meta, whose handler answers both
-	// as every group's does (docs/api.md §5 CORS; §7 404 {"detail":"Not Found"}).
-	meta := awsapigatewayv2integrations.NewHttpLambdaIntegration(jsii.String("metaDefault"), s.Functions[routetable.GroupMeta],
-		&awsapigatewayv2integrations.HttpLambdaIntegrationProps{PayloadFormatVersion: awsapigatewayv2.PayloadFormatVersion_VERSION_2_0()})
-	s.API = awsapigatewayv2.NewHttpApi(st, jsii.String("Api"), &awsapigatewayv2.HttpApiProps{
-		Description:        jsii.String("roadevents API (" + p.Stage + ")"),
-		DefaultIntegration: meta,
-	})
-	for _, g := range routetable.Lambdas {
-		integration := awsapigatewayv2integrations.NewHttpLambdaIntegration(jsii.String(string(g)+"Integration"), s.Functions[g],
-			&awsapigatewayv2integrations.HttpLambdaIntegrationProps{PayloadFormatVersion: awsapigatewayv2.PayloadFormatVersion_VERSION_2_0()})
-		for _, r := range g.Routes() {
-			s.API.AddRoutes(&awsapigatewayv2.AddRoutesOptions{
-				Path:        jsii.String(APIPath(r.Path)),
-				Methods:     &[]awsapigatewayv2.HttpMethod{awsapigatewayv2.HttpMethod(r.Method)},
-				Integration: integration,
-			})
-		}
-	}
-	s.API.AddRoutes(&awsapigatewayv2.AddRoutesOptions{
-		Path:        jsii.String("/{proxy+}"),
-		Methods:     &[]awsapigatewayv2.HttpMethod{awsapigatewayv2.HttpMethod_OPTIONS},
-		Integration: meta,
-	})
-
-	s.addStreamer(st, p, removal, retention, eventIDKey, authHashKey)
-	s.addSite(st, p, removal)
-
-	// Alarms: function errors and throttles, and the streamer's health.
-	topic := awssns.NewTopic(st, jsii.String("Alarms"), &awssns.TopicProps{DisplayName: jsii.String("roadevents " + p.Stage + " alarms")})
+	accept(s.AlarmTopic, "AwsSolutions-SNS2", "the alarms carry no data (metric names and thresholds), and CloudWatch cannot publish to a topic "+
+		"encrypted with the AWS managed key: encrypting them would need a customer key for nothing to protect")
 	if p.AlarmEmail != "" {
-		topic.AddSubscription(awssnssubscriptions.NewEmailSubscription(jsii.String(p.AlarmEmail), nil))
+		s.AlarmTopic.AddSubscription(awssnssubscriptions.NewEmailSubscription(jsii.String(p.AlarmEmail), nil))
 	}
-	action := awscloudwatchactions.NewSnsAction(topic)
+	action := awscloudwatchactions.NewSnsAction(s.AlarmTopic)
 	five := awscdk.Duration_Minutes(jsii.Number(5))
 	for _, g := range routetable.Lambdas {
 		fn := s.Functions[g]
 		alarm(st, functionID(g)+"Errors", fn.MetricErrors(&awscloudwatch.MetricOptions{Period: five}), 1, 1, action)
+		// A throttle is a request refused at the function's reserved concurrency: the
+		// client got a 503 (docs/operations.md §5); sustained, the bound is too low.
 		alarm(st, functionID(g)+"Throttles", fn.MetricThrottles(&awscloudwatch.MetricOptions{Period: five}), 1, 1, action)
 	}
-	tg := s.Streamer.TargetGroup()
-	alarm(st, "StreamerUnhealthy", tg.Metrics().UnhealthyHostCount(&awscloudwatch.MetricOptions{Period: awscdk.Duration_Minutes(jsii.Number(1)), Statistic: jsii.String("Maximum")}), 1, 3, action)
+	tg := s.TargetGroups[routetable.GroupStream]
+	minute := awscdk.Duration_Minutes(jsii.Number(1))
+	alarm(st, "StreamerUnhealthy", tg.Metrics().UnhealthyHostCount(&awscloudwatch.MetricOptions{Period: minute, Statistic: jsii.String("Maximum")}), 1, 3, action)
 	noHealthy := awscloudwatch.NewAlarm(st, jsii.String("StreamerNoHealthyTask"), &awscloudwatch.AlarmProps{
-		Metric:             tg.Metrics().HealthyHostCount(&awscloudwatch.MetricOptions{Period: awscdk.Duration_Minutes(jsii.Number(1)), Statistic: jsii.String("Minimum")}),
+		Metric:             tg.Metrics().HealthyHostCount(&awscloudwatch.MetricOptions{Period: minute, Statistic: jsii.String("Minimum")}),
 		Threshold:          jsii.Number(1),
 		EvaluationPeriods:  jsii.Number(2),
 		ComparisonOperator: awscloudwatch.ComparisonOperator_LESS_THAN_THRESHOLD,
 		TreatMissingData:   awscloudwatch.TreatMissingData_BREACHING,
 	})
 	noHealthy.AddAlarmAction(action)
-
-	awscdk.NewCfnOutput(st, jsii.String("DistributionDomain"), &awscdk.CfnOutputProps{Value: s.Distribution.DistributionDomainName()})
-	awscdk.NewCfnOutput(st, jsii.String("ApiEndpoint"), &awscdk.CfnOutputProps{Value: s.API.ApiEndpoint()})
-	awscdk.NewCfnOutput(st, jsii.String("TableName"), &awscdk.CfnOutputProps{Value: s.Table.TableName()})
-	awscdk.NewCfnOutput(st, jsii.String("StripeSecret"), &awscdk.CfnOutputProps{Value: stripe.SecretArn()})
-	awscdk.NewCfnOutput(st, jsii.String("StreamOriginTarget"), &awscdk.CfnOutputProps{
-		Value:       s.Streamer.LoadBalancer().LoadBalancerDnsName(),
-		Description: jsii.String("the streamer's load balancer: point the " + ContextStreamOriginDomain + " DNS name (CNAME) here"),
-	})
-	return s
-}
-
-// addStreamer runs streamer/ on Fargate behind a public load balancer (docs/architecture.md §3).
-// Tasks run in public subnets with a public address (no NAT gateway to pay for) and accept traffic
-// from the load balancer only. The load balancer accepts traffic from CloudFront only: its security
-// group admits CloudFront's origin-facing prefix list alone, and its listener forwards only
-// requests carrying the secret OriginVerifyHeader. With Props.StreamOverHTTPS the listener is HTTPS
-// on 443 with the given certificate.
-func (s *Stack) addStreamer(st awscdk.Stack, p Props, removal awscdk.RemovalPolicy, retention awslogs.RetentionDays, secrets ...awssecretsmanager.ISecret) {
-	vpc := awsec2.NewVpc(st, jsii.String("Vpc"), &awsec2.VpcProps{
-		MaxAzs:      jsii.Number(2),
-		NatGateways: jsii.Number(0),
-		SubnetConfiguration: &[]*awsec2.SubnetConfiguration{
-			{Name: jsii.String("public"), SubnetType: awsec2.SubnetType_PUBLIC, CidrMask: jsii.Number(24)},
-		},
-	})
-	cluster := awsecs.NewCluster(st, jsii.String("Cluster"), &awsecs.ClusterProps{Vpc: vpc})
-	logs := awslogs.NewLogGroup(st, jsii.String("StreamerLogs"), &awslogs.LogGroupProps{Retention: retention, RemovalPolicy: removal})
-	env := map[string]*string{
-		"ROADEVENTS_STORE":      jsii.String("dynamodb"),
-		"ROADEVENTS_TABLE":      s.Table.TableName(),
-		"ROADEVENTS_STREAM_ARN": s.Table.TableStreamArn(),
-		"ROADEVENTS_ADDR":       jsii.String(fmt.Sprintf("0.0.0.0:%d", StreamerPort)),
-	}
-	// ECS reads the secrets at task start into the container's environment; they are not in
-	// the task definition.
-	ecsSecrets := map[string]awsecs.Secret{}
-	for _, sec := range secrets {
-		name := secretVariable(sec)
-		ecsSecrets[name] = awsecs.Secret_FromSecretsManager(sec, jsii.String(name))
-	}
-	listener := struct {
-		protocol    awselasticloadbalancingv2.ApplicationProtocol
-		port        float64
-		certificate awscertificatemanager.ICertificate
-		sslPolicy   awselasticloadbalancingv2.SslPolicy
-	}{protocol: awselasticloadbalancingv2.ApplicationProtocol_HTTP, port: 80}
-	if p.StreamOverHTTPS() {
-		listener.protocol, listener.port = awselasticloadbalancingv2.ApplicationProtocol_HTTPS, 443
-		listener.certificate = awscertificatemanager.Certificate_FromCertificateArn(st, jsii.String("StreamOriginCertificate"), jsii.String(p.StreamCertificateARN))
-		// TLS 1.3 and 1.2 with forward secrecy: CloudFront speaks TLS 1.2 to origins.
-		listener.sslPolicy = awselasticloadbalancingv2.SslPolicy_RECOMMENDED_TLS
-	}
-	s.Streamer = awsecspatterns.NewApplicationLoadBalancedFargateService(st, jsii.String("Streamer"), &awsecspatterns.ApplicationLoadBalancedFargateServiceProps{
-		Cluster:        cluster,
-		Cpu:            jsii.Number(512),
-		MemoryLimitMiB: jsii.Number(1024),
-		DesiredCount:   jsii.Number(1),
-		RuntimePlatform: &awsecs.RuntimePlatform{
-			CpuArchitecture:       awsecs.CpuArchitecture_ARM64(),
-			OperatingSystemFamily: awsecs.OperatingSystemFamily_LINUX(),
-		},
-		TaskImageOptions: &awsecspatterns.ApplicationLoadBalancedTaskImageOptions{
-			Image: awsecs.ContainerImage_FromAsset(jsii.String(p.RepoRoot), &awsecs.AssetImageProps{
-				File: jsii.String("streamer/Dockerfile"),
-				// The tasks are Graviton; the Dockerfile cross-compiles, so an amd64
-				// machine builds this without emulation.
-				Platform: awsecrassets.Platform_LINUX_ARM64(),
-			}),
-			ContainerName: jsii.String("streamer"),
-			ContainerPort: jsii.Number(StreamerPort),
-			Environment:   &env,
-			Secrets:       &ecsSecrets,
-			LogDriver:     awsecs.LogDriver_AwsLogs(&awsecs.AwsLogDriverProps{LogGroup: logs, StreamPrefix: jsii.String("streamer")}),
-		},
-		PublicLoadBalancer: jsii.Bool(true),
-		Protocol:           listener.protocol,
-		ListenerPort:       jsii.Number(listener.port),
-		Certificate:        listener.certificate,
-		SslPolicy:          listener.sslPolicy,
-		// No 0.0.0.0/0 ingress: CloudFront's prefix list is admitted below.
-		OpenListener:   jsii.Bool(false),
-		AssignPublicIp: jsii.Bool(true),
-		TaskSubnets:    &awsec2.SubnetSelection{SubnetType: awsec2.SubnetType_PUBLIC},
-		IdleTimeout:    awscdk.Duration_Seconds(jsii.Number(StreamerIdleTimeoutSeconds)),
-		// A draining task says bye to every stream at once (streamer/main.go), so the
-		// deregistration delay only needs to cover that.
-		MinHealthyPercent: jsii.Number(100),
-		CircuitBreaker:    &awsecs.DeploymentCircuitBreaker{Rollback: jsii.Bool(true)},
-	})
-	s.Streamer.TargetGroup().ConfigureHealthCheck(&awselasticloadbalancingv2.HealthCheck{
-		Path:                    jsii.String("/health"),
-		HealthyHttpCodes:        jsii.String("200"),
-		Interval:                awscdk.Duration_Seconds(jsii.Number(10)),
-		HealthyThresholdCount:   jsii.Number(2),
-		UnhealthyThresholdCount: jsii.Number(2),
-	})
-	s.Streamer.TargetGroup().SetAttribute(jsii.String("deregistration_delay.timeout_seconds"), jsii.String("30"))
-
-	// Only CloudFront may reach the load balancer. The origin-facing prefix list's id differs
-	// per region, so a custom resource reads it at deploy time (ec2:DescribeManagedPrefixLists,
-	// which has no resource-level permissions). The list counts as 55 rules against the
-	// security group's quota of 60 inbound rules, so it is admitted on the listener's port alone.
-	prefixList := customresources.NewAwsCustomResource(st, jsii.String("CloudFrontPrefixList"), &customresources.AwsCustomResourceProps{
-		OnUpdate: &customresources.AwsSdkCall{
-			Service: jsii.String("EC2"),
-			Action:  jsii.String("DescribeManagedPrefixLists"),
-			Parameters: map[string]any{
-				"Filters": []any{map[string]any{"Name": "prefix-list-name", "Values": []any{CloudFrontPrefixListName}}},
-			},
-			PhysicalResourceId: customresources.PhysicalResourceId_Of(jsii.String(CloudFrontPrefixListName)),
-			OutputPaths:        jsii.Strings("PrefixLists.0.PrefixListId"),
-		},
-		Policy: customresources.AwsCustomResourcePolicy_FromSdkCalls(&customresources.SdkCallsPolicyOptions{
-			Resources: customresources.AwsCustomResourcePolicy_ANY_RESOURCE(),
-		}),
-		// The call is in the Lambda runtime's SDK: no download at deploy time.
-		InstallLatestAwsSdk: jsii.Bool(false),
-	})
-	lb := s.Streamer.LoadBalancer()
-	lb.Connections().AllowFrom(
-		awsec2.Peer_PrefixList(prefixList.GetResponseField(jsii.String("PrefixLists.0.PrefixListId"))),
-		awsec2.Port_Tcp(jsii.Number(listener.port)),
-		jsii.String("CloudFront origin-facing addresses only"))
-
-	// Defence in depth (the prefix list admits every CloudFront distribution, anyone's): the
-	// listener forwards only requests carrying the secret header this stack's distribution
-	// adds, and answers 403 to the rest. The value is generated by Secrets Manager and reaches
-	// the template only as a dynamic reference, resolved by CloudFormation at deploy time.
-	s.OriginVerify = awssecretsmanager.NewSecret(st, jsii.String("StreamOriginVerify"), &awssecretsmanager.SecretProps{
-		Description: jsii.String("value of the " + OriginVerifyHeader + " header CloudFront adds to the streamer's requests; " +
-			"after changing it, deploy again so CloudFront and the load balancer pick it up together"),
-		GenerateSecretString: &awssecretsmanager.SecretStringGenerator{
-			SecretStringTemplate: jsii.String(`{}`),
-			GenerateStringKey:    jsii.String("value"),
-			PasswordLength:       jsii.Number(48),
-			// Letters and digits: the load balancer's header match treats * and ? as wildcards.
-			ExcludePunctuation: jsii.Bool(true),
-			IncludeSpace:       jsii.Bool(false),
-		},
-		RemovalPolicy: removal,
-	})
-	s.StreamerFromCloudFront = awselasticloadbalancingv2.NewApplicationListenerRule(st, jsii.String("StreamerFromCloudFront"), &awselasticloadbalancingv2.ApplicationListenerRuleProps{
-		Listener: s.Streamer.Listener(),
-		Priority: jsii.Number(1),
-		Conditions: &[]awselasticloadbalancingv2.ListenerCondition{
-			awselasticloadbalancingv2.ListenerCondition_HttpHeader(jsii.String(OriginVerifyHeader), jsii.Strings(*s.originVerifyValue())),
-		},
-		Action: awselasticloadbalancingv2.ListenerAction_Forward(&[]awselasticloadbalancingv2.IApplicationTargetGroup{s.Streamer.TargetGroup()}, nil),
-	})
-	// The pattern's listener forwards everything by default; replacing its default action
-	// through the construct would only warn, so the template's is overridden: 403.
-	cfnListener := s.Streamer.Listener().Node().DefaultChild().(awselasticloadbalancingv2.CfnListener)
-	cfnListener.AddPropertyOverride(jsii.String("DefaultActions"), []any{map[string]any{
-		"Type": "fixed-response",
-		"FixedResponseConfig": map[string]any{
-			"StatusCode": "403", "ContentType": "text/plain", "MessageBody": "Forbidden",
-		},
-	}})
-	// ECS refuses a service whose target group no load balancer uses yet: the rule is now
-	// what attaches it.
-	s.Streamer.Service().Node().AddDependency(s.StreamerFromCloudFront)
-	if !p.StreamOverHTTPS() {
-		awscdk.Annotations_Of(lb).AddWarningV2(jsii.String("roadevents:stream-origin-http"), jsii.String(
-			"CloudFront reaches the streamer's load balancer over HTTP: API keys and stream tickets cross the internet in clear "+
-				"between them. Pass -c "+ContextStreamOriginDomain+"=<domain> -c "+ContextStreamCertificateARN+"=<ACM ARN> "+
-				"(required in "+StageProd+"; docs/operations.md §5)"))
-	}
-
-	// The stream: read every shard, follow it, read events for snapshots, count connects and
-	// verify tickets and keys (the same item actions as the functions).
-	role := s.Streamer.TaskDefinition().TaskRole()
-	grantTableData(role, s.Table)
-	role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Actions:   jsii.Strings("dynamodb:DescribeTable"),
-		Resources: jsii.Strings(*s.Table.TableArn()),
-	}))
-	role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Actions:   jsii.Strings("dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"),
-		Resources: jsii.Strings(*s.Table.TableStreamArn()),
-	}))
-
-	// Scale on open connections, up to StreamerMaxTasks.
-	scaling := s.Streamer.Service().AutoScaleTaskCount(&awsapplicationautoscaling.EnableScalingProps{
-		MinCapacity: jsii.Number(1),
-		MaxCapacity: jsii.Number(StreamerMaxTasks),
-	})
-	scaling.ScaleOnMetric(jsii.String("Connections"), &awsapplicationautoscaling.BasicStepScalingPolicyProps{
-		Metric: s.Streamer.LoadBalancer().Metrics().ActiveConnectionCount(&awscloudwatch.MetricOptions{
-			Period: awscdk.Duration_Minutes(jsii.Number(1)), Statistic: jsii.String("Maximum"),
-		}),
-		ScalingSteps: &[]*awsapplicationautoscaling.ScalingInterval{
-			{Upper: jsii.Number(StreamerScaleOutConnections / 2), Change: jsii.Number(-1)},
-			{Lower: jsii.Number(StreamerScaleOutConnections), Change: jsii.Number(1)},
-		},
-		AdjustmentType: awsapplicationautoscaling.AdjustmentType_CHANGE_IN_CAPACITY,
-		Cooldown:       awscdk.Duration_Minutes(jsii.Number(5)),
-	})
-}
-
-// originVerifyValue is the secret header value as a CloudFormation dynamic reference.
-func (s *Stack) originVerifyValue() *string {
-	return s.OriginVerify.SecretValueFromJson(jsii.String("value")).UnsafeUnwrap()
-}
-
-// SiteRequestFunction is the CloudFront function in front of the site bucket: it maps a page's
-// address to its file the way web.Handler and web.ReferenceHandler answer under `go run .`.
-var SiteRequestFunction = fmt.Sprintf(`function handler(event) {
-  var r = event.request;
-  var last = r.uri.split('/').pop();
-  if (r.uri === %q) { r.uri = %q; }
-  else if (r.uri === '/app' || last.indexOf('.') < 0) { r.uri = '/app/index.html'; }
-  return r;
-}`, web.ReferencePath, web.Prefix+web.ReferenceFile)
-
-// addSite creates the private SPA bucket and the one CloudFront distribution
-// (docs/architecture.md §5).
-func (s *Stack) addSite(st awscdk.Stack, p Props, removal awscdk.RemovalPolicy) {
-	s.SiteBucket = awss3.NewBucket(st, jsii.String("Site"), &awss3.BucketProps{
-		BlockPublicAccess: awss3.BlockPublicAccess_BLOCK_ALL(),
-		Encryption:        awss3.BucketEncryption_S3_MANAGED,
-		EnforceSSL:        jsii.Bool(true),
-		RemovalPolicy:     removal,
-		AutoDeleteObjects: jsii.Bool(removal == awscdk.RemovalPolicy_DESTROY),
-	})
-	// The SPA routes in the browser: a path under /app/ without a file extension is a page
-	// of the SPA, answered with its index.html. The API reference is a page of the same build
-	// served outside /app/ (docs/api.md §11.3).
-	spaIndex := awscloudfront.NewFunction(st, jsii.String("SpaIndex"), &awscloudfront.FunctionProps{
-		Runtime: awscloudfront.FunctionRuntime_JS_2_0(),
-		Comment: jsii.String("serve /app/index.html for the console's own paths, and the API reference at " + web.ReferencePath),
-		Code:    awscloudfront.FunctionCode_FromInline(jsii.String(SiteRequestFunction)),
-	})
-	// The console's files carry the headers `go run .` sends with them (docs/api.md §11.3): the
-	// bucket cannot set them, so CloudFront adds them.
-	consoleHeaders := awscloudfront.NewResponseHeadersPolicy(st, jsii.String("ConsoleHeaders"), &awscloudfront.ResponseHeadersPolicyProps{
-		Comment: jsii.String("roadevents " + p.Stage + ": the console's Content-Security-Policy"),
-		SecurityHeadersBehavior: &awscloudfront.ResponseSecurityHeadersBehavior{
-			ContentSecurityPolicy: &awscloudfront.ResponseHeadersContentSecurityPolicy{
-				ContentSecurityPolicy: jsii.String(web.ContentSecurityPolicy), Override: jsii.Bool(true)},
-			ContentTypeOptions: &awscloudfront.ResponseHeadersContentTypeOptions{Override: jsii.Bool(true)},
-			ReferrerPolicy: &awscloudfront.ResponseHeadersReferrerPolicy{
-				ReferrerPolicy: awscloudfront.HeadersReferrerPolicy_NO_REFERRER, Override: jsii.Bool(true)},
-		},
-	})
-	site := &awscloudfront.BehaviorOptions{
-		Origin:                awscloudfrontorigins.S3BucketOrigin_WithOriginAccessControl(s.SiteBucket, nil),
-		ViewerProtocolPolicy:  awscloudfront.ViewerProtocolPolicy_REDIRECT_TO_HTTPS,
-		CachePolicy:           awscloudfront.CachePolicy_CACHING_OPTIMIZED(),
-		ResponseHeadersPolicy: consoleHeaders,
-		FunctionAssociations: &[]*awscloudfront.FunctionAssociation{
-			{EventType: awscloudfront.FunctionEventType_VIEWER_REQUEST, Function: spaIndex},
-		},
-	}
-	// The API Gateway origin wants its own Host header: every other viewer header goes through.
-	apiHost := awscdk.Fn_Select(jsii.Number(2), awscdk.Fn_Split(jsii.String("/"), s.API.ApiEndpoint(), nil))
-	api := &awscloudfront.BehaviorOptions{
-		Origin:               awscloudfrontorigins.NewHttpOrigin(apiHost, &awscloudfrontorigins.HttpOriginProps{ProtocolPolicy: awscloudfront.OriginProtocolPolicy_HTTPS_ONLY}),
-		ViewerProtocolPolicy: awscloudfront.ViewerProtocolPolicy_REDIRECT_TO_HTTPS,
-		AllowedMethods:       awscloudfront.AllowedMethods_ALLOW_ALL(),
-		CachePolicy:          apiCachePolicy(st, p.Stage),
-		OriginRequestPolicy:  awscloudfront.OriginRequestPolicy_ALL_VIEWER_EXCEPT_HOST_HEADER(),
-		Compress:             jsii.Bool(true),
-	}
-	// The stream: never cached, and CloudFront waits as long as it may for the next bytes
-	// (the streamer writes a keepalive every 20 s). CloudFront connects to the load balancer
-	// by its own domain over HTTPS only, checking the certificate against that name, and adds
-	// the secret header the listener requires. In dev without a domain it falls back to the
-	// load balancer's DNS name over HTTP (addStreamer warns).
-	streamHost, streamProtocol := s.Streamer.LoadBalancer().LoadBalancerDnsName(), awscloudfront.OriginProtocolPolicy_HTTP_ONLY
-	if p.StreamOverHTTPS() {
-		streamHost, streamProtocol = jsii.String(p.StreamOriginDomain), awscloudfront.OriginProtocolPolicy_HTTPS_ONLY
-	}
-	stream := &awscloudfront.BehaviorOptions{
-		Origin: awscloudfrontorigins.NewHttpOrigin(streamHost, &awscloudfrontorigins.HttpOriginProps{
-			ProtocolPolicy:     streamProtocol,
-			OriginSslProtocols: &[]awscloudfront.OriginSslPolicy{awscloudfront.OriginSslPolicy_TLS_V1_2},
-			ReadTimeout:        awscdk.Duration_Seconds(jsii.Number(StreamOriginReadTimeoutSeconds)),
-			KeepaliveTimeout:   awscdk.Duration_Seconds(jsii.Number(60)),
-			CustomHeaders:      &map[string]*string{OriginVerifyHeader: s.originVerifyValue()},
-		}),
-		ViewerProtocolPolicy: awscloudfront.ViewerProtocolPolicy_REDIRECT_TO_HTTPS,
-		AllowedMethods:       awscloudfront.AllowedMethods_ALLOW_GET_HEAD_OPTIONS(),
-		CachePolicy:          awscloudfront.CachePolicy_CACHING_DISABLED(),
-		OriginRequestPolicy:  awscloudfront.OriginRequestPolicy_ALL_VIEWER(),
-		Compress:             jsii.Bool(false),
-	}
-	// GET / is the API's JSON (the console lives under /app/), so the default behaviour is
-	// the API and the SPA has its own; every API path goes there through the default, and is
-	// also listed so the routing reads plainly.
-	s.Distribution = awscloudfront.NewDistribution(st, jsii.String("Distribution"), &awscloudfront.DistributionProps{
-		Comment:                jsii.String("roadevents " + p.Stage + ": console, API and stream on one origin"),
-		DefaultBehavior:        api,
-		HttpVersion:            awscloudfront.HttpVersion_HTTP2_AND_3,
-		PriceClass:             awscloudfront.PriceClass_PRICE_CLASS_100,
-		MinimumProtocolVersion: awscloudfront.SecurityPolicyProtocol_TLS_V1_2_2021,
-	})
-	// Order matters: CloudFront takes the first pattern that matches. Tickets are an API
-	// route under the stream's prefix.
-	for _, b := range []struct {
-		pattern string
-		opts    *awscloudfront.BehaviorOptions
-	}{
-		{"/v1/stream/tickets", api},
-		{"/v1/stream*", stream},
-		{"/v1/*", api},
-		{"/console/*", api},
-		{"/health", api},
-		{"/openapi.json", api},
-		{"/app", site},
-		{"/app/*", site},
-		{web.ReferencePath, site},
-	} {
-		s.Distribution.AddBehavior(jsii.String(b.pattern), b.opts.Origin, &awscloudfront.AddBehaviorOptions{
-			ViewerProtocolPolicy:  b.opts.ViewerProtocolPolicy,
-			AllowedMethods:        b.opts.AllowedMethods,
-			CachePolicy:           b.opts.CachePolicy,
-			OriginRequestPolicy:   b.opts.OriginRequestPolicy,
-			FunctionAssociations:  b.opts.FunctionAssociations,
-			ResponseHeadersPolicy: b.opts.ResponseHeadersPolicy,
-			Compress:              b.opts.Compress,
-		})
-	}
-
-	if _, err := os.Stat(p.WebDist); err != nil {
-		awscdk.Annotations_Of(s.SiteBucket).AddWarningV2(jsii.String("roadevents:no-web-dist"),
-			jsii.String("no console build at "+p.WebDist+": the site bucket is deployed empty"))
-		return
-	}
-	awss3deployment.NewBucketDeployment(st, jsii.String("SiteFiles"), &awss3deployment.BucketDeploymentProps{
-		Sources:              &[]awss3deployment.ISource{awss3deployment.Source_Asset(jsii.String(p.WebDist), nil)},
-		DestinationBucket:    s.SiteBucket,
-		DestinationKeyPrefix: jsii.String("app/"),
-		Distribution:         s.Distribution,
-		DistributionPaths:    jsii.Strings("/app/*", web.ReferencePath),
-	})
-}
-
-// apiCachePolicy is the cache policy of the API's behaviours (docs/api.md §10.1, compression):
-// nothing is kept, yet the client's Accept-Encoding (gzip, br) reaches the functions, and the
-// edge may compress what they did not. CloudFront refuses compression on a policy whose TTLs
-// are all 0 (the managed CachingDisabled is one), so the maximum is 1 s; the default of 0 keeps
-// every API answer uncached, since none sends a lifetime of its own. Should one ever do so, the
-// cache key holds Authorization and every query parameter, so no caller is served another's
-// answer.
-func apiCachePolicy(st awscdk.Stack, stage string) awscloudfront.CachePolicy {
-	return awscloudfront.NewCachePolicy(st, jsii.String("ApiCompressed"), &awscloudfront.CachePolicyProps{
-		Comment:                    jsii.String("roadevents " + stage + ": the API, never cached, compressed"),
-		DefaultTtl:                 awscdk.Duration_Seconds(jsii.Number(0)),
-		MinTtl:                     awscdk.Duration_Seconds(jsii.Number(0)),
-		MaxTtl:                     awscdk.Duration_Seconds(jsii.Number(1)),
-		HeaderBehavior:             awscloudfront.CacheHeaderBehavior_AllowList(jsii.String("Authorization")),
-		QueryStringBehavior:        awscloudfront.CacheQueryStringBehavior_All(),
-		CookieBehavior:             awscloudfront.CacheCookieBehavior_None(),
-		EnableAcceptEncodingGzip:   jsii.Bool(true),
-		EnableAcceptEncodingBrotli: jsii.Bool(true),
-	})
-}
-
-// grantTableData lets grantee use the table's items with the actions the store adapter calls
-// (shared/store/dynamodb), on the table alone: no scan, no table management, no wildcard.
-// TransactWriteItems needs the action of each operation it carries, ConditionCheckItem
-// included.
-func grantTableData(grantee awsiam.IGrantable, table awsdynamodb.Table) {
-	awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{
-		Grantee:      grantee,
-		Actions:      jsii.Strings(TableDataActions...),
-		ResourceArns: jsii.Strings(*table.TableArn()),
-	})
-}
-
-// TableDataActions are the DynamoDB actions every function and the streamer get on the table.
-var TableDataActions = []string{
-	"dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query",
-	"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:ConditionCheckItem",
-}
-
-// hexKeySecret is a secret holding {"<variable>": "<64 hex digits>"}, generated by Secrets
-// Manager at creation.
-func hexKeySecret(st awscdk.Stack, id, variable string, removal awscdk.RemovalPolicy) awssecretsmanager.Secret {
-	sec := awssecretsmanager.NewSecret(st, jsii.String(id), &awssecretsmanager.SecretProps{
-		Description: jsii.String(variable + " of every function (hex, 32 bytes); never rotate it while ids or codes made with it are in use"),
-		GenerateSecretString: &awssecretsmanager.SecretStringGenerator{
-			SecretStringTemplate:    jsii.String(`{}`),
-			GenerateStringKey:       jsii.String(variable),
-			PasswordLength:          jsii.Number(64),
-			ExcludePunctuation:      jsii.Bool(true),
-			ExcludeUppercase:        jsii.Bool(true),
-			ExcludeCharacters:       jsii.String("ghijklmnopqrstuvwxyz"),
-			IncludeSpace:            jsii.Bool(false),
-			RequireEachIncludedType: jsii.Bool(false),
-		},
-		RemovalPolicy: removal,
-	})
-	secretVariables[*sec.Node().Addr()] = variable
-	return sec
-}
-
-// secretVariables remembers which variable each generated key secret holds.
-var secretVariables = map[string]string{}
-
-func secretVariable(sec awssecretsmanager.ISecret) string {
-	return secretVariables[*sec.Node().Addr()]
+	// The load balancer's own 5xx: a function that failed or was throttled, no healthy
+	// streamer. Clients saw 503s (docs/operations.md §5).
+	alarm(st, "FrontDoorErrors", s.LoadBalancer.Metrics().HttpCodeElb(awselasticloadbalancingv2.HttpCodeElb_ELB_5XX_COUNT,
+		&awscloudwatch.MetricOptions{Period: five}), 10, 1, action)
 }
 
 // alarm raises when metric reaches threshold for periods periods.
@@ -816,28 +418,27 @@ func alarm(st awscdk.Stack, id string, metric awscloudwatch.IMetric, threshold, 
 	a.AddAlarmAction(action)
 }
 
+// logGroup is a log group kept for p's retention.
+func logGroup(st constructs.Construct, id string, p Props, removal awscdk.RemovalPolicy) awslogs.LogGroup {
+	return awslogs.NewLogGroup(st, jsii.String(id), &awslogs.LogGroupProps{
+		Retention: retentions[p.logRetentionDays()], RemovalPolicy: removal,
+	})
+}
+
 // FunctionID is the construct id of group's function ("console-orgs" → "ConsoleOrgsFunction").
 func FunctionID(g routetable.Group) string { return functionID(g) }
 
-func functionID(g routetable.Group) string {
+func functionID(g routetable.Group) string { return groupID(g) + "Function" }
+
+// groupID is g in CamelCase ("console-orgs" → "ConsoleOrgs").
+func groupID(g routetable.Group) string {
 	var b strings.Builder
 	for _, part := range strings.Split(string(g), "-") {
 		if part != "" {
 			b.WriteString(strings.ToUpper(part[:1]) + part[1:])
 		}
 	}
-	return b.String() + "Function"
-}
-
-var greedy = regexp.MustCompile(`\{([A-Za-z_][A-Za-z0-9_]*)\.\.\.\}`)
-
-// APIPath turns a net/http route pattern into an HTTP API route path: "/{$}" is "/", and a
-// trailing wildcard "{name...}" is the greedy "{name+}".
-func APIPath(pattern string) string {
-	if pattern == "/{$}" {
-		return "/"
-	}
-	return greedy.ReplaceAllString(pattern, "{$1+}")
+	return b.String()
 }
 
 // WritePlaceholderBundle writes into dir a `bootstrap` that only says it is a placeholder:

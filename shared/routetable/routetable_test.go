@@ -2,6 +2,7 @@ package routetable_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/roadevents/roadevents/shared/routetable"
@@ -53,5 +54,28 @@ func TestLambdas(t *testing.T) {
 		if !slices.Contains(routetable.All, g) {
 			t.Errorf("Lambda group %s is not in All", g)
 		}
+	}
+}
+
+// TestGrantsAreWellFormed: every group has grants; each prefix ends its partition key's first
+// segment ("org#", not "org", which would also match "orgevents#"), appears once per group
+// and carries actions; a group that reads or writes items is every group but meta.
+func TestGrantsAreWellFormed(t *testing.T) {
+	t.Parallel()
+	for _, g := range routetable.All {
+		gr := g.Grants()
+		prefixes := map[string]bool{}
+		for _, ig := range gr.Items {
+			if !strings.HasSuffix(ig.Prefix, "#") || prefixes[ig.Prefix] || len(ig.Actions) == 0 {
+				t.Errorf("%s: grant %+v: want a prefix ending in #, once, with actions", g, ig)
+			}
+			prefixes[ig.Prefix] = true
+		}
+		if got, want := len(gr.Items) > 0, g != routetable.GroupMeta; got != want {
+			t.Errorf("%s has item grants: %v; want %v", g, got, want)
+		}
+	}
+	if (routetable.Grants{Items: []routetable.ItemGrant{{Prefix: "org#", Actions: []routetable.ItemAction{routetable.GetItem}}}}).Allows(routetable.GetItem, "orgevents#x") {
+		t.Error(`a grant on "org#" allows "orgevents#x"`)
 	}
 }

@@ -1,0 +1,167 @@
+package routetable
+
+import "slices"
+
+// ItemAction is a DynamoDB item action, as IAM names it. The store's operations map onto them
+// one to one (Get → GetItem, BatchGet → BatchGetItem, Query → Query, Put → PutItem, Update →
+// UpdateItem, Delete → DeleteItem); a transaction needs the action of each operation it holds,
+// ConditionCheckItem for a check.
+type ItemAction string
+
+// The item actions of the table.
+const (
+	GetItem            ItemAction = "dynamodb:GetItem"
+	BatchGetItem       ItemAction = "dynamodb:BatchGetItem"
+	Query              ItemAction = "dynamodb:Query"
+	PutItem            ItemAction = "dynamodb:PutItem"
+	UpdateItem         ItemAction = "dynamodb:UpdateItem"
+	DeleteItem         ItemAction = "dynamodb:DeleteItem"
+	ConditionCheckItem ItemAction = "dynamodb:ConditionCheckItem"
+)
+
+// Reads reports whether a only reads items.
+func (a ItemAction) Reads() bool { return a == GetItem || a == BatchGetItem || a == Query }
+
+// KMSAction is an action on the KMS key that seals TOTP secrets.
+type KMSAction string
+
+// The KMS actions the sealer calls (shared/seal).
+const (
+	KMSEncrypt KMSAction = "kms:Encrypt"
+	KMSDecrypt KMSAction = "kms:Decrypt"
+)
+
+// The secret variables a process may be given (docs/security.md §1).
+const (
+	SecretEventIDKey  = "ROADEVENTS_EVENT_ID_KEY"
+	SecretAuthHashKey = "ROADEVENTS_AUTH_HASH_KEY"
+	SecretStripeKey   = "STRIPE_SECRET_KEY"
+	SecretStripeHook  = "STRIPE_WEBHOOK_SECRET"
+)
+
+// ItemGrant is the right to call Actions on the items whose partition key starts with Prefix
+// (the item layout of docs/architecture.md §2).
+type ItemGrant struct {
+	Prefix  string
+	Actions []ItemAction
+}
+
+// Grants is what one group's process may do on AWS besides answering its routes
+// (docs/security.md §6): the CDK stack grants exactly this to the group's function (the
+// stream's: to the streamer's task), and shared/app's tests hold it to what the group's routes
+// do, so a grant nobody uses or a call nobody granted fails a test, not a deployment.
+type Grants struct {
+	// Items are the table's items the group reads and writes, by partition-key prefix.
+	Items []ItemGrant
+	// Secrets are the secret variables the group's process is given.
+	Secrets []string
+	// KMS are the actions the group calls on the TOTP sealing key.
+	KMS []KMSAction
+	// SendsMail tells whether the group sends e-mail (SES).
+	SendsMail bool
+}
+
+// Allows reports whether g grants action on the item with partition key pk.
+func (g Grants) Allows(action ItemAction, pk string) bool {
+	for _, ig := range g.Items {
+		if len(pk) >= len(ig.Prefix) && pk[:len(ig.Prefix)] == ig.Prefix && slices.Contains(ig.Actions, action) {
+			return true
+		}
+	}
+	return false
+}
+
+// Grants returns what group g may do; nothing for an unknown group.
+func (g Group) Grants() Grants {
+	gr := grants[g]
+	gr.Items = slices.Clone(gr.Items)
+	gr.Secrets = slices.Clone(gr.Secrets)
+	gr.KMS = slices.Clone(gr.KMS)
+	return gr
+}
+
+// Shorthands for the grants below.
+var (
+	read  = []ItemAction{GetItem}
+	query = []ItemAction{Query}
+)
+
+// grants is the table of docs/security.md §6. Prefixes end at a "#", so that "org#" is not
+// "orgevents#"; a rate-limit window's prefix names its rule.
+var grants = map[Group]Grants{
+	// meta answers from the code alone: no item, no secret.
+	GroupMeta: {},
+	GroupEvents: {
+		Items: []ItemGrant{
+			{"apikey#", read}, // authentication
+			{"event#", []ItemAction{GetItem, BatchGetItem, Query, PutItem, ConditionCheckItem}},
+			{"area#", []ItemAction{Query, PutItem, DeleteItem}},
+			{"merge#", []ItemAction{BatchGetItem, PutItem, ConditionCheckItem}},
+			{"orgevents#", []ItemAction{Query, PutItem}},
+			{"reputation#", []ItemAction{Query, PutItem, UpdateItem, DeleteItem}},
+			{"ratelimit#signals#", []ItemAction{UpdateItem}}, // the signal ceiling
+			{"ticket#", []ItemAction{PutItem}},
+			// usage and last_used_at; a verdict reads the organisation and its owners and
+			// writes its audit entry (docs/network.md §2)
+			{"org#", []ItemAction{GetItem, Query, PutItem, UpdateItem}},
+		},
+		Secrets:   []string{SecretEventIDKey},
+		SendsMail: true, // a verdict's e-mail to the publisher's owners
+	},
+	GroupConsoleAuth: {
+		Items: []ItemGrant{
+			{"authcode#", []ItemAction{PutItem, UpdateItem, DeleteItem}},
+			{"useremail#", []ItemAction{GetItem, PutItem}},
+			{"user#", []ItemAction{GetItem, Query, PutItem, UpdateItem, DeleteItem}},
+			{"session#", []ItemAction{GetItem, PutItem}},
+			{"temptoken#", []ItemAction{GetItem, PutItem, DeleteItem}},
+			{"ratelimit#console-code-requests#", []ItemAction{UpdateItem}},
+			{"ratelimit#console-totp-attempts#", []ItemAction{UpdateItem}},
+			// turning TOTP on or off is written in the audit log of each of the user's
+			// organisations
+			{"userorg#", query},
+			{"org#", []ItemAction{PutItem}},
+		},
+		Secrets:   []string{SecretAuthHashKey},
+		KMS:       []KMSAction{KMSEncrypt, KMSDecrypt},
+		SendsMail: true, // sign-in codes
+	},
+	GroupConsoleOrgs: {
+		Items: []ItemGrant{
+			{"session#", read}, // the caller's session and account
+			{"user#", []ItemAction{GetItem, BatchGetItem, UpdateItem}},
+			{"org#", []ItemAction{GetItem, BatchGetItem, Query, PutItem, UpdateItem, DeleteItem}},
+			{"userorg#", []ItemAction{Query, PutItem, DeleteItem}},
+			{"invitetoken#", []ItemAction{GetItem, PutItem, DeleteItem}},
+			{"apikey#", []ItemAction{PutItem, UpdateItem}}, // issuing and revoking keys
+			{"reputation#", query}, // the quality panel
+			{"ratelimit#console-org-creation#", []ItemAction{UpdateItem}},
+			{"ratelimit#console-invites-actor#", []ItemAction{UpdateItem}},
+			{"ratelimit#console-invites-recipient#", []ItemAction{UpdateItem}},
+			{"ratelimit#console-key-issuance#", []ItemAction{UpdateItem}},
+			{"ratelimit#console-totp-attempts#", []ItemAction{UpdateItem}},
+		},
+		KMS:       []KMSAction{KMSDecrypt}, // the TOTP step-up of key issuance
+		SendsMail: true,                    // invitations, notices of issued keys
+	},
+	GroupBilling: {
+		Items: []ItemGrant{
+			{"session#", read},
+			{"user#", read},
+			{"org#", []ItemAction{GetItem, BatchGetItem, Query, PutItem, UpdateItem}},
+			{"stripecustomer#", []ItemAction{GetItem, PutItem}},
+			{"billing#", []ItemAction{Query, PutItem, DeleteItem}},
+		},
+		Secrets: []string{SecretStripeKey, SecretStripeHook},
+	},
+	// The streamer: keys, tickets, the area index for snapshots, usage and last_used_at. It
+	// also reads the table's stream, which is no item.
+	GroupStream: {
+		Items: []ItemGrant{
+			{"apikey#", read},
+			{"ticket#", read},
+			{"area#", query},
+			{"org#", []ItemAction{GetItem, UpdateItem}},
+		},
+	},
+}
