@@ -12,8 +12,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/aws/aws-lambda-go/events"
 )
 
 // runtimeAPI is a loopback Lambda Runtime API (the documented 2018-06-01 interface a custom
@@ -148,9 +146,8 @@ func (r *runtimeAPI) registered() []string {
 	return slices.Clone(r.extensions)
 }
 
-// enqueue queues an API Gateway HTTP API (payload 2.0) event and returns where its outcome
-// will arrive.
-func (r *runtimeAPI) enqueue(t testing.TB, ev events.APIGatewayV2HTTPRequest) <-chan outcome {
+// enqueue queues an event (encoded as JSON) and returns where its outcome will arrive.
+func (r *runtimeAPI) enqueue(t testing.TB, ev any) <-chan outcome {
 	t.Helper()
 	payload, err := json.Marshal(ev)
 	if err != nil {
@@ -165,20 +162,18 @@ func (r *runtimeAPI) enqueue(t testing.TB, ev events.APIGatewayV2HTTPRequest) <-
 	return inv.result
 }
 
-// wait returns the response to an invocation, failing the test on an error, an init error,
-// the process ending, or ctx ending.
-func (r *runtimeAPI) wait(ctx context.Context, t testing.TB, res <-chan outcome, exited <-chan struct{}) events.APIGatewayV2HTTPResponse {
+// wait decodes the response to an invocation into resp, failing the test on an error, an init
+// error, the process ending, or ctx ending.
+func (r *runtimeAPI) wait(ctx context.Context, t testing.TB, res <-chan outcome, exited <-chan struct{}, resp any) {
 	t.Helper()
 	select {
 	case o := <-res:
 		if o.errBody != nil {
 			t.Fatalf("function reported an invocation error: %s", o.errBody)
 		}
-		var resp events.APIGatewayV2HTTPResponse
-		if err := json.Unmarshal(o.response, &resp); err != nil {
+		if err := json.Unmarshal(o.response, resp); err != nil {
 			t.Fatalf("decode response %s: %v", o.response, err)
 		}
-		return resp
 	case body := <-r.initCh:
 		t.Fatalf("function reported an init error: %s", body)
 	case <-exited:
@@ -186,5 +181,4 @@ func (r *runtimeAPI) wait(ctx context.Context, t testing.TB, res <-chan outcome,
 	case <-ctx.Done():
 		t.Fatalf("no answer: %v", ctx.Err())
 	}
-	return events.APIGatewayV2HTTPResponse{}
 }
