@@ -26,7 +26,7 @@ type Base struct {
 }
 
 // Group is one route group built on its own, for a Lambda function: its API and what the
-// function must do besides serving it. Every function but API may be nil.
+// function must do besides serving it. Every field but API may be nil.
 type Group struct {
 	API *httpapi.API
 	// Scheduled runs the job an EventBridge schedule invokes the function for (the billing
