@@ -20,6 +20,7 @@ import (
 
 	"github.com/roadevents/roadevents/shared/admin"
 	"github.com/roadevents/roadevents/shared/app"
+	"github.com/roadevents/roadevents/shared/app/tenants"
 	"github.com/roadevents/roadevents/shared/billing"
 	"github.com/roadevents/roadevents/shared/clock"
 	"github.com/roadevents/roadevents/shared/config"
@@ -126,10 +127,10 @@ func run(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 	return daemon.Run(ctx, cfg, logger, ln, func(p *daemon.Process) (http.Handler, error) {
 		deps := p.Deps(build)
 		var err error
-		if deps.Mailer, err = app.OpenMailer(ctx, cfg, clock.System, logger); err != nil {
+		if deps.Mailer, err = tenants.OpenMailer(ctx, cfg, clock.System, logger); err != nil {
 			return nil, err
 		}
-		if deps.Sealer, err = app.OpenSealer(ctx, cfg); err != nil {
+		if deps.Sealer, err = tenants.OpenSealer(ctx, cfg); err != nil {
 			return nil, err
 		}
 		api, err := app.New(deps)

@@ -40,7 +40,7 @@ if [ "${#groups[@]}" -eq 0 ]; then
 	exit 1
 fi
 
-goflags=(-trimpath -buildvcs=false -tags netgo,osusergo)
+goflags=(-trimpath -buildvcs=false -tags netgo,osusergo,lambda.norpc)
 ldflags="-s -w -buildid= -X main.build=$build"
 
 if [ "$mode" = host ]; then

@@ -1,14 +1,16 @@
 // Command events is the Lambda function of the events route group (/v1/events*, /v1/stream/tickets;
-// docs/architecture.md §4), behind the HTTP API (payload format 2.0). It is wiring only: shared/app
-// builds the group's handler from the environment, as main.go builds every group, and
-// aws-lambda-go-api-proxy turns each API Gateway event into a request for it.
-// scripts/build-lambdas.sh builds it as the bootstrap of provided.al2023 on arm64.
+// docs/architecture.md §4). It is wiring only: it hands the group's constructor
+// (shared/app/eventsgroup, on the table shared/app/lambdastore opens) to shared/app/lambdaapp,
+// which serves each front door's events. scripts/build-lambdas.sh builds it as the bootstrap of
+// provided.al2023 on arm64.
 package main
 
 import (
 	"os"
 
-	"github.com/roadevents/roadevents/shared/app"
+	"github.com/roadevents/roadevents/shared/app/eventsgroup"
+	"github.com/roadevents/roadevents/shared/app/lambdaapp"
+	"github.com/roadevents/roadevents/shared/app/lambdastore"
 	"github.com/roadevents/roadevents/shared/routetable"
 )
 
@@ -17,7 +19,7 @@ import (
 var build = "dev"
 
 func main() {
-	if app.StartLambda(routetable.GroupEvents, build) != nil {
-		os.Exit(1) // StartLambda has reported why
+	if lambdaapp.Start(routetable.GroupEvents, build, lambdastore.Opener(routetable.GroupEvents, eventsgroup.New)) != nil {
+		os.Exit(1) // Start has reported why
 	}
 }

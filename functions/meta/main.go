@@ -1,14 +1,16 @@
 // Command meta is the Lambda function of the meta route group (/health, /, /openapi.json,
-// /v1/meta/*; docs/architecture.md §4), behind the HTTP API (payload format 2.0). It is wiring
-// only: shared/app builds the group's handler from the environment, as main.go builds every group,
-// and aws-lambda-go-api-proxy turns each API Gateway event into a request for it.
+// /v1/meta/*; docs/architecture.md §4), which reads no table. It is wiring only: it hands the
+// group's constructor (shared/app/metagroup, serving the OpenAPI document generated ahead of time
+// in shared/app/openapidoc) to shared/app/lambdaapp, which serves each front door's events.
 // scripts/build-lambdas.sh builds it as the bootstrap of provided.al2023 on arm64.
 package main
 
 import (
 	"os"
 
-	"github.com/roadevents/roadevents/shared/app"
+	"github.com/roadevents/roadevents/shared/app/lambdaapp"
+	"github.com/roadevents/roadevents/shared/app/metagroup"
+	"github.com/roadevents/roadevents/shared/app/openapidoc"
 	"github.com/roadevents/roadevents/shared/routetable"
 )
 
@@ -17,7 +19,7 @@ import (
 var build = "dev"
 
 func main() {
-	if app.StartLambda(routetable.GroupMeta, build) != nil {
-		os.Exit(1) // StartLambda has reported why
+	if lambdaapp.Start(routetable.GroupMeta, build, metagroup.Lambda(openapidoc.For)) != nil {
+		os.Exit(1) // Start has reported why
 	}
 }

@@ -319,7 +319,7 @@ func New(scope constructs.Construct, id string, p Props) *Stack {
 
 	// The overage job (docs/console.md §3): every hour EventBridge invokes the billing
 	// function with its scheduled event, which the function tells from an HTTP request
-	// (app.IsScheduledEvent). A failed pass is retried by EventBridge; the pass is idempotent
+	// (lambdaapp.IsScheduledEvent). A failed pass is retried by EventBridge; the pass is idempotent
 	// (usage records with action=set).
 	s.OverageSchedule = awsevents.NewRule(st, jsii.String("OverageSchedule"), &awsevents.RuleProps{
 		Description: jsii.String("roadevents: report reads beyond included_reads to Stripe, hourly"),

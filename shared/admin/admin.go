@@ -84,7 +84,7 @@ func IssueKey(ctx context.Context, cfg config.Config, req apikey.IssueRequest, l
 // store it refuses a data folder another process holds (ErrStoreLocked).
 func withStore(ctx context.Context, cfg config.Config, logger *slog.Logger, f func(store.Table) error) error {
 	if cfg.Store == config.StoreEmbedded {
-		if err := probeLock(filepath.Join(cfg.DataDir, app.EmbeddedFile)); err != nil {
+		if err := probeLock(filepath.Join(cfg.DataDir, config.EmbeddedStoreFile)); err != nil {
 			return err
 		}
 	}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/roadevents/roadevents/shared/admin"
 	"github.com/roadevents/roadevents/shared/apikey"
-	"github.com/roadevents/roadevents/shared/app"
 	"github.com/roadevents/roadevents/shared/config"
 	"github.com/roadevents/roadevents/shared/store/embedded"
 )
@@ -28,7 +27,7 @@ func embeddedConfig(t *testing.T) config.Config {
 // authenticate opens the embedded store in dir, as the server would, and authenticates raw.
 func authenticate(t *testing.T, dir, raw string) (apikey.Principal, error) {
 	t.Helper()
-	st, err := embedded.Open(filepath.Join(dir, app.EmbeddedFile), embedded.Options{SweepInterval: -1})
+	st, err := embedded.Open(filepath.Join(dir, config.EmbeddedStoreFile), embedded.Options{SweepInterval: -1})
 	if err != nil {
 		t.Fatalf("open the store after issuing: %v", err)
 	}
@@ -133,7 +132,7 @@ func TestIssueKeyRefusesStoreHeldByServer(t *testing.T) {
 	cfg := embeddedConfig(t)
 	// The running server holds the file; bbolt's lock is per open file, so holding it in
 	// this process is what another process would see.
-	st, err := embedded.Open(filepath.Join(cfg.DataDir, app.EmbeddedFile), embedded.Options{SweepInterval: -1})
+	st, err := embedded.Open(filepath.Join(cfg.DataDir, config.EmbeddedStoreFile), embedded.Options{SweepInterval: -1})
 	if err != nil {
 		t.Fatalf("open the store as the server: %v", err)
 	}

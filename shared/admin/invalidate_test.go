@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/roadevents/roadevents/shared/admin"
-	"github.com/roadevents/roadevents/shared/app"
 	"github.com/roadevents/roadevents/shared/audit"
 	"github.com/roadevents/roadevents/shared/clock"
+	"github.com/roadevents/roadevents/shared/config"
 	"github.com/roadevents/roadevents/shared/event"
 	"github.com/roadevents/roadevents/shared/eventstore"
 	"github.com/roadevents/roadevents/shared/store/embedded"
@@ -24,7 +24,7 @@ var idKey = bytes.Repeat([]byte{7}, eventstore.MinIDKeyBytes)
 // it at clk; the store is closed by the returned function.
 func openEvents(t *testing.T, dir string, clk clock.Clock) (*eventstore.Store, *audit.Log, func()) {
 	t.Helper()
-	st, err := embedded.Open(filepath.Join(dir, app.EmbeddedFile), embedded.Options{Clock: clk, SweepInterval: -1})
+	st, err := embedded.Open(filepath.Join(dir, config.EmbeddedStoreFile), embedded.Options{Clock: clk, SweepInterval: -1})
 	if err != nil {
 		t.Fatalf("open the store: %v", err)
 	}

@@ -25,7 +25,7 @@ import (
 // no refused one is.
 func TestEmbeddedDiskFull(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), app.EmbeddedFile)
+	path := filepath.Join(t.TempDir(), config.EmbeddedStoreFile)
 	clk := clock.NewFake(tables.Start)
 	cfg := config.Default()
 	cfg.EventIDKey = bytes.Repeat([]byte{0x3c}, 32) // the same event ids after the restart

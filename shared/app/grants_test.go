@@ -227,7 +227,7 @@ type grantsTour struct {
 func newGrantsTour(t *testing.T) *grantsTour {
 	t.Helper()
 	clk := clock.NewFake(grantsTime)
-	db, err := embedded.Open(filepath.Join(t.TempDir(), app.EmbeddedFile), embedded.Options{Clock: clk})
+	db, err := embedded.Open(filepath.Join(t.TempDir(), config.EmbeddedStoreFile), embedded.Options{Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -643,7 +643,7 @@ var grantsSecrets = []string{routetable.SecretEventIDKey, routetable.SecretAuthH
 // the secrets its grants name says, when it is built, what it cannot do without it. No secret
 // is handed to a function for nothing.
 func TestGroupsNeedTheSecretsTheyAreGranted(t *testing.T) {
-	db, err := embedded.Open(filepath.Join(t.TempDir(), app.EmbeddedFile), embedded.Options{})
+	db, err := embedded.Open(filepath.Join(t.TempDir(), config.EmbeddedStoreFile), embedded.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,8 +23,8 @@ func TestOptionsAnsweredAlikeEverywhere(t *testing.T) {
 	clk := clock.NewFake(time.Date(2040, 3, 1, 12, 0, 0, 0, time.UTC))
 	processes := map[string]http.Handler{
 		"every group":   apptest.New(t, app.Deps{Config: config.Default(), Table: tab.Table, Clock: tab.Clock}).Handler(),
-		"meta Lambda":   embeddedLambda(t, routetable.GroupMeta, clk),
-		"events Lambda": embeddedLambda(t, routetable.GroupEvents, clk),
+		"meta Lambda":   function(t, routetable.GroupMeta, clk),
+		"events Lambda": function(t, routetable.GroupEvents, clk),
 	}
 	paths := []string{"/", "/health", "/openapi.json", "/v1/events", "/v1/events/ev_aaaaaaaaaaaaaaaaaaaaaaaaaa",
 		"/v1/stream/tickets", "/console/plans", "/console/billing/webhook", "/v1/nowhere"}

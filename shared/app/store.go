@@ -28,9 +28,6 @@ type Store struct {
 	Feed  store.Feed
 }
 
-// EmbeddedFile is the embedded store's file inside the data folder.
-const EmbeddedFile = "roadevents.db"
-
 // OpenStore opens the adapter the configuration names (docs/api.md §10.4): the embedded store in
 // the data folder, or a DynamoDB table through the standard AWS configuration chain. A missing
 // DynamoDB table is created, which is what a local run against DynamoDB Local needs; on AWS the
@@ -38,7 +35,7 @@ const EmbeddedFile = "roadevents.db"
 func OpenStore(ctx context.Context, cfg config.Config, clk clock.Clock, logger *slog.Logger) (*Store, error) {
 	switch cfg.Store {
 	case config.StoreEmbedded:
-		s, err := embedded.Open(filepath.Join(cfg.DataDir, EmbeddedFile), embedded.Options{Clock: clk, Logger: logger})
+		s, err := embedded.Open(filepath.Join(cfg.DataDir, config.EmbeddedStoreFile), embedded.Options{Clock: clk, Logger: logger})
 		if err != nil {
 			return nil, fmt.Errorf("open embedded store in %s: %w", cfg.DataDir, err)
 		}

@@ -60,7 +60,7 @@ type Config struct {
 }
 
 // SecretsEnv names the variable listing, comma-separated, the Secrets Manager secrets (ARNs or
-// names) a Lambda reads its secret variables from at start (app.NewLambda). Each secret's
+// names) a Lambda reads its secret variables from at start (lambdaapp.New). Each secret's
 // value is a JSON object of ROADEVENTS_* variables (and the two Stripe keys) and their values,
 // for example {"ROADEVENTS_EVENT_ID_KEY":"<hex>"}; a secret's variable takes precedence over
 // the environment. Secrets therefore never appear in the function's configuration, where
@@ -71,6 +71,9 @@ const SecretsEnv = "ROADEVENTS_SECRETS"
 // MinEventIDKeyBytes is the shortest event-id key accepted: ids derived from a short key could
 // be guessed.
 const MinEventIDKeyBytes = 16
+
+// EmbeddedStoreFile is the embedded store's file in the data folder.
+const EmbeddedStoreFile = "roadevents.db"
 
 // EventIDKeyFile is the file in the data folder that holds the event-id key of `go run .`,
 // created on first start (hex, one line, readable by its owner only).

@@ -25,7 +25,7 @@ const shutdownWrites = 10 * time.Second
 // Process is what a long-running server process (main.go, streamer/) owns around the handler
 // it serves, from Run's start to its end: the store, the API keys and the usage meter on it,
 // the stream hub following the store's change feed, and background jobs. A Lambda owns the
-// same for one invocation at a time instead (app.Lambda).
+// same for one invocation at a time instead (lambdaapp.Function).
 type Process struct {
 	// Hub routes the store's changes to the streams of GET /v1/stream (app.Deps.Hub); Run
 	// runs it on the store's feed and drains it when shutdown begins.

@@ -17,8 +17,10 @@
 // On Lambda an instance can be frozen or dropped after any response, so in-memory counts may
 // never be flushed. Options.WriteThrough makes every Count write its own Add before it
 // returns (one table write per count: the price of not losing it); a failed write is kept
-// and retried by the next Count, Flush or Close. A Lambda can instead keep the default and
-// call Flush after each invocation, which writes once per invocation rather than per count.
+// and retried by the next Count, Flush or Close. A Lambda function instead turns the
+// background flush off and calls Flush itself, in batches at the end of invocations and on
+// SIGTERM (shared/app/lambdaapp), which loses at most one batch's counts when an instance dies
+// without SIGTERM.
 //
 // # Storage layout and hot partitions
 //

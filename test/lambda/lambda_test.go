@@ -1,10 +1,10 @@
 // Package lambda_test is the packaging test of the Lambda functions (docs/architecture.md §4): it
 // runs each built bootstrap (host architecture, scripts/build-lambdas.sh --host) as Lambda runs a
 // provided.al2023 function, a process that polls the Runtime API, which a loopback server plays
-// here, and hands it API Gateway HTTP API (payload 2.0) events. It checks the answers, that the
-// usage counted by an invocation is in the table when the invocation has returned even though the
-// process is then killed (as a frozen instance may never run again), and reports each function's
-// init cost: the time from process start to the first response.
+// here, and hands it the events of its front doors: API Gateway HTTP API (payload 2.0), function
+// URL and load balancer events. It checks the answers, that a function asks for SIGTERM and on it
+// writes the usage its invocations counted, and that each function links only its own group;
+// BenchmarkInit measures each function's init.
 //
 // The function's store is the embedded one in a temporary folder, and also a table on
 // DynamoDB Local when ROADEVENTS_DYNAMODB_ENDPOINT is set (scripts/test.sh sets it and builds
@@ -14,6 +14,7 @@ package lambda_test
 import (
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"os"
@@ -33,7 +34,8 @@ import (
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/roadevents/roadevents/shared/apikey"
-	"github.com/roadevents/roadevents/shared/app"
+	"github.com/roadevents/roadevents/shared/apitest"
+	"github.com/roadevents/roadevents/shared/config"
 	"github.com/roadevents/roadevents/shared/metering"
 	"github.com/roadevents/roadevents/shared/routetable"
 	"github.com/roadevents/roadevents/shared/store"
@@ -47,10 +49,18 @@ const endpointEnv = "ROADEVENTS_DYNAMODB_ENDPOINT"
 // answerTimeout bounds the wait for one answer; it is a hang guard, not a measurement.
 const answerTimeout = 60 * time.Second
 
+// bootstrapDirEnv names another folder of host bootstraps (<dir>/<group>/bootstrap) than
+// build/lambda/host, for comparing two builds with BenchmarkInit.
+const bootstrapDirEnv = "BOOTSTRAP_DIR"
+
 // bootstrapPath returns the host bootstrap of group, skipping the test when it is not built.
 func bootstrapPath(t testing.TB, group routetable.Group) string {
 	t.Helper()
-	p, err := filepath.Abs(filepath.Join("..", "..", "build", "lambda", "host", string(group), "bootstrap"))
+	dir := os.Getenv(bootstrapDirEnv)
+	if dir == "" {
+		dir = filepath.Join("..", "..", "build", "lambda", "host")
+	}
+	p, err := filepath.Abs(filepath.Join(dir, string(group), "bootstrap"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +86,7 @@ func embeddedBackend(t testing.TB) backend {
 		env:  []string{"ROADEVENTS_STORE=embedded", "ROADEVENTS_DATA=" + dir},
 		open: func(t testing.TB) store.Table {
 			t.Helper()
-			s, err := embedded.Open(filepath.Join(dir, app.EmbeddedFile), embedded.Options{SweepInterval: -1})
+			s, err := embedded.Open(filepath.Join(dir, config.EmbeddedStoreFile), embedded.Options{SweepInterval: -1})
 			if err != nil {
 				t.Fatalf("open embedded store: %v", err)
 			}
@@ -108,7 +118,7 @@ func dynamoBackend(t testing.TB) backend {
 			"ROADEVENTS_STORE=dynamodb", "ROADEVENTS_TABLE=" + name, "ROADEVENTS_DATA=" + t.TempDir(),
 			"AWS_ENDPOINT_URL_DYNAMODB=" + endpoint,
 			"AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local",
-			// The shared keys a Lambda on DynamoDB must be given (app.ErrLambdaKeys).
+			// The shared keys a Lambda on DynamoDB must be given (lambdastore.ErrKeys).
 			"ROADEVENTS_EVENT_ID_KEY=" + randomHex(32), "ROADEVENTS_AUTH_HASH_KEY=" + randomHex(32),
 			"ROADEVENTS_SEAL_KEY=" + randomHex(32),
 		},
@@ -173,6 +183,21 @@ func start(t testing.TB, group routetable.Group, env []string) *function {
 	return f
 }
 
+// terminate sends the process SIGTERM, as Lambda does before it reclaims an instance of a
+// function that asked for it, and waits for the process to end, which must be a success.
+func (f *function) terminate(t testing.TB) {
+	t.Helper()
+	f.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-f.exited:
+	case <-time.After(answerTimeout):
+		t.Fatal("the process did not end after SIGTERM")
+	}
+	if code := f.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("exit status after SIGTERM %d; want 0", code)
+	}
+}
+
 // kill ends the process at once, as Lambda may drop a frozen instance: nothing runs after
 // the last response.
 func (f *function) kill() {
@@ -188,10 +213,17 @@ func (f *function) kill() {
 // call hands the function one API Gateway event and returns its response.
 func (f *function) call(t testing.TB, method, target string, headers map[string]string, body string) events.APIGatewayV2HTTPResponse {
 	t.Helper()
+	var resp events.APIGatewayV2HTTPResponse
+	f.invoke(t, apiEvent(method, target, headers, body), &resp)
+	return resp
+}
+
+// invoke hands the function one event and decodes its response into resp.
+func (f *function) invoke(t testing.TB, ev, resp any) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), answerTimeout)
 	defer cancel()
-	res := f.rt.enqueue(t, apiEvent(method, target, headers, body))
-	return f.rt.wait(ctx, t, res, f.exited)
+	f.rt.wait(ctx, t, f.rt.enqueue(t, ev), f.exited, resp)
 }
 
 // apiEvent is the event API Gateway's HTTP API sends a Lambda integration (payload 2.0) for
@@ -225,6 +257,93 @@ func apiEvent(method, target string, headers map[string]string, body string) eve
 				Method: method, Path: path, Protocol: "HTTP/1.1", SourceIP: "192.0.2.1", UserAgent: "packaging-test",
 			},
 		},
+	}
+}
+
+// functionURLEvent is the event a Lambda function URL sends for a request to target: payload
+// format 2.0 on the function's own domain.
+func functionURLEvent(method, target string, headers map[string]string, body string) events.LambdaFunctionURLRequest {
+	api := apiEvent(method, target, headers, body)
+	const domain = "abcdefghijklmnop.lambda-url.us-east-1.on.aws"
+	api.Headers["host"] = domain
+	return events.LambdaFunctionURLRequest{
+		Version: "2.0", RawPath: api.RawPath, RawQueryString: api.RawQueryString, Headers: api.Headers, Body: body,
+		RequestContext: events.LambdaFunctionURLRequestContext{
+			AccountID: "000000000000", RequestID: rand.Text(), APIID: "abcdefghijklmnop", DomainName: domain,
+			DomainPrefix: "abcdefghijklmnop", TimeEpoch: time.Now().UnixMilli(),
+			HTTP: events.LambdaFunctionURLRequestContextHTTPDescription{
+				Method: method, Path: api.RawPath, Protocol: "HTTP/1.1", SourceIP: "192.0.2.1", UserAgent: "packaging-test",
+			},
+		},
+	}
+}
+
+// albEvent is the event an Application Load Balancer's target group with multi-value headers
+// sends for a request to target; the query's names and values stay URL-encoded.
+func albEvent(method, target string, headers map[string]string, body string) events.ALBTargetGroupRequest {
+	api := apiEvent(method, target, headers, body)
+	ev := events.ALBTargetGroupRequest{
+		HTTPMethod: method, Path: api.RawPath, Body: body,
+		MultiValueHeaders:               map[string][]string{"x-forwarded-for": {"192.0.2.1"}},
+		MultiValueQueryStringParameters: map[string][]string{},
+		RequestContext: events.ALBTargetGroupRequestContext{ELB: events.ELBContext{
+			TargetGroupArn: "arn:aws:elasticloadbalancing:us-east-1:000000000000:targetgroup/roadevents/0123456789abcdef",
+		}},
+	}
+	for k, v := range api.Headers {
+		ev.MultiValueHeaders[k] = []string{v}
+	}
+	for _, pair := range strings.Split(api.RawQueryString, "&") {
+		if k, v, ok := strings.Cut(pair, "="); ok {
+			ev.MultiValueQueryStringParameters[k] = append(ev.MultiValueQueryStringParameters[k], v)
+		}
+	}
+	return ev
+}
+
+// testCompressedThroughEveryFrontDoor: docs/api.md §10.1 (compression) behind every front door
+// the stack may put before a function: the document, asked for with gzip, comes compressed,
+// base64-encoded, with Content-Encoding and Vary, and decodes to the document.
+func testCompressedThroughEveryFrontDoor(t *testing.T, f *function) {
+	plain := f.call(t, "GET", "/openapi.json", nil, "")
+	if plain.StatusCode != 200 || plain.IsBase64Encoded {
+		t.Fatalf("GET /openapi.json: %d, base64 %v; want 200 and the JSON as text", plain.StatusCode, plain.IsBase64Encoded)
+	}
+	gzip := map[string]string{"Accept-Encoding": "gzip"}
+	type answer struct {
+		status         int
+		base64         bool
+		body           string
+		encoding, vary string
+	}
+	answers := map[string]answer{}
+	var api events.APIGatewayV2HTTPResponse
+	f.invoke(t, apiEvent("GET", "/openapi.json", gzip, ""), &api)
+	answers["HTTP API"] = answer{api.StatusCode, api.IsBase64Encoded, api.Body, api.Headers["Content-Encoding"], api.Headers["Vary"]}
+	var url events.LambdaFunctionURLResponse
+	f.invoke(t, functionURLEvent("GET", "/openapi.json", gzip, ""), &url)
+	answers["function URL"] = answer{url.StatusCode, url.IsBase64Encoded, url.Body, url.Headers["Content-Encoding"], url.Headers["Vary"]}
+	var alb events.ALBTargetGroupResponse
+	f.invoke(t, albEvent("GET", "/openapi.json", gzip, ""), &alb)
+	answers["load balancer"] = answer{alb.StatusCode, alb.IsBase64Encoded, alb.Body,
+		strings.Join(alb.MultiValueHeaders["Content-Encoding"], ","), strings.Join(alb.MultiValueHeaders["Vary"], ",")}
+	for door, a := range answers {
+		if a.status != 200 || !a.base64 || a.encoding != "gzip" || !strings.Contains(a.vary, "Accept-Encoding") {
+			t.Errorf("%s: GET /openapi.json with gzip: %d, base64 %v, Content-Encoding %q, Vary %q; want 200, base64, gzip, Accept-Encoding",
+				door, a.status, a.base64, a.encoding, a.vary)
+			continue
+		}
+		raw, err := base64.StdEncoding.DecodeString(a.body)
+		if err != nil {
+			t.Fatalf("%s: %v", door, err)
+		}
+		doc, err := apitest.Decompressed("gzip", raw)
+		if err != nil {
+			t.Fatalf("%s: %v", door, err)
+		}
+		if string(doc) != plain.Body {
+			t.Errorf("%s: the compressed document decodes to %d bytes; want the %d of the document", door, len(doc), len(plain.Body))
+		}
 	}
 }
 
@@ -320,10 +439,21 @@ func testFunction(t *testing.T, group routetable.Group, b backend) {
 		if resp.StatusCode != 200 || !strings.Contains(resp.Body, "max_query_radius_m") {
 			t.Errorf("GET /v1/meta/limits: %d %s; want 200 with max_query_radius_m", resp.StatusCode, resp.Body)
 		}
+		testCompressedThroughEveryFrontDoor(t, f)
 	case routetable.GroupConsoleAuth:
-		resp := f.call(t, "POST", "/console/auth/request-code", nil, `{"email":"driver@example.com"}`)
-		if resp.StatusCode != 200 {
+		const payload = `{"email":"driver@example.com"}`
+		if resp := f.call(t, "POST", "/console/auth/request-code", nil, payload); resp.StatusCode != 200 {
 			t.Errorf("POST /console/auth/request-code: %d %s; want 200", resp.StatusCode, resp.Body)
+		}
+		var url events.LambdaFunctionURLResponse
+		f.invoke(t, functionURLEvent("POST", "/console/auth/request-code", nil, payload), &url)
+		if url.StatusCode != 200 {
+			t.Errorf("POST /console/auth/request-code through a function URL: %d %s; want 200", url.StatusCode, url.Body)
+		}
+		var alb events.ALBTargetGroupResponse
+		f.invoke(t, albEvent("POST", "/console/auth/request-code", nil, payload), &alb)
+		if alb.StatusCode != 200 {
+			t.Errorf("POST /console/auth/request-code through a load balancer: %d %s; want 200", alb.StatusCode, alb.Body)
 		}
 	case routetable.GroupEvents:
 		testEvents(t, f, b, auth)
@@ -339,7 +469,8 @@ func testFunction(t *testing.T, group routetable.Group, b backend) {
 	}
 }
 
-// testEvents publishes and reads an event, then kills the process and finds both counted.
+// testEvents publishes and reads an event, then stops the process as Lambda does and finds
+// both counted.
 func testEvents(t *testing.T, f *function, b backend, auth map[string]string) {
 	resp := f.call(t, "POST", "/v1/events", auth, `{"type":"road_damage","lat":50.1,"lon":8.6,"client_event_id":"pack-1"}`)
 	if resp.StatusCode != 201 {
@@ -360,8 +491,13 @@ func testEvents(t *testing.T, f *function, b backend, auth map[string]string) {
 		t.Errorf("GET /v1/events without a key: %d; want 401", resp.StatusCode)
 	}
 
-	// Nothing runs after the last response: the counts must already be in the table.
-	f.kill()
+	// docs/architecture.md §4 (usage on Lambda): the function asked for SIGTERM, which Lambda
+	// sends only to a function that registered an extension, and on it writes the counts it
+	// held.
+	if got := f.rt.registered(); !slices.Contains(got, "GoLangEnableSIGTERM") {
+		t.Errorf("extensions registered %q; want aws-lambda-go's GoLangEnableSIGTERM", got)
+	}
+	f.terminate(t)
 	table := b.open(t)
 	defer table.Close()
 	now := time.Now()
@@ -375,7 +511,7 @@ func testEvents(t *testing.T, f *function, b backend, auth map[string]string) {
 		got.Publishes += d.Publishes
 	}
 	if got.Publishes != 1 || got.Reads != 1 {
-		t.Errorf("usage after the process was killed: %d publishes, %d reads; want 1 and 1", got.Publishes, got.Reads)
+		t.Errorf("usage after SIGTERM: %d publishes, %d reads; want 1 and 1", got.Publishes, got.Reads)
 	}
 }
 
@@ -383,7 +519,7 @@ func testEvents(t *testing.T, f *function, b backend, auth map[string]string) {
 // and exits, instead of waiting for events it cannot serve.
 func TestInitError(t *testing.T) {
 	t.Parallel()
-	f := start(t, routetable.GroupMeta, []string{"ROADEVENTS_STORE=dynamodb", "ROADEVENTS_TABLE=t"})
+	f := start(t, routetable.GroupEvents, []string{"ROADEVENTS_STORE=dynamodb", "ROADEVENTS_TABLE=t"})
 	select {
 	case body := <-f.rt.initCh:
 		if !strings.Contains(body, "ROADEVENTS_EVENT_ID_KEY") {
@@ -402,29 +538,55 @@ func TestInitError(t *testing.T) {
 	}
 }
 
-// BenchmarkInit starts each function b.N times on each store and measures the time from
-// process start to the first response (a cold start's init cost on this machine), reporting
-// the median. On DynamoDB the function contacts nothing at init (app.NewLambda), as on
-// AWS; the embedded store opens its file and its key files.
+// offlineAWSEnv configures a function as the stack does on AWS (DynamoDB, SES, KMS, the
+// shared keys, which on AWS come from Secrets Manager) without any of them being reachable:
+// a function contacts none of them while it starts (the table is neither described nor
+// created), so its init runs the code it runs on AWS, with no network.
+func offlineAWSEnv(t testing.TB) []string {
+	return []string{
+		"ROADEVENTS_STORE=dynamodb", "ROADEVENTS_TABLE=roadevents-init", "ROADEVENTS_DATA=" + t.TempDir(),
+		"ROADEVENTS_MAILER=ses", "ROADEVENTS_KMS_KEY_ID=arn:aws:kms:us-east-1:000000000000:key/init",
+		"ROADEVENTS_EVENT_ID_KEY=" + randomHex(32), "ROADEVENTS_AUTH_HASH_KEY=" + randomHex(32),
+		"AWS_ACCESS_KEY_ID=offline", "AWS_SECRET_ACCESS_KEY=offline", "AWS_EC2_METADATA_DISABLED=true",
+		// Nothing listens there: a call would fail rather than leave the machine.
+		"AWS_ENDPOINT_URL=http://127.0.0.1:9",
+	}
+}
+
+// BenchmarkInit measures each function's init as Lambda bills it: the time from exec to the
+// bootstrap's first GET .../invocation/next, when the function is ready for its first event.
+// It reports the median over b.N starts (docs/performance.md §12: run it with -benchtime 15x,
+// and BOOTSTRAP_DIR to measure another build).
 func BenchmarkInit(b *testing.B) {
 	for _, group := range routetable.Lambdas {
-		for _, store := range []struct {
-			name string
-			mk   func(testing.TB) backend
-		}{{"embedded", embeddedBackend}, {"dynamodb", dynamoBackend}} {
-			b.Run(string(group)+"/"+store.name, func(b *testing.B) {
-				bootstrapPath(b, group)
-				be := store.mk(b)
-				var costs []time.Duration
-				for range b.N {
-					f := start(b, group, be.env)
-					f.call(b, "GET", "/health", nil, "")
-					costs = append(costs, time.Since(f.started))
-					f.kill()
-				}
-				slices.Sort(costs)
-				b.ReportMetric(float64(costs[len(costs)/2].Microseconds())/1000, "ms-median/init")
-			})
-		}
+		b.Run(string(group), func(b *testing.B) {
+			bootstrapPath(b, group)
+			env := offlineAWSEnv(b)
+			var inits []time.Duration
+			for range b.N {
+				f := start(b, group, env)
+				inits = append(inits, f.initDuration(b))
+				f.kill()
+			}
+			slices.Sort(inits)
+			b.ReportMetric(float64(inits[len(inits)/2].Microseconds())/1000, "ms-median/init")
+		})
 	}
+}
+
+// initDuration waits for the function's first poll of the Runtime API and returns how long after
+// exec it came.
+func (f *function) initDuration(t testing.TB) time.Duration {
+	t.Helper()
+	select {
+	case <-f.rt.polled:
+		return f.rt.polledAt.Sub(f.started)
+	case body := <-f.rt.initCh:
+		t.Fatalf("function reported an init error: %s", body)
+	case <-f.exited:
+		t.Fatal("function exited during init")
+	case <-time.After(answerTimeout):
+		t.Fatal("function never polled for an event")
+	}
+	return 0
 }

@@ -7,17 +7,19 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/aws/aws-lambda-go/events"
 )
 
 // runtimeAPI is a loopback Lambda Runtime API (the documented 2018-06-01 interface a custom
 // runtime's bootstrap polls): it hands out the events given to invoke, one per
-// GET .../invocation/next, and collects what the function posts back.
+// GET .../invocation/next, and collects what the function posts back. It also answers the
+// Extensions API (2020-01-01) as far as a function registering an internal extension needs
+// it: aws-lambda-go registers one so that Lambda sends the process SIGTERM before it is
+// reclaimed (lambda.WithEnableSIGTERM).
 type runtimeAPI struct {
 	srv    *http.Server
 	addr   string
@@ -26,6 +28,12 @@ type runtimeAPI struct {
 	byID   map[string]invocation
 	initCh chan string // the body of POST /runtime/init/error
 	nextID int
+	// polled is closed at the first GET .../invocation/next, the end of the function's init,
+	// at polledAt.
+	polled     chan struct{}
+	pollOnce   sync.Once
+	polledAt   time.Time
+	extensions []string // the names of the extensions registered
 }
 
 // invocation is one event handed to the function and where its outcome goes.
@@ -52,6 +60,7 @@ func newRuntimeAPI(t testing.TB) *runtimeAPI {
 		queue:  make(chan invocation, 64),
 		byID:   map[string]invocation{},
 		initCh: make(chan string, 1),
+		polled: make(chan struct{}),
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /2018-06-01/runtime/invocation/next", r.next)
@@ -70,6 +79,20 @@ func newRuntimeAPI(t testing.TB) *runtimeAPI {
 		w.WriteHeader(http.StatusAccepted)
 		io.WriteString(w, `{"status":"OK"}`)
 	})
+	mux.HandleFunc("POST /2020-01-01/extension/register", func(w http.ResponseWriter, req *http.Request) {
+		io.Copy(io.Discard, req.Body)
+		r.mu.Lock()
+		r.extensions = append(r.extensions, req.Header.Get("Lambda-Extension-Name"))
+		id := fmt.Sprintf("ext-%d", len(r.extensions))
+		r.mu.Unlock()
+		w.Header().Set("Lambda-Extension-Identifier", id)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"functionName":"roadevents-test","functionVersion":"$LATEST","handler":"bootstrap"}`)
+	})
+	// An extension registered for no events waits here until the instance goes away.
+	mux.HandleFunc("GET /2020-01-01/extension/event/next", func(w http.ResponseWriter, req *http.Request) {
+		<-req.Context().Done()
+	})
 	r.srv = &http.Server{Handler: mux}
 	go r.srv.Serve(ln)
 	t.Cleanup(func() { r.srv.Close() })
@@ -78,6 +101,10 @@ func newRuntimeAPI(t testing.TB) *runtimeAPI {
 
 // next blocks, as Lambda's does, until an event is queued (or the function goes away).
 func (r *runtimeAPI) next(w http.ResponseWriter, req *http.Request) {
+	r.pollOnce.Do(func() {
+		r.polledAt = time.Now()
+		close(r.polled)
+	})
 	var inv invocation
 	select {
 	case inv = <-r.queue:
@@ -112,9 +139,15 @@ func (r *runtimeAPI) finish(w http.ResponseWriter, req *http.Request, failed boo
 	io.WriteString(w, `{"status":"OK"}`)
 }
 
-// enqueue queues an API Gateway HTTP API (payload 2.0) event and returns where its outcome
-// will arrive.
-func (r *runtimeAPI) enqueue(t testing.TB, ev events.APIGatewayV2HTTPRequest) <-chan outcome {
+// registered returns the names of the extensions the function registered.
+func (r *runtimeAPI) registered() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.extensions)
+}
+
+// enqueue queues an event (encoded as JSON) and returns where its outcome will arrive.
+func (r *runtimeAPI) enqueue(t testing.TB, ev any) <-chan outcome {
 	t.Helper()
 	payload, err := json.Marshal(ev)
 	if err != nil {
@@ -129,20 +162,18 @@ func (r *runtimeAPI) enqueue(t testing.TB, ev events.APIGatewayV2HTTPRequest) <-
 	return inv.result
 }
 
-// wait returns the response to an invocation, failing the test on an error, an init error,
-// the process ending, or ctx ending.
-func (r *runtimeAPI) wait(ctx context.Context, t testing.TB, res <-chan outcome, exited <-chan struct{}) events.APIGatewayV2HTTPResponse {
+// wait decodes the response to an invocation into resp, failing the test on an error, an init
+// error, the process ending, or ctx ending.
+func (r *runtimeAPI) wait(ctx context.Context, t testing.TB, res <-chan outcome, exited <-chan struct{}, resp any) {
 	t.Helper()
 	select {
 	case o := <-res:
 		if o.errBody != nil {
 			t.Fatalf("function reported an invocation error: %s", o.errBody)
 		}
-		var resp events.APIGatewayV2HTTPResponse
-		if err := json.Unmarshal(o.response, &resp); err != nil {
+		if err := json.Unmarshal(o.response, resp); err != nil {
 			t.Fatalf("decode response %s: %v", o.response, err)
 		}
-		return resp
 	case body := <-r.initCh:
 		t.Fatalf("function reported an init error: %s", body)
 	case <-exited:
@@ -150,5 +181,4 @@ func (r *runtimeAPI) wait(ctx context.Context, t testing.TB, res <-chan outcome,
 	case <-ctx.Done():
 		t.Fatalf("no answer: %v", ctx.Err())
 	}
-	return events.APIGatewayV2HTTPResponse{}
 }

@@ -1,9 +1,10 @@
-package app_test
+package billinggroup_test
 
 import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -14,33 +15,26 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/stripe/stripe-go/v76/webhook"
 
-	"github.com/roadevents/roadevents/shared/app"
+	"github.com/roadevents/roadevents/shared/app/billinggroup"
+	"github.com/roadevents/roadevents/shared/app/groupapi"
+	"github.com/roadevents/roadevents/shared/app/lambdaapp"
+	"github.com/roadevents/roadevents/shared/app/lambdastore"
+	"github.com/roadevents/roadevents/shared/app/tenants"
 	"github.com/roadevents/roadevents/shared/clock"
 	"github.com/roadevents/roadevents/shared/metering"
 	"github.com/roadevents/roadevents/shared/routetable"
+	"github.com/roadevents/roadevents/shared/store"
 )
+
+// env is a fake environment.
+func env(vars map[string]string) func(string) string {
+	return func(k string) string { return vars[k] }
+}
 
 // scheduledPayload is an EventBridge scheduled event as a schedule rule sends it.
 const scheduledPayload = `{"version":"0","id":"53dc4d37-cffa-4f76-80c9-8b7d4a4d2eaa","detail-type":"Scheduled Event",
 "source":"aws.events","account":"123456789012","time":"2040-04-01T00:10:00Z","region":"eu-west-1",
 "resources":["arn:aws:events:eu-west-1:123456789012:rule/overage"],"detail":{}}`
-
-func TestIsScheduledEvent(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		name, payload string
-		want          bool
-	}{
-		{"EventBridge schedule", scheduledPayload, true},
-		{"HTTP API request", `{"version":"2.0","routeKey":"$default","rawPath":"/console/plans","requestContext":{"http":{"method":"GET"}}}`, false},
-		{"another EventBridge event", `{"source":"aws.s3","detail-type":"Object Created"}`, false},
-		{"not JSON", `nope`, false},
-	} {
-		if got := app.IsScheduledEvent([]byte(tc.payload)); got != tc.want {
-			t.Errorf("%s: IsScheduledEvent = %v; want %v", tc.name, got, tc.want)
-		}
-	}
-}
 
 // fakeStripe answers the usage-record calls and records them.
 type fakeStripe struct {
@@ -60,17 +54,22 @@ func (f *fakeStripe) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	io.WriteString(w, `{"id":"mbur_1","object":"usage_record","quantity":1}`)
 }
 
-// The billing function's handler: an HTTP API event is served as a request; an EventBridge
-// scheduled event runs the overage job, which reports the reads beyond a subscribed
+// docs/console.md §3 on AWS: the billing function serves an HTTP API event as a request, and an
+// EventBridge scheduled event runs the overage job, which reports the reads beyond a subscribed
 // organisation's included ones on its metered item.
-func TestBillingHandlerDispatches(t *testing.T) {
+func TestFunctionRunsTheOverageJob(t *testing.T) {
 	t.Parallel()
 	stripe := &fakeStripe{}
 	srv := httptest.NewServer(stripe)
 	t.Cleanup(srv.Close)
 	clk := clock.NewFake(time.Date(2040, 3, 10, 9, 0, 0, 0, time.UTC))
 	const secret = "whsec_handler_test"
-	l, err := app.NewLambda(context.Background(), routetable.GroupBilling, app.LambdaOptions{
+	var table store.Table
+	open := lambdastore.Opener(routetable.GroupBilling, func(d tenants.Deps) (*groupapi.Group, error) {
+		table = d.Table
+		return billinggroup.New(d)
+	})
+	f, err := lambdaapp.New(context.Background(), routetable.GroupBilling, open, lambdaapp.Options{
 		Getenv: env(map[string]string{
 			"ROADEVENTS_STORE": "embedded", "ROADEVENTS_DATA": t.TempDir(),
 			"STRIPE_SECRET_KEY": "sk_test_handler", "STRIPE_WEBHOOK_SECRET": secret,
@@ -78,13 +77,12 @@ func TestBillingHandlerDispatches(t *testing.T) {
 			"STRIPE_PRICE_TEAM":          "price_team", "STRIPE_METERED_PRICE_TEAM": "price_team_reads",
 			"ROADEVENTS_PLAN_TEAM_INCLUDED_READS": "1000",
 		}),
-		Clock: clk,
+		Clock: clk, Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
-		t.Fatalf("NewLambda: %v", err)
+		t.Fatalf("New: %v", err)
 	}
-	t.Cleanup(func() { l.Close(context.Background()) })
-	h := l.BillingHandler()
+	t.Cleanup(func() { f.Shutdown(context.Background()) })
 
 	invokeHTTP := func(method, path string, headers map[string]string, body string) events.APIGatewayV2HTTPResponse {
 		t.Helper()
@@ -93,7 +91,7 @@ func TestBillingHandlerDispatches(t *testing.T) {
 			RequestContext: events.APIGatewayV2HTTPRequestContext{HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: method, Path: path}},
 		}
 		payload, _ := json.Marshal(req)
-		out, err := h.Invoke(context.Background(), payload)
+		out, err := f.Invoke(context.Background(), payload)
 		if err != nil {
 			t.Fatalf("Invoke(%s %s) = %v", method, path, err)
 		}
@@ -126,7 +124,7 @@ func TestBillingHandlerDispatches(t *testing.T) {
 		t.Fatalf("webhook through the handler = %d %s; want 200", resp.StatusCode, resp.Body)
 	}
 	// 3 200 live reads: 2 200 beyond the 1 000 included, 3 units.
-	meter := metering.New(app.LambdaTable(l), metering.Options{Clock: clk, FlushInterval: -1})
+	meter := metering.New(table, metering.Options{Clock: clk, FlushInterval: -1})
 	for range 3200 {
 		meter.Count(context.Background(), "org_overage", "live", metering.Reads)
 	}
@@ -134,7 +132,7 @@ func TestBillingHandlerDispatches(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	out, err := h.Invoke(context.Background(), []byte(scheduledPayload))
+	out, err := f.Invoke(context.Background(), []byte(scheduledPayload))
 	if err != nil {
 		t.Fatalf("Invoke(scheduled event) = %v (%s)", err, out)
 	}
