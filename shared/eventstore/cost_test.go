@@ -156,20 +156,20 @@ func TestCostPerOperation(t *testing.T) {
 	}
 	var found costtest.Bill
 	measure("query 1000 m", len(queries), func(i int) error {
-		res, err := s.Area(ctx, liveCaller, eventstore.AreaQuery{Center: queries[i], Radius: 1000})
+		res, err := s.Area(ctx, liveCaller, eventstore.AreaQuery{Center: queries[i], Radius: 1000, Eventual: true})
 		found.ItemsRead += len(res.Events)
 		return err
 	})
 	t.Logf("query 1000 m: %d events answered on average", found.Scale(len(queries)).ItemsRead)
 	sandboxCaller := eventstore.Caller{Org: "org_sandbox", Environment: event.EnvironmentSandbox}
 	measure("query 1000 m, sandbox key", len(queries), func(i int) error {
-		_, err := s.Area(ctx, sandboxCaller, eventstore.AreaQuery{Center: queries[i], Radius: 1000})
+		_, err := s.Area(ctx, sandboxCaller, eventstore.AreaQuery{Center: queries[i], Radius: 1000, Eventual: true})
 		return err
 	})
 	wide := wideCentres(t)
 	var lookups int
 	measure("query 9780 m", len(wide), func(i int) error {
-		res, err := s.Area(ctx, liveCaller, eventstore.AreaQuery{Center: wide[i], Radius: 9780})
+		res, err := s.Area(ctx, liveCaller, eventstore.AreaQuery{Center: wide[i], Radius: 9780, Eventual: true})
 		lookups += res.Lookups
 		return err
 	})

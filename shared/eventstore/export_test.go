@@ -12,7 +12,7 @@ func (s *Store) SeedOps(c Caller, in event.EventIn) ([]store.Op, error) {
 	id := event.DerivedID(s.idKey, c.Org, *in.ClientEventID)
 	now := s.clock.Now()
 	ev := event.New(in, c.Org, c.Environment, id, now)
-	cells, _, err := indexCells(ev.Extent())
+	cells, err := indexCells(ev.Extent())
 	if err != nil {
 		return nil, err
 	}

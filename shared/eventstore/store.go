@@ -2,7 +2,6 @@ package eventstore
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/maphash"
@@ -11,6 +10,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/uber/h3-go/v4"
 
 	"github.com/roadevents/roadevents/shared/clock"
 	"github.com/roadevents/roadevents/shared/event"
@@ -240,7 +241,7 @@ func (s *Store) lock(id string) func() {
 }
 
 // load reads an event and the cells its index items are under.
-func (s *Store) load(ctx context.Context, id string) (event.Event, []string, error) {
+func (s *Store) load(ctx context.Context, id string) (event.Event, []h3.Cell, error) {
 	it, err := s.table.Get(ctx, EventKey(id))
 	if errors.Is(err, store.ErrNotFound) {
 		return event.Event{}, nil, fmt.Errorf("event %s: %w", id, ErrNotFound)
@@ -543,7 +544,7 @@ func overError(err error, ev event.Event, now time.Time) error {
 
 // loadWithVote reads an event and a reporter's standing vote on it (nil when none) in one
 // batch.
-func (s *Store) loadWithVote(ctx context.Context, id, reporter string) (event.Event, *event.Vote, []string, error) {
+func (s *Store) loadWithVote(ctx context.Context, id, reporter string) (event.Event, *event.Vote, []h3.Cell, error) {
 	items, err := s.table.BatchGet(ctx, []store.Key{EventKey(id), voteKey(id, reporter)})
 	if err != nil {
 		return event.Event{}, nil, nil, fmt.Errorf("read event %s: %w", id, err)
@@ -632,11 +633,11 @@ func (s *Store) backoff(ctx context.Context, attempt int) error {
 }
 
 // changeOps is the transaction that writes ev, conditioned on cond, with vote when not nil,
-// and moves its area index items from the cells prev to the cells next: a put under every cell
-// of next (each carrying the event's new record) and a delete under every cell of prev that
-// next lacks. An event that is no longer active at now (the deny quorum ended it) keeps no
+// and moves its area index items from the cells prev to the cells next (sorted): a put under
+// every cell of next (each carrying the event's new record) and a delete under every cell of prev
+// that next lacks. An event that is no longer active at now (the deny quorum ended it) keeps no
 // index items. The event item, first (operation 0), records the cells it is indexed under.
-func (s *Store) changeOps(ev event.Event, cond store.Condition, prev, next []string, vote *event.Vote, now time.Time) ([]store.Op, error) {
+func (s *Store) changeOps(ev event.Event, cond store.Condition, prev, next []h3.Cell, vote *event.Vote, now time.Time) ([]store.Op, error) {
 	if ev.IsOver(now) {
 		next = nil
 	}
@@ -654,22 +655,27 @@ func (s *Store) changeOps(ev event.Event, cond store.Condition, prev, next []str
 		ops = append(ops, store.PutOp(vi, store.Condition{}))
 	}
 	if len(next) > 0 {
-		body, err := json.Marshal(ev.Public(now))
-		if err != nil {
-			return nil, fmt.Errorf("encode event %s: %w", ev.ID, err)
-		}
-		rec, err := encodeRecord(ev, body)
+		rec, err := encodeRecord(ev, now)
 		if err != nil {
 			return nil, err
 		}
-		for _, cell := range next {
-			ops = append(ops, store.PutOp(areaItem(areaPK(ev.Environment, cell), ev.ID, ev.ExpiresAt, rec), store.Condition{}))
+		for _, c := range next {
+			k, err := areaKey(c, ev.Environment, ev.ID)
+			if err != nil {
+				return nil, err
+			}
+			ops = append(ops, store.PutOp(areaItem(k, ev.ExpiresAt, rec), store.Condition{}))
 		}
 	}
-	for _, cell := range prev {
-		if _, found := slices.BinarySearch(next, cell); !found {
-			ops = append(ops, store.DeleteOp(store.Key{PK: areaPK(ev.Environment, cell), SK: ev.ID}, store.Condition{}))
+	for _, c := range prev {
+		if _, found := slices.BinarySearch(next, c); found {
+			continue
 		}
+		k, err := areaKey(c, ev.Environment, ev.ID)
+		if err != nil {
+			return nil, err
+		}
+		ops = append(ops, store.DeleteOp(k, store.Condition{}))
 	}
 	if len(ops) > store.MaxTransactOps {
 		// MaxIndexCells makes this unreachable; refuse rather than write part of a change.
