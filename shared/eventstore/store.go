@@ -320,6 +320,12 @@ func (s *Store) Publish(ctx context.Context, c Caller, in event.EventIn) (event.
 // publishOnce makes one attempt at storing a publication: merged into the report it
 // duplicates, or active. The event item is operation 0, written on condition that none
 // exists.
+//
+// An active event is first listed among its publisher's events (orgItem), on its own, then
+// written with its index items and merge guards in one transaction: a transaction bills each
+// member twice (docs/operations.md §5), and the list needs no atomicity. A crash between the two
+// leaves a listing of an event that does not exist, which a verdict passes over
+// (InvalidateOrg); the other order could leave an event a verdict cannot find.
 func (s *Store) publishOnce(ctx context.Context, c Caller, id string, in event.EventIn) (event.Event, error) {
 	now := s.clock.Now()
 	ev := event.New(in, c.Org, c.Environment, id, now)
@@ -336,7 +342,9 @@ func (s *Store) publishOnce(ctx context.Context, c Caller, id string, in event.E
 	if err != nil {
 		return event.Event{}, err
 	}
-	ops = append(ops, store.PutOp(s.orgItem(ev), store.Condition{}))
+	if err := s.table.Put(ctx, s.orgItem(ev), store.Condition{}); err != nil {
+		return event.Event{}, fmt.Errorf("list event %s: %w", ev.ID, err)
+	}
 	ops = append(ops, guardOps(p.guards, now)...)
 	return ev, s.transact(ctx, ops)
 }
