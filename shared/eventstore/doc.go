@@ -12,12 +12,13 @@
 //	pk "event#<event_id>"               sk "event"             event item
 //	    data (event.Event as JSON, without the content as first published while the current
 //	    fields still say the same), version, idx (the cells its area index items are under), ttl
-//	pk "event#<event_id>"               sk "vote#<reporter>"   vote item, one per reporter
-//	    data (event.Vote as JSON), ttl                          (latest wins, docs/api.md §4.1 rule 6)
+//	pk "event#<event_id>"               sk "vote#<reporter>#<time>#<version>"  signal item, one
+//	    data (the vote, event.Vote, and the history entry of    per vote a reporter gave (its
+//	    its change, as JSON), ttl                               newest stands, docs/api.md §4.1 rule 6)
 //	pk "area#<h3 cell at level 6>"      sk "<2 digits><l|s><event_id>"  area index item, one per
 //	    d (the record of record.go), ttl                         cell at level 8 of the extent
 //	pk "event#<event_id>"               sk "log#<time>#<version>#"  history entry, one per
-//	    data (event.Entry as JSON), ttl                             change (evidence.go)
+//	    data (event.Entry as JSON), ttl                             other change (evidence.go)
 //	pk "orgevents#<org>#<env>#<day>"    sk "<created_at>#<id>"  the publisher's list of
 //	    ttl                                                     events (end.go, InvalidateOrg)
 //	pk "merge#<env>#<type>#<h3 cell>"   sk "guard"              merge guard (merge.go)
@@ -30,7 +31,7 @@
 // being the one the change was computed from. Within a process the changes of one event are
 // serialised, so a burst of signals on one event queues rather than collides; a change that lost to
 // another process reads the event again and is redone, with backoff (Store.Signal). A signal writes
-// the event, the reporter's vote and every index item (the items carry the confidence, tallies and
+// the event, its signal item and every index item (the items carry the confidence, tallies and
 // expiry the signal changed); a revision moves the index to the new extent in the same transaction,
 // deleting the cells no longer touched; an event ended by the deny quorum loses its index items.
 //

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/uber/h3-go/v4"
@@ -22,7 +23,7 @@ const (
 	entryPrefix = "log#"
 	areaPrefix  = "area#"
 
-	attrData    = "data"    // event and vote items: the record as JSON
+	attrData    = "data"    // event, signal and history items: the record as JSON
 	attrVersion = "version" // event item: event.Event.Version, the optimistic-concurrency guard
 	attrCells   = "idx"     // event item: the cells its area index items are under (areaCells)
 	attrRecord  = "d"       // area index item: the record of record.go
@@ -32,8 +33,13 @@ const (
 // change feed (the stream) and need to recognise them; DecodeEvent reads one.
 func EventKey(id string) store.Key { return store.Key{PK: eventPrefix + id, SK: eventSK} }
 
-func voteKey(id, reporter string) store.Key {
-	return store.Key{PK: eventPrefix + id, SK: votePrefix + reporter}
+// standingVote selects the newest signal item of reporter on event id: its standing vote
+// (signalItem), or the vote item "vote#<reporter>" that versions before kept alone, with its
+// entry apart, which sorts before the reporter's signal items. No other reporter's item sorts
+// between: a reporter identity holds no character below '#'.
+func standingVote(id, reporter string) store.Query {
+	prefix := votePrefix + reporter
+	return store.Query{PK: eventPrefix + id, From: prefix, To: prefix + "#~", Desc: true, Limit: 1}
 }
 
 // areaKey is the key of the index item of event id, of environment env, under cell c at
@@ -149,19 +155,50 @@ func decodeEvent(it store.Item) (event.Event, []h3.Cell, error) {
 	return ev, cells, nil
 }
 
-// voteItem is the stored form of a reporter's standing vote on event ev.
-func (s *Store) voteItem(ev event.Event, v event.Vote) (store.Item, error) {
-	data, err := json.Marshal(v)
+// signalRecord is what a change made by a reporter's vote stores: the vote, which stands until
+// the reporter's next, and the change's history entry. Both are one item, written by the change's
+// transaction, which so has one member fewer (docs/operations.md §5):
+//
+//	pk "event#<event_id>"  sk "vote#<reporter>#<time>#<version>"  data {"vote":…, "entry":…}, ttl
+//
+// The reporter's standing vote is its newest (standingVote); the history is these entries and
+// the log# items of the other changes (Evidence).
+type signalRecord struct {
+	Vote  event.Vote  `json:"vote"`
+	Entry event.Entry `json:"entry"`
+}
+
+// signalItem is the stored form of r, the signal that made ev's version.
+func (s *Store) signalItem(ev event.Event, r signalRecord) (store.Item, error) {
+	data, err := json.Marshal(r)
 	if err != nil {
 		return nil, fmt.Errorf("encode vote on %s: %w", ev.ID, err)
 	}
-	k := voteKey(ev.ID, v.Reporter)
 	return store.Item{
-		store.AttrPK:  k.PK,
-		store.AttrSK:  k.SK,
+		store.AttrPK:  eventPrefix + ev.ID,
+		store.AttrSK:  fmt.Sprintf("%s%s#%020d#%020d", votePrefix, r.Vote.Reporter, r.Entry.At.UnixNano(), ev.Version),
 		store.AttrTTL: s.keepUntil(ev),
 		attrData:      string(data),
 	}, nil
+}
+
+// decodeSignal reads a signal item: the vote, and the entry with its place in the history
+// (order, as the sort key of a log# item has it), or no entry for a vote item of versions
+// before, whose entry is a log# item.
+func decodeSignal(it store.Item) (v event.Vote, e *event.Entry, order string, err error) {
+	data := []byte(it.String(attrData))
+	rest := strings.TrimPrefix(it.String(store.AttrSK), votePrefix)
+	if _, order, ok := strings.Cut(rest, "#"); ok {
+		var r signalRecord
+		if err := json.Unmarshal(data, &r); err != nil {
+			return event.Vote{}, nil, "", fmt.Errorf("decode vote item %s: %w", it.Key(), err)
+		}
+		return r.Vote, &r.Entry, order, nil
+	}
+	if err := json.Unmarshal(data, &v); err != nil {
+		return event.Vote{}, nil, "", fmt.Errorf("decode vote item %s: %w", it.Key(), err)
+	}
+	return v, nil, "", nil
 }
 
 // entryItem is the stored form of an entry of ev's history, written by the change that made
@@ -185,14 +222,6 @@ func (s *Store) entryItem(ev event.Event, e event.Entry, suffix string) (store.I
 func (s *Store) entryOp(ev event.Event, e event.Entry) (store.Op, error) {
 	it, err := s.entryItem(ev, e, "")
 	return store.PutOp(it, store.Condition{}), err
-}
-
-func decodeVote(it store.Item) (event.Vote, error) {
-	var v event.Vote
-	if err := json.Unmarshal([]byte(it.String(attrData)), &v); err != nil {
-		return event.Vote{}, fmt.Errorf("decode vote item %s: %w", it.Key(), err)
-	}
-	return v, nil
 }
 
 // keepUntil is the TTL of an event's own items (the event and its votes), in Unix seconds:

@@ -351,30 +351,34 @@ func (s *Store) mergeOps(ctx context.Context, dup event.Event, dupCond store.Con
 		return event.Event{}, nil, err
 	}
 	surv.Corroborated = true
+	entry.ExpiresAfter = surv.ExpiresAt
 	cond := store.IfEqual(attrVersion, read)
-	if outcome == event.Unchanged && corroborated {
-		// The organisation had confirmed it already: nothing of the event changes, but it must
-		// still be the active event that was read.
-		ops = append(ops, store.CheckOp(EventKey(surv.ID), cond))
-	} else {
-		var v *event.Vote
-		if outcome == event.Unchanged {
-			surv.Version++ // only its corroboration changes
-		} else {
-			v = &vote
-		}
-		more, err := s.changeOps(surv, cond, survCells, survCells, v, now)
+	if outcome != event.Unchanged {
+		// The organisation's new vote, its item holding the entry.
+		more, err := s.changeOps(surv, cond, survCells, survCells, &signalRecord{vote, entry}, now)
 		if err != nil {
 			return event.Event{}, nil, err
 		}
 		ops = append(ops, more...)
+	} else {
+		if corroborated {
+			// The organisation had confirmed it already: nothing of the event changes, but it
+			// must still be the active event that was read.
+			ops = append(ops, store.CheckOp(EventKey(surv.ID), cond))
+		} else {
+			surv.Version++ // only its corroboration changes
+			more, err := s.changeOps(surv, cond, survCells, survCells, nil, now)
+			if err != nil {
+				return event.Event{}, nil, err
+			}
+			ops = append(ops, more...)
+		}
+		ei, err := s.entryItem(surv, entry, dup.ID)
+		if err != nil {
+			return event.Event{}, nil, err
+		}
+		ops = append(ops, store.PutOp(ei, store.Condition{}))
 	}
-	entry.ExpiresAfter = surv.ExpiresAt
-	ei, err := s.entryItem(surv, entry, dup.ID)
-	if err != nil {
-		return event.Event{}, nil, err
-	}
-	ops = append(ops, store.PutOp(ei, store.Condition{}))
 	if !corroborated {
 		ops = append(ops, reputation.CountOp(surv.Org, surv.Environment, reputation.Tally{For: 1}, now))
 	}

@@ -497,20 +497,15 @@ func (s *Store) signal(ctx context.Context, c Caller, id string, in event.Signal
 		if outcome == event.Unchanged {
 			return ev, outcome, nil
 		}
-		ops, err := s.changeOps(ev, store.IfEqual(attrVersion, read), cells, cells, &vote, now)
-		if err != nil {
-			return event.Event{}, event.Unchanged, err
-		}
 		entry := event.Entry{At: now.UTC(), Kind: event.EntrySignal, Action: in.Action, Reporter: reporter,
 			ExpiresBefore: before, ExpiresAfter: ev.ExpiresAt, Ended: outcome == event.Ended}
 		if p := in.Position(); p != nil {
 			entry.Distance = distance(*p, ev)
 		}
-		eop, err := s.entryOp(ev, entry)
+		ops, err := s.changeOps(ev, store.IfEqual(attrVersion, read), cells, cells, &signalRecord{vote, entry}, now)
 		if err != nil {
 			return event.Event{}, event.Unchanged, err
 		}
-		ops = append(ops, eop)
 		if t := outcomeTally(corroborated, ev, outcome); t != (reputation.Tally{}) {
 			ops = append(ops, reputation.CountOp(ev.Org, ev.Environment, t, now))
 		}
@@ -550,33 +545,24 @@ func overError(err error, ev event.Event, now time.Time) error {
 	return err
 }
 
-// loadWithVote reads an event and a reporter's standing vote on it (nil when none) in one
-// batch.
+// loadWithVote reads an event and a reporter's standing vote on it (nil when none).
 func (s *Store) loadWithVote(ctx context.Context, id, reporter string) (event.Event, *event.Vote, []h3.Cell, error) {
-	items, err := s.table.BatchGet(ctx, []store.Key{EventKey(id), voteKey(id, reporter)})
+	ev, cells, err := s.load(ctx, id)
 	if err != nil {
-		return event.Event{}, nil, nil, fmt.Errorf("read event %s: %w", id, err)
+		return event.Event{}, nil, nil, err
 	}
-	var (
-		evItem store.Item
-		vote   *event.Vote
-	)
-	for _, it := range items {
-		if it.Key() == EventKey(id) {
-			evItem = it
-			continue
-		}
-		v, err := decodeVote(it)
-		if err != nil {
-			return event.Event{}, nil, nil, err
-		}
-		vote = &v
+	items, err := s.table.Query(ctx, standingVote(id, reporter))
+	if err != nil {
+		return event.Event{}, nil, nil, fmt.Errorf("read the vote of %s on %s: %w", reporter, id, err)
 	}
-	if evItem == nil {
-		return event.Event{}, nil, nil, fmt.Errorf("event %s: %w", id, ErrNotFound)
+	if len(items) == 0 {
+		return ev, nil, cells, nil
 	}
-	ev, cells, err := decodeEvent(evItem)
-	return ev, vote, cells, err
+	v, _, _, err := decodeSignal(items[0])
+	if err != nil {
+		return event.Event{}, nil, nil, err
+	}
+	return ev, &v, cells, nil
 }
 
 // errRetry tells a change loop to read the event again and redo its change.
@@ -640,12 +626,12 @@ func (s *Store) backoff(ctx context.Context, attempt int) error {
 	}
 }
 
-// changeOps is the transaction that writes ev, conditioned on cond, with vote when not nil,
-// and moves its area index items from the cells prev to the cells next (sorted): a put under
+// changeOps is the transaction that writes ev, conditioned on cond, with the signal that
+// changed it when not nil, and moves its area index items from the cells prev to the cells next (sorted): a put under
 // every cell of next (each carrying the event's new record) and a delete under every cell of prev
 // that next lacks. An event that is no longer active at now (the deny quorum ended it) keeps no
 // index items. The event item, first (operation 0), records the cells it is indexed under.
-func (s *Store) changeOps(ev event.Event, cond store.Condition, prev, next []h3.Cell, vote *event.Vote, now time.Time) ([]store.Op, error) {
+func (s *Store) changeOps(ev event.Event, cond store.Condition, prev, next []h3.Cell, sig *signalRecord, now time.Time) ([]store.Op, error) {
 	if ev.IsOver(now) {
 		next = nil
 	}
@@ -655,12 +641,12 @@ func (s *Store) changeOps(ev event.Event, cond store.Condition, prev, next []h3.
 	}
 	ops := make([]store.Op, 0, 2+len(prev)+len(next))
 	ops = append(ops, store.PutOp(evItem, cond))
-	if vote != nil {
-		vi, err := s.voteItem(ev, *vote)
+	if sig != nil {
+		si, err := s.signalItem(ev, *sig)
 		if err != nil {
 			return nil, err
 		}
-		ops = append(ops, store.PutOp(vi, store.Condition{}))
+		ops = append(ops, store.PutOp(si, store.Condition{}))
 	}
 	if len(next) > 0 {
 		rec, err := encodeRecord(ev, now)
