@@ -93,16 +93,16 @@ type opCost struct {
 // of one hazard exactly one stays active, docs/network.md §1), each billed 2 units, and its entry
 // in the publisher's list (which a verdict reads) costs 1 more, outside the transaction.
 var costBudgets = map[string]costtest.Bill{
-	"publish, point":                                 {ReadUnits: 6, WriteUnits: 8},
-	"publish, LineString of 1.6 km":                  {ReadUnits: 12, WriteUnits: 15},
-	"query 1000 m":                                   {ReadUnits: 20},
-	"query 1000 m, sandbox key":                      {ReadUnits: 20},
-	"query 9780 m":                                   {ReadUnits: 200},
-	"signal (first corroboration)":                   {ReadUnits: 2, WriteUnits: 8},
-	"signal (confirm)":                               {ReadUnits: 2, WriteUnits: 6},
-	"revise (severity)":                              {ReadUnits: 8, WriteUnits: 9},
-	"GET one event":                                  {ReadUnits: 1},
-	"close":                                          {ReadUnits: 1, WriteUnits: 6},
+	"publish, point":                {ReadUnits: 6, WriteUnits: 8},
+	"publish, LineString of 1.6 km": {ReadUnits: 12, WriteUnits: 15},
+	"query 1000 m":                  {ReadUnits: 20},
+	"query 1000 m, sandbox key":     {ReadUnits: 20},
+	"query 9780 m":                  {ReadUnits: 200},
+	"signal (first corroboration)":  {ReadUnits: 2, WriteUnits: 8},
+	"signal (confirm)":              {ReadUnits: 2, WriteUnits: 6},
+	"revise (severity)":             {ReadUnits: 8, WriteUnits: 9},
+	"GET one event":                 {ReadUnits: 1},
+	"close":                         {ReadUnits: 1, WriteUnits: 6},
 	"key verification and usage of one /v1 request": {ReadUnits: 1, WriteUnits: 2},
 }
 
