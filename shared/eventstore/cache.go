@@ -60,7 +60,7 @@ type part struct {
 	pending  []pendingWrite
 	groups   []group          // the records, by the grid square of their first position
 	byKey    map[groupKey]int // grid square -> index in groups
-	where    map[string]slot  // event id -> place of its record
+	where    map[string]slot  // sort key -> place of its record
 	bytes    int64
 	pruneAt  int64 // Unix nanoseconds after which expired records are dropped (prune)
 }
@@ -99,13 +99,13 @@ type slot struct{ group, i int }
 const groupStep = 0.01
 
 func keyOf(r *cachedRec) groupKey {
-	return groupKey{int32(math.Floor(r.p0.Lat / groupStep)), int32(math.Floor(r.p0.Lon / groupStep)), r.rec.n > 1}
+	return groupKey{int32(math.Floor(r.p0.Lat / groupStep)), int32(math.Floor(r.p0.Lon / groupStep)), len(r.rec.ext) > 1}
 }
 
-// put adds r to its group, or replaces the record of the same event. It returns the bytes the
+// put adds r to its group, or replaces the record of the same item. It returns the bytes the
 // part grows by. The caller holds p.mu.
 func (p *part) put(r cachedRec) (grown int64) {
-	if at, ok := p.where[r.id]; ok {
+	if at, ok := p.where[r.sk]; ok {
 		grown -= p.groups[at.group].recs[at.i].size
 		p.remove(at)
 	}
@@ -120,7 +120,7 @@ func (p *part) put(r cachedRec) (grown int64) {
 	}
 	g := &p.groups[gi]
 	g.span = max(g.span, geo.Distance(g.centre, r.p0)+r.rec.reach)
-	p.where[r.id] = slot{gi, len(g.recs)}
+	p.where[r.sk] = slot{gi, len(g.recs)}
 	g.recs = append(g.recs, r)
 	grown += r.size
 	p.bytes += grown
@@ -131,11 +131,11 @@ func (p *part) put(r cachedRec) (grown int64) {
 // holds p.mu and adjusts p.bytes.
 func (p *part) remove(at slot) {
 	g := &p.groups[at.group]
-	delete(p.where, g.recs[at.i].id)
+	delete(p.where, g.recs[at.i].sk)
 	last := len(g.recs) - 1
 	if at.i != last {
 		g.recs[at.i] = g.recs[last]
-		p.where[g.recs[at.i].id] = at
+		p.where[g.recs[at.i].sk] = at
 	}
 	g.recs[last] = cachedRec{}
 	g.recs = g.recs[:last]
@@ -221,9 +221,14 @@ type cachedRec struct {
 	p0  geo.Point
 	cos float64  // cosine of p0's latitude (pointDistance)
 	u   geo.Unit // p0 as a unit vector (matcher.add's chord tests)
-	id  string
+	sk  string   // the item's sort key
+	id  string   // the event's id and environment, from sk
+	env string
 	rec record
-	ext []geo.Point // the record's extent, decoded once
+	ext []geo.Point // the record's extent
+	// json is the event's EventPublic in records the cache keeps, rendered once; nil in a
+	// record read for one query, which renders only the events it answers.
+	json []byte
 	// A LineString lies between these latitudes (degrees): its vertices' range widened by
 	// half its longest segment, as every point of a segment is within half its length of an
 	// end. matcher.add uses it to skip the exact distance.
@@ -345,8 +350,8 @@ func (c *partCache) still() (mark uint64, ok bool) {
 
 // stillSince tells whether no record was added since still returned mark. A query whose
 // partitions all came from the cache, with nothing added from still to stillSince, saw each
-// event at most once: an event has one record per partition, and a point one partition per
-// level. Only a change between two of its reads can show a point twice, moved.
+// point at most once: a point has one record (a LineString's several copies are told apart by
+// the matcher anyway). Only a change between two of its reads can show a point twice, moved.
 func (c *partCache) stillSince(mark uint64) bool {
 	return c.adding.Load() == mark
 }
@@ -449,18 +454,29 @@ func (c *partCache) evict() {
 	}
 }
 
-// cacheRecord decodes an index item, with a prepared path when it is to be kept (the cache's
-// records are measured by query after query; a record read for one query is not worth it).
+// cacheRecord decodes an index item, with its JSON and a prepared path when it is to be kept
+// (the cache's records are answered and measured by query after query; a record read for one
+// query is not worth either).
 func cacheRecord(it store.Item, keep bool) (cachedRec, error) {
 	d := it.Bytes(attrRecord)
 	r, err := parseRecord(d)
 	if err != nil {
 		return cachedRec{}, err
 	}
-	id := it.String(store.AttrSK)
-	ext := r.extent()
-	c := cachedRec{id: id, rec: r, ext: ext, p0: ext[0], cos: math.Cos(ext[0].Lat * degToRad), u: ext[0].Unit(),
-		latLo: ext[0].Lat, latHi: ext[0].Lat, size: int64(len(d)+len(id)+16*r.n) + recOverhead}
+	sk := it.String(store.AttrSK)
+	env, id, ok := parseAreaSK(sk)
+	if !ok {
+		return cachedRec{}, errRecord
+	}
+	ext := r.ext
+	c := cachedRec{sk: sk, id: id, env: env, rec: r, ext: ext, p0: ext[0], cos: math.Cos(ext[0].Lat * degToRad), u: ext[0].Unit(),
+		latLo: ext[0].Lat, latHi: ext[0].Lat, size: int64(len(d)+len(sk)+16*len(ext)) + recOverhead}
+	if keep {
+		if c.json, err = appendPublic(nil, id, env, &c.rec); err != nil {
+			return cachedRec{}, err
+		}
+		c.size += int64(len(c.json))
+	}
 	if len(ext) == 1 {
 		return c, nil
 	}

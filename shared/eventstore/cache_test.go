@@ -13,17 +13,28 @@ import (
 	"github.com/roadevents/roadevents/shared/store"
 )
 
-// cacheItem is an area index item of event id under pk, with a record of the given version.
+// cacheItem is an area index item of live event id under pk, with a record of the given version.
 func cacheItem(t *testing.T, pk, id string, version int64) store.Item {
 	t.Helper()
 	ev := event.Event{ID: id, Type: "accident", Lat: 1, Lon: 2, Version: version,
 		ExpiresAt: time.Date(2040, 1, 1, 0, 0, 0, 0, time.UTC)}
-	rec, err := encodeRecord(ev, []byte(fmt.Sprintf(`{"v":%d}`, version)))
+	return indexItem(t, pk, ev)
+}
+
+// indexItem is the area index item of live event ev under pk, written when ev was created.
+func indexItem(t *testing.T, pk string, ev event.Event) store.Item {
+	t.Helper()
+	ev.Environment, ev.Status = event.EnvironmentLive, event.StatusActive
+	ev.CreatedAt = ev.ExpiresAt.Add(-time.Hour)
+	rec, err := encodeRecord(ev, ev.CreatedAt)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return areaItem(pk, id, ev.ExpiresAt, rec)
+	return areaItem(store.Key{PK: pk, SK: "00l" + ev.ID}, ev.ExpiresAt, rec)
 }
+
+// live is what a live credential is served.
+var live = []string{event.EnvironmentLive}
 
 // versions returns the version of each record the cache holds for pk, by id, or nil when the
 // partition is not loaded.
@@ -62,17 +73,17 @@ func TestPartCacheFollowsWrites(t *testing.T) {
 	if got := versions(c, pk); fmt.Sprint(got) != "map[ev_a:2 ev_b:1]" {
 		t.Fatalf("after puts: %v; want ev_a at 2 and ev_b at 1", got)
 	}
-	c.apply([]store.Op{store.DeleteOp(store.Key{PK: pk, SK: "ev_a"}, store.Condition{})}, nil, 0)
+	c.apply([]store.Op{store.DeleteOp(store.Key{PK: pk, SK: "00lev_a"}, store.Condition{})}, nil, 0)
 	if got := versions(c, pk); fmt.Sprint(got) != "map[ev_b:1]" {
 		t.Fatalf("after delete: %v; want ev_b only", got)
 	}
 	// A refused transaction wrote nothing: the partition stays.
-	c.apply([]store.Op{store.DeleteOp(store.Key{PK: pk, SK: "ev_b"}, store.Condition{})}, &store.ConditionError{Op: 0}, 0)
+	c.apply([]store.Op{store.DeleteOp(store.Key{PK: pk, SK: "00lev_b"}, store.Condition{})}, &store.ConditionError{Op: 0}, 0)
 	if got := versions(c, pk); fmt.Sprint(got) != "map[ev_b:1]" {
 		t.Fatalf("after a refused transaction: %v; want ev_b still", got)
 	}
 	// A transaction of unknown outcome drops the partition: the table decides again.
-	c.apply([]store.Op{store.DeleteOp(store.Key{PK: pk, SK: "ev_b"}, store.Condition{})}, errors.New("timeout"), 0)
+	c.apply([]store.Op{store.DeleteOp(store.Key{PK: pk, SK: "00lev_b"}, store.Condition{})}, errors.New("timeout"), 0)
 	if got := versions(c, pk); got != nil {
 		t.Fatalf("after a failed transaction: %v; want the partition dropped", got)
 	}
@@ -94,7 +105,7 @@ func TestPartCacheFillCatchesUpWithWrites(t *testing.T) {
 		_, tk := c.view(pk, 0, func([]group) {})
 		c.apply(put("ev_a", 2), nil, 0)
 		c.apply(put("ev_c", 1), nil, 0)
-		c.apply([]store.Op{store.DeleteOp(store.Key{PK: pk, SK: "ev_b"}, store.Condition{})}, nil, 0)
+		c.apply([]store.Op{store.DeleteOp(store.Key{PK: pk, SK: "00lev_b"}, store.Condition{})}, nil, 0)
 		c.fill(tk, []cachedRec{old, other})
 		if got := versions(c, pk); fmt.Sprint(got) != "map[ev_a:2 ev_c:1]" {
 			t.Errorf("fill after writes: %v; want ev_a at 2 and ev_c at 1, ev_b deleted", got)
@@ -173,7 +184,7 @@ func TestPointDistance(t *testing.T) {
 		c := geo.Point{Lat: r.Float64()*180 - 90, Lon: r.Float64()*360 - 180}
 		p := geo.Point{Lat: geo.Round5(c.Lat + r.NormFloat64()), Lon: geo.Round5(math.Mod(c.Lon+r.NormFloat64()+540, 360) - 180)}
 		p.Lat = max(-90, min(90, p.Lat))
-		m := newMatcher(AreaQuery{Center: c, Radius: 1000}, 0, 500)
+		m := newMatcher(AreaQuery{Center: c, Radius: 1000}, 0, 500, live)
 		if got, want := m.pointDistance(p, math.Cos(p.Lat*degToRad)), geo.Distance(c, p); got != want {
 			t.Fatalf("pointDistance(%v, %v) = %v; geo.Distance = %v", c, p, got, want)
 		}
@@ -212,11 +223,7 @@ func scanItem(t *testing.T, pk, id string, expires time.Time, ext ...geo.Point) 
 		}
 		ev.Geometry = &event.LineString{Type: event.GeometryType, Coordinates: coords}
 	}
-	rec, err := encodeRecord(ev, []byte(fmt.Sprintf(`{"id":%q}`, id)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return areaItem(pk, id, expires, rec)
+	return indexItem(t, pk, ev)
 }
 
 // A cached partition read by groups, nearest first, skipping the groups out of reach, and
@@ -250,7 +257,7 @@ func TestAddPartAgreesWithAdd(t *testing.T) {
 		for _, limit := range []int{500, 50} {
 			for range 5 {
 				q := AreaQuery{Center: near(0.05), Radius: radius}
-				byPart, inOrder := newMatcher(q, 0, limit), newMatcher(q, 0, limit)
+				byPart, inOrder := newMatcher(q, 0, limit, live), newMatcher(q, 0, limit, live)
 				byPart.addPart(p.groups)
 				for i := range recs {
 					inOrder.add(&recs[i])
@@ -281,7 +288,7 @@ func TestResultKeepsTheNewestCopy(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, order := range [][]cachedRec{{old, other, moved}, {moved, other, old}} {
-		m := newMatcher(AreaQuery{Center: center, Radius: 1000}, 0, 500)
+		m := newMatcher(AreaQuery{Center: center, Radius: 1000}, 0, 500, live)
 		for i := range order {
 			m.add(&order[i])
 		}
@@ -320,7 +327,7 @@ func TestPartCacheTellsWhetherRecordsWereAdded(t *testing.T) {
 func TestResultOrdersCloseDistancesExactly(t *testing.T) {
 	t.Parallel()
 	r := rand.New(rand.NewPCG(2, 4))
-	m := newMatcher(AreaQuery{Center: geo.Point{}, Radius: 9780}, 0, 300)
+	m := newMatcher(AreaQuery{Center: geo.Point{}, Radius: 9780}, 0, 300, live)
 	for i := range 400 {
 		d := 1000 + float64(r.IntN(50))*1e-6 // many share a float32, some are equal
 		m.found = append(m.found, AreaEvent{ID: fmt.Sprintf("ev_%03d", r.IntN(1000)) + fmt.Sprint(i), Distance: d})

@@ -10,14 +10,15 @@
 // docs/architecture.md §2):
 //
 //	pk "event#<event_id>"               sk "event"             event item
-//	    data (event.Event as JSON), version, org_id, environment,
-//	    cells (the area cells it is indexed under), ttl
-//	pk "event#<event_id>"               sk "vote#<reporter>"   vote item, one per reporter
-//	    data (event.Vote as JSON), ttl                          (latest wins, docs/api.md §4.1 rule 6)
-//	pk "area#<environment>#<h3 cell>"   sk "<event_id>"        area index item, one per cell
-//	    d (the record of record.go), ttl                        of the extent at each level
+//	    data (event.Event as JSON, without the content as first published while the current
+//	    fields still say the same), version, idx (the cells its area index items are under), ttl
+//	pk "event#<event_id>"               sk "vote#<reporter>#<time>#<version>"  signal item, one
+//	    data (the vote, event.Vote, and the history entry of    per vote a reporter gave (its
+//	    its change, as JSON), ttl                               newest stands, docs/api.md §4.1 rule 6)
+//	pk "area#<h3 cell at level 6>"      sk "<2 digits><l|s><event_id>"  area index item, one per
+//	    d (the record of record.go), ttl                         cell at level 8 of the extent
 //	pk "event#<event_id>"               sk "log#<time>#<version>#"  history entry, one per
-//	    data (event.Entry as JSON), ttl                             change (evidence.go)
+//	    data (event.Entry as JSON), ttl                             other change (evidence.go)
 //	pk "orgevents#<org>#<env>#<day>"    sk "<created_at>#<id>"  the publisher's list of
 //	    ttl                                                     events (end.go, InvalidateOrg)
 //	pk "merge#<env>#<type>#<h3 cell>"   sk "guard"              merge guard (merge.go)
@@ -30,7 +31,7 @@
 // being the one the change was computed from. Within a process the changes of one event are
 // serialised, so a burst of signals on one event queues rather than collides; a change that lost to
 // another process reads the event again and is redone, with backoff (Store.Signal). A signal writes
-// the event, the reporter's vote and every index item (the items carry the confidence, tallies and
+// the event, its signal item and every index item (the items carry the confidence, tallies and
 // expiry the signal changed); a revision moves the index to the new extent in the same transaction,
 // deleting the cells no longer touched; an event ended by the deny quorum loses its index items.
 //
@@ -44,14 +45,21 @@
 // # Area index
 //
 // GET /v1/events reads the index only, never the events: each index item holds what filtering,
-// measuring, sorting and answering need, denormalised (record.go): expiry, version,
-// confidence, type, the extent's positions, and the EventPublic body already encoded as JSON,
-// which the answer concatenates without encoding again.
+// measuring, sorting and answering need (record.go): expiry, version, tallies, type, the
+// extent's positions and the members of the event's public JSON that nothing else gives, from
+// which the answer is rendered, byte for byte what json.Marshal of event.Public writes. The
+// items are small (about 120 bytes for a point, where the public JSON alone is 550), because
+// DynamoDB bills a query by the kilobytes it reads (docs/operations.md §5).
 //
-// Extents are indexed under the cells geo.IndexCells gives at two H3 resolutions, FineLevel 8
-// and CoarseLevel 6, and a query reads the cells of geo.CoverCircle at the finest level whose
-// cover needs at most MaxLookups (20) cells. Measured over 2000 random centres (latitudes up
-// to 60°), with cover area standing for the items read at a uniform density:
+// An extent is indexed under the cells geo.IndexCells gives at FineLevel 8, each item in the
+// partition of its cell's parent at CoarseLevel 6, sorted by the cell's two digits between the
+// levels, then the environment: a point has one index item. A query reads the cells of
+// geo.CoverCircle at level 8 when its cover needs at most MaxLookups (20) cells, each cell a
+// prefix of its partition and consecutive cells one range (both environments at once: a
+// sandbox credential, served both, docs/api.md §1, costs no more); wider queries read whole
+// partitions, those of geo.CoverParents (H3 cells do not nest exactly, so a partition's items may
+// lie up to about 460 m outside its own cell). Measured over 2000 random centres (latitudes up to
+// 60°), with cover area standing for the items read at a uniform density:
 //
 //	radius   level  cells (min-avg-max)  cover area   circle
 //	1000 m     8       7 - 11.0 - 17        8.1 km²    3.1 km²
@@ -61,14 +69,13 @@
 //	9780 m     7      61 - 76.7 - 118       396 km²
 //
 // Level 8 serves the default radius with the fewest items within the budget (at the benchmark
-// city's 40 events per km², about 380 items read for 140 answered, against about 740 at level 7);
-// up to 1.1 km its cover stays within 20 cells (up to 1.6 km for half the centres). Larger radii
-// read level 6: the widest query reads 12 to 24 cells (1.6 % of centres over 20), where level 5
-// would read a third of the cells but twice the items, and level 7 five times the cells. A sandbox
-// credential is served both environments (docs/api.md §1) and reads both partitions of each cell.
-// At level 6 the cells are read nearest first, in waves of growing size, and the query stops once
-// 500 events (MaxEventsPerQuery, docs/api.md §8) are nearer than any unread cell could hold: over a
-// dense city the widest query reads the 3 or 4 cells around its centre.
+// city's 40 events per km², about 390 items read for 140 answered, against about 740 at level 7),
+// in about 7 table Queries; up to 1.1 km its cover stays within 20 cells (up to 1.6 km for half the
+// centres). Larger radii read level 6 partitions: 12 to 24 of them, where level 5 would read a
+// third of the partitions but twice the items, and level 7 five times the partitions. They are
+// read nearest first, in waves of growing size, and the query stops once 500 events
+// (MaxEventsPerQuery, docs/api.md §8) are nearer than any unread partition could hold: over a
+// dense city the widest query reads the 2 to 4 partitions around its centre.
 //
 // Each record also carries what lets a query skip most exact distances (record.go, cache.go):
 // a point whose chord to the centre is longer than the bound's (geo.ChordSquared; the bound is
@@ -80,22 +87,26 @@
 // nearest first and skips those that cannot come within the bound, so a wide query touches a
 // fraction of the records its cells hold (docs/performance.md §4).
 //
+// A query answers from the index as it stands a moment ago: GET /v1/events reads it eventually
+// consistent (AreaQuery.Eventual), for half the read units; the stream's snapshot and the
+// duplicate search, on which a write or a promise of every later change depends, read it
+// strongly consistent (docs/architecture.md §2).
+//
 // # Area cache
 //
 // Reading an index item through store.Table builds a map and allocates several times per item,
-// and that, not the geometry, bounded the query rate: a 1000 m query reads about 380 items.
-// With Options.CacheBytes a Store keeps the partitions it read, decoded, and applies its own
-// index writes to them (cache.go), so a query over cells read before touches the table not at
-// all. That is exact only where this Store is the only writer of the area index, which service
+// and that, not the geometry, bounded the query rate: a 1000 m query reads about 390 items.
+// With Options.CacheBytes a Store keeps the partitions it read, whole, decoded and with each
+// event's public JSON rendered, and applies its own index writes to them (cache.go), so a query
+// over partitions read before touches the table not at all. That is exact only where this Store is the only writer of the area index, which service
 // arranges for the embedded store of `go run .` (one process by its file lock); Lambdas
 // sharing DynamoDB read the table every time. The CPU time per query with and without the
 // cache (bench_test.go) is in docs/performance.md §4.
 //
-// Two levels double the index writes of a point event (3 items instead of 2) and bound how long
-// an extent may be: every change is one transaction of at most 100 operations (store.
-// MaxTransactOps), and a revision may delete every old cell and put every new one, so an
-// extent may span at most MaxIndexCells (49) cells over both levels: about 20 km (measured over
-// random 10-vertex lines: 20 km spans 33 cells on average and 45 at most, 30 km 48 and 66). A
-// longer extent is refused with 422 rather than written in several transactions, which a
-// failure between them would leave serving a stale or half-moved event.
+// Every change is one transaction of at most 100 operations (store.MaxTransactOps), and a
+// revision may delete every old index item and put every new one, so an extent is refused with
+// 422 past MaxIndexCells (49) cells counted at levels 8 and 6, about 20 km (measured over random
+// 10-vertex lines: 20 km spans 33 such cells on average and 45 at most, 30 km 48 and 66), rather
+// than written in several transactions, which a failure between them would leave serving a
+// stale or half-moved event.
 package eventstore

@@ -19,12 +19,6 @@ func (s *Store) Close(ctx context.Context, c Caller, id string) (event.Event, er
 	return s.end(ctx, id, c.mayRevise, (*event.Event).Close, event.Entry{Kind: event.EntryClosed})
 }
 
-// Invalidate ends event id on a verdict about its publisher, with reason (docs/network.md §2): it
-// becomes invalidated and the stream sends its "ended". An event over already is an *OverError.
-func (s *Store) Invalidate(ctx context.Context, id, reason string) (event.Event, error) {
-	return s.end(ctx, id, nil, (*event.Event).Invalidate, event.Entry{Kind: event.EntryInvalidated, Reason: reason})
-}
-
 // end ends event id with apply (an ending of package event), and records entry, completed
 // with the moment and the expiry, in its history; check (nil for none) decides first whether
 // the caller may.
@@ -69,13 +63,22 @@ func (s *Store) end(ctx context.Context, id string, check func(event.Event) erro
 }
 
 // InvalidateOrg invalidates every active event org published in env at or after since (the zero
-// time: every one), with reason, and returns how many it invalidated (docs/network.md §2). It reads
-// the organisation's list of events back to the longest life a type allows.
+// time: every one), with reason, and returns how many it invalidated (docs/network.md §2): each
+// becomes invalidated and the stream sends its "ended". It reads
+// the organisation's list of events back to the longest life a type allows. The list may name
+// an event that does not exist, or one listed again when its publish was retried (publishOnce):
+// each event's own organisation, environment and creation time decide.
 func (s *Store) InvalidateOrg(ctx context.Context, org, env string, since time.Time, reason string) (int, error) {
 	now := s.clock.Now()
 	from := now.Add(-ceiling("")) // the longest life a type allows
 	if since.After(from) {
 		from = since
+	}
+	listed := func(ev event.Event) error {
+		if ev.Org != org || ev.Environment != env || ev.CreatedAt.Before(from) {
+			return errNotListed
+		}
+		return nil
 	}
 	n := 0
 	for day := from.UTC().Truncate(24 * time.Hour); !day.After(now); day = day.AddDate(0, 0, 1) {
@@ -85,12 +88,12 @@ func (s *Store) InvalidateOrg(ctx context.Context, org, env string, since time.T
 		}
 		for _, it := range items {
 			_, id, _ := strings.Cut(it.String(store.AttrSK), "#")
-			_, err := s.Invalidate(ctx, id, reason)
+			_, err := s.end(ctx, id, listed, (*event.Event).Invalidate, event.Entry{Kind: event.EntryInvalidated, Reason: reason})
 			switch {
 			case err == nil:
 				n++
-			case errors.Is(err, event.ErrOver), errors.Is(err, ErrNotFound):
-				// Over already, or gone.
+			case errors.Is(err, event.ErrOver), errors.Is(err, ErrNotFound), errors.Is(err, errNotListed):
+				// Over already, gone, or not one of the events asked for.
 			default:
 				return n, err
 			}
@@ -98,6 +101,9 @@ func (s *Store) InvalidateOrg(ctx context.Context, org, env string, since time.T
 	}
 	return n, nil
 }
+
+// errNotListed is an event of an organisation's list that a verdict does not concern.
+var errNotListed = errors.New("events: not one of the organisation's events since the verdict's start")
 
 // mayRevise tells whether the caller may change ev as its publisher (docs/api.md §4.1 rule 5):
 // ErrNotFound for an event of a network it is not served, ErrNotPublisher for another

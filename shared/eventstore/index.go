@@ -4,21 +4,23 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 
 	"github.com/uber/h3-go/v4"
 
 	"github.com/roadevents/roadevents/shared/geo"
 )
 
-// The area index is kept at two H3 resolutions (see the package doc, "Area index", for the
-// measurements behind them).
+// The area index keeps an extent under its cells at FineLevel, each in the partition of the
+// cell's parent at CoarseLevel (areaKey; see the package doc, "Area index", for the measurements
+// behind the levels).
 const (
-	// FineLevel serves small radii, the default 1000 m among them: there a query reads the
-	// fewest items. It is the query_level of GET /v1/meta/limits.
+	// FineLevel serves small radii, the default 1000 m among them: such a query reads the cells
+	// of its cover, each a prefix of its partition. It is the query_level of
+	// GET /v1/meta/limits.
 	FineLevel = 8
-	// CoarseLevel serves radii whose fine cover would need more than MaxLookups reads, up to
-	// the widest query of docs/api.md §8 (9780 m).
+	// CoarseLevel is the level of the partitions, two above FineLevel (areaDigits). Radii whose
+	// fine cover would need more than MaxLookups cells, up to the widest query of docs/api.md §8
+	// (9780 m), read whole partitions.
 	CoarseLevel = 6
 )
 
@@ -26,25 +28,19 @@ const (
 // the fine level, which a query of the default radius reads.
 const QueryLevel = FineLevel
 
-// levels lists the index levels, finest first: a query takes the first whose cover needs at
-// most MaxLookups reads.
-var levels = []int{FineLevel, CoarseLevel}
-
-// MaxLookups bounds the cells a query reads when some level allows it: the lookup budget of
-// the load targets (docs/performance.md §1), one table Query per cell. A level is chosen by
-// cells, not partitions: a sandbox credential, which is served both environments (docs/api.md §1),
-// reads two partitions per cell rather than falling back to cells seven times larger for its
-// 1000 m queries.
+// MaxLookups bounds the cells of a query at FineLevel, which reads them in at most as many table
+// Queries (consecutive cells of a partition are read in one): the lookup budget of the load
+// targets (docs/performance.md §1). A wider query reads partitions at CoarseLevel.
 const MaxLookups = 20
 
-// MaxIndexCells bounds the index cells of one extent, over both levels. Every change of an
-// event is one transaction of at most store.MaxTransactOps operations: the event item, a vote,
-// and one put or delete per cell. A revision that moves an extent to somewhere entirely new
-// deletes every old cell and puts every new one, so 1 + 2*49 = 99 fits whatever the old and the
-// new extent are. 49 cells is a straight segment of about 20 km (measured: 20 km takes 33 cells
-// on average, 45 at most; 30 km takes 48 on average, 66 at most), which the longest queues a
-// fleet reports stay under; a longer extent is refused with 422 (ErrExtentTooLarge) rather than
-// indexed in several transactions that a failure could leave half done, serving stale copies.
+// MaxIndexCells bounds the cells of one extent, counted at FineLevel and at CoarseLevel: the
+// limit of docs/api.md §2.2, about 20 km (measured: 20 km takes 33 cells on average, 45 at most;
+// 30 km takes 48 on average, 66 at most), which the longest queues a fleet reports stay under.
+// Only the cells at FineLevel hold index items, and every change of an event is one transaction
+// of at most store.MaxTransactOps operations: a revision that moves an extent to somewhere
+// entirely new deletes every old item and puts every new one, well within 100 operations. A
+// longer extent is refused with 422 (ErrExtentTooLarge) rather than indexed in several
+// transactions that a failure could leave half done, serving stale copies.
 const MaxIndexCells = 49
 
 // ErrExtentTooLarge is returned (in an *ExtentError) by Publish and Revise for an extent that
@@ -69,59 +65,55 @@ func (e *ExtentError) Error() string {
 // Unwrap makes errors.Is(err, ErrExtentTooLarge) true.
 func (e *ExtentError) Unwrap() error { return ErrExtentTooLarge }
 
-// indexCells returns the cells, at every level, under which an extent is indexed, as
-// canonical strings, sorted, and those of FineLevel as cells (the merge guards derive from
-// them). geo.IndexCells samples the extent so that a padded cover always meets it (docs/api.md
-// §4.1 rule 3: a long segment passing the query point is found).
-func indexCells(extent []geo.Point) (all []string, fine []h3.Cell, err error) {
-	for _, res := range levels {
-		cells, err := geo.IndexCells(extent, res)
-		if errors.Is(err, geo.ErrExtentTooLong) {
-			return nil, nil, &ExtentError{Cells: len(all), Length: geo.Length(extent)}
-		}
-		if err != nil {
-			return nil, nil, fmt.Errorf("index cells at level %d: %w", res, err)
-		}
-		if res == FineLevel {
-			fine = cells
-		}
-		for _, c := range cells {
-			all = append(all, geo.CellString(c))
-		}
-		if len(all) > MaxIndexCells {
-			return nil, nil, &ExtentError{Cells: len(all), Length: geo.Length(extent)}
-		}
+// indexCells returns the cells at FineLevel under which an extent is indexed, sorted.
+// geo.IndexCells samples the extent so that a padded cover always meets it (docs/api.md §4.1
+// rule 3: a long segment passing the query point is found). The cells at CoarseLevel are only
+// counted, for the limit (MaxIndexCells).
+func indexCells(extent []geo.Point) ([]h3.Cell, error) {
+	fine, err := geo.IndexCells(extent, FineLevel)
+	if errors.Is(err, geo.ErrExtentTooLong) {
+		return nil, &ExtentError{Cells: MaxIndexCells + 1, Length: geo.Length(extent)}
 	}
-	slices.Sort(all)
-	return all, fine, nil
+	if err != nil {
+		return nil, fmt.Errorf("index cells at level %d: %w", FineLevel, err)
+	}
+	coarse, err := geo.IndexCells(extent, CoarseLevel)
+	if err != nil {
+		return nil, fmt.Errorf("index cells at level %d: %w", CoarseLevel, err)
+	}
+	if n := len(fine) + len(coarse); n > MaxIndexCells {
+		return nil, &ExtentError{Cells: n, Length: geo.Length(extent)}
+	}
+	return fine, nil
 }
 
-// cover is the set of cells a query reads.
+// cover is what a query reads: cells at FineLevel, or partitions at CoarseLevel, nearest first
+// with a lower bound of the distance to each (dist, for the early stop of matcher.complete).
 type cover struct {
 	level int
 	cells []h3.Cell
+	dist  []float64 // CoarseLevel only
 }
 
-// coverFor returns the cover of a query of radius metres around center at the finest level
-// whose cover has at most MaxLookups cells; when no level fits, the coarsest. A level whose
-// cover is certainly too large (estimated from the average cell area at more than twice the
-// budget) is not even computed, because computing a cover costs time in proportion to its
-// cells.
+// coverFor returns the cover of a query of radius metres around center: the cells at FineLevel
+// when at most MaxLookups of them are needed, else the partitions at CoarseLevel. The fine cover
+// is not even computed when it is certainly too large (estimated from the average cell area at
+// more than twice the budget), because computing a cover costs time in proportion to its cells.
 func coverFor(center geo.Point, radius float64) (cover, error) {
-	for i, res := range levels {
-		last := i == len(levels)-1
-		if !last && estimateCells(radius, res) > 2*MaxLookups {
-			continue
-		}
-		cells, err := geo.CoverCircle(center, radius, res)
+	if estimateCells(radius, FineLevel) <= 2*MaxLookups {
+		cells, err := geo.CoverCircle(center, radius, FineLevel)
 		if err != nil {
-			return cover{}, fmt.Errorf("cover of %.0f m at level %d: %w", radius, res, err)
+			return cover{}, fmt.Errorf("cover of %.0f m at level %d: %w", radius, FineLevel, err)
 		}
-		if last || len(cells) <= MaxLookups {
-			return cover{level: res, cells: cells}, nil
+		if len(cells) <= MaxLookups {
+			return cover{level: FineLevel, cells: cells}, nil
 		}
 	}
-	panic("unreachable: the last level always returns")
+	parts, dist, err := geo.CoverParents(center, radius, CoarseLevel, FineLevel)
+	if err != nil {
+		return cover{}, fmt.Errorf("cover of %.0f m at level %d: %w", radius, CoarseLevel, err)
+	}
+	return cover{level: CoarseLevel, cells: parts, dist: dist}, nil
 }
 
 // estimateCells is the number of cells of resolution res a cover of radius metres takes on

@@ -1,6 +1,7 @@
 package eventstore
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"fmt"
@@ -218,7 +219,7 @@ func guardOps(guards []guard, now time.Time) []store.Op {
 // indexed under, its merge guards, locked (and read, unless the Store is the only writer)
 // until release, and the report it duplicates, if found.
 type placement struct {
-	cells    []string
+	cells    []h3.Cell
 	guards   []guard
 	release  func()
 	survivor event.Event
@@ -229,7 +230,7 @@ type placement struct {
 // it duplicates: the order that makes the guards catch a report written meanwhile. On success
 // the caller must call release once its transaction is written (or abandoned).
 func (s *Store) place(ctx context.Context, ev event.Event, now time.Time) (placement, error) {
-	cells, fine, err := indexCells(ev.Extent())
+	cells, err := indexCells(ev.Extent())
 	if err != nil {
 		return placement{}, err
 	}
@@ -237,7 +238,7 @@ func (s *Store) place(ctx context.Context, ev event.Event, now time.Time) (place
 	if err != nil {
 		return placement{}, err
 	}
-	guards, release, err := s.takeGuards(ctx, ev, fine, search)
+	guards, release, err := s.takeGuards(ctx, ev, cells, search)
 	if err != nil {
 		return placement{}, err
 	}
@@ -262,15 +263,17 @@ func (s *Store) survivor(ctx context.Context, ev event.Event, search []h3.Cell, 
 	}
 	t, _ := taxonomy.Lookup(ev.Type)
 	q := AreaQuery{Center: ev.Point(), Radius: t.MergeDistance, Types: []string{ev.Type}}
-	res, err := s.areaIn(ctx, []string{ev.Environment}, q, cover{level: FineLevel, cells: search})
+	// Strongly consistent: the merge guards only catch a report written after this search
+	// read, so the search must see every report written before it.
+	res, err := s.areaIn(ctx, []string{ev.Environment}, q, cover{level: FineLevel, cells: search}, false)
 	if err != nil {
 		return event.Event{}, false, fmt.Errorf("search duplicates of %s: %w", ev.ID, err)
 	}
-	source := ev.Source()
+	source := sourceID(ev.Source())
 	keys := make([]store.Key, 0, min(len(res.Events), maxCandidates))
 	for _, e := range res.Events {
 		// The source's own reports are passed over by the index record, unread.
-		if e.ID != ev.ID && len(keys) < maxCandidates && string(e.source) != source {
+		if e.ID != ev.ID && len(keys) < maxCandidates && !bytes.Equal(e.source, source) {
 			keys = append(keys, EventKey(e.ID))
 		}
 	}
@@ -321,7 +324,7 @@ func older(a, b event.Event) bool {
 // organisation, its history entry, and the corroboration its publisher's reputation counts.
 // A survivor that ended or changed since the search found it is store.ErrConflict: search
 // again.
-func (s *Store) mergeOps(ctx context.Context, dup event.Event, dupCond store.Condition, dupCells []string, survivor string, now time.Time) (event.Event, []store.Op, error) {
+func (s *Store) mergeOps(ctx context.Context, dup event.Event, dupCond store.Condition, dupCells []h3.Cell, survivor string, now time.Time) (event.Event, []store.Op, error) {
 	surv, prev, survCells, err := s.loadWithVote(ctx, survivor, event.Reporter(dup.Org, nil))
 	if err != nil {
 		return event.Event{}, nil, err
@@ -348,30 +351,34 @@ func (s *Store) mergeOps(ctx context.Context, dup event.Event, dupCond store.Con
 		return event.Event{}, nil, err
 	}
 	surv.Corroborated = true
+	entry.ExpiresAfter = surv.ExpiresAt
 	cond := store.IfEqual(attrVersion, read)
-	if outcome == event.Unchanged && corroborated {
-		// The organisation had confirmed it already: nothing of the event changes, but it must
-		// still be the active event that was read.
-		ops = append(ops, store.CheckOp(EventKey(surv.ID), cond))
-	} else {
-		var v *event.Vote
-		if outcome == event.Unchanged {
-			surv.Version++ // only its corroboration changes
-		} else {
-			v = &vote
-		}
-		more, err := s.changeOps(surv, cond, survCells, survCells, v, now)
+	if outcome != event.Unchanged {
+		// The organisation's new vote, its item holding the entry.
+		more, err := s.changeOps(surv, cond, survCells, survCells, &signalRecord{vote, entry}, now)
 		if err != nil {
 			return event.Event{}, nil, err
 		}
 		ops = append(ops, more...)
+	} else {
+		if corroborated {
+			// The organisation had confirmed it already: nothing of the event changes, but it
+			// must still be the active event that was read.
+			ops = append(ops, store.CheckOp(EventKey(surv.ID), cond))
+		} else {
+			surv.Version++ // only its corroboration changes
+			more, err := s.changeOps(surv, cond, survCells, survCells, nil, now)
+			if err != nil {
+				return event.Event{}, nil, err
+			}
+			ops = append(ops, more...)
+		}
+		ei, err := s.entryItem(surv, entry, dup.ID)
+		if err != nil {
+			return event.Event{}, nil, err
+		}
+		ops = append(ops, store.PutOp(ei, store.Condition{}))
 	}
-	entry.ExpiresAfter = surv.ExpiresAt
-	ei, err := s.entryItem(surv, entry, dup.ID)
-	if err != nil {
-		return event.Event{}, nil, err
-	}
-	ops = append(ops, store.PutOp(ei, store.Condition{}))
 	if !corroborated {
 		ops = append(ops, reputation.CountOp(surv.Org, surv.Environment, reputation.Tally{For: 1}, now))
 	}

@@ -23,6 +23,11 @@ type AreaQuery struct {
 	Types []string
 	// MinConfidence keeps events whose confidence is at least this (0..1).
 	MinConfidence float64
+	// Eventual reads the index eventually consistent (store.Query.Eventual): for half the
+	// price, the answer may miss a change of the last moment. GET /v1/events allows it
+	// (docs/architecture.md §2, consistency); a stream's snapshot must not, nor the duplicate
+	// search.
+	Eventual bool
 }
 
 // AreaEvent is one event an area query found.
@@ -32,8 +37,11 @@ type AreaEvent struct {
 	Distance float64
 	// JSON is the event's EventPublic as GET /v1/events sends it.
 	JSON []byte
-	// source is event.Event.Source, nil when the record predates it (record.go).
+	// source identifies event.Event.Source (sourceID).
 	source []byte
+	// unrendered is the record of an event whose JSON result has still to render: one read
+	// from the table for this query only (a cached record carries its JSON).
+	unrendered *cachedRec
 }
 
 // AreaResult is the answer of an area query and what it cost.
@@ -43,8 +51,8 @@ type AreaResult struct {
 	Events []AreaEvent
 	// Level is the H3 resolution whose cells were read.
 	Level int
-	// Lookups is the number of index partitions read (one table Query each, unless the
-	// partition was cached: Cached of them), and ItemsRead the index records they held.
+	// Lookups is the number of table Queries the index took, or partitions found cached:
+	// Cached of them; ItemsRead the index records they held.
 	Lookups, Cached, ItemsRead int
 }
 
@@ -66,23 +74,24 @@ func (r *AreaResult) AppendJSON(b []byte) []byte {
 // q.Radius of q.Center and that pass q's filters, nearest first, capped silently at
 // Options.MaxEventsPerQuery (docs/api.md §4.1 rule 3, §8).
 //
-// It reads only the area index: the cells covering the circle at the level coverFor picks,
-// one table Query per cell and environment, several at once. Each index item carries the
-// event's type, confidence, expiry, extent and public JSON, so the events are filtered,
-// measured exactly (geo.DistanceToExtent) and answered without reading them. Expiry is checked
-// against the clock here, whatever the table's TTL deletion has done (docs/api.md §3: an event is
-// expired once expires_at is reached). A LineString indexed under several cells is answered
-// once, in its newest copy.
+// It reads only the area index: the cells covering the circle at FineLevel, each a prefix of
+// its partition (consecutive ones in one table Query), or for a wide circle the partitions at
+// CoarseLevel, several Queries at once, both environments of a cell in one. Each index item
+// carries the event's type, confidence, expiry and extent, and what its public JSON needs, so the
+// events are filtered, measured exactly (geo.DistanceToExtent) and answered without reading
+// them. Expiry is checked against the clock here, whatever the table's TTL deletion has done
+// (docs/api.md §3: an event is expired once expires_at is reached). A LineString indexed under
+// several cells is answered once, in its newest copy. The index is read eventually consistent:
+// an answer may miss a change of the last moment (docs/architecture.md §2, consistency).
 //
-// At the coarse level, which large radii use, the cells are read nearest first, in growing
-// waves, and reading stops as soon as the cap is reached by events that no unread cell can
-// beat: a 9780 m query over a dense city reads the few cells around its centre, not all of
-// them.
+// Wide circles read their partitions nearest first, in growing waves, and stop as soon as the
+// cap is reached by events that no unread partition can beat: a 9780 m query over a dense city
+// reads the few partitions around its centre, not all of them.
 func (s *Store) Area(ctx context.Context, c Caller, q AreaQuery) (*AreaResult, error) {
 	return s.area(ctx, c.environments(), q)
 }
 
-// area is Area over the partitions of the environments envs.
+// area is Area over the events of the environments envs.
 func (s *Store) area(ctx context.Context, envs []string, q AreaQuery) (*AreaResult, error) {
 	if !q.Center.Valid() || !(q.Radius > 0) || q.Radius > s.maxRadius || math.IsNaN(q.MinConfidence) {
 		return nil, fmt.Errorf("%w: centre %v, radius %v, min_confidence %v", ErrInvalidQuery, q.Center, q.Radius, q.MinConfidence)
@@ -91,13 +100,14 @@ func (s *Store) area(ctx context.Context, envs []string, q AreaQuery) (*AreaResu
 	if err != nil {
 		return nil, err
 	}
-	return s.areaIn(ctx, envs, q, cov)
+	return s.areaIn(ctx, envs, q, cov, q.Eventual)
 }
 
-// areaIn answers q, checked already, from the index cells of cov.
-func (s *Store) areaIn(ctx context.Context, envs []string, q AreaQuery, cov cover) (*AreaResult, error) {
+// areaIn answers q, checked already, from the index cells of cov, for the events of the
+// environments envs. eventual lets the reads lag (store.Query.Eventual).
+func (s *Store) areaIn(ctx context.Context, envs []string, q AreaQuery, cov cover, eventual bool) (*AreaResult, error) {
 	res := &AreaResult{Level: cov.level}
-	m := newMatcher(q, s.clock.Now().UnixNano(), s.maxPerQuery)
+	m := newMatcher(q, s.clock.Now().UnixNano(), s.maxPerQuery, envs)
 	defer m.release()
 	var (
 		mark  uint64
@@ -106,80 +116,98 @@ func (s *Store) areaIn(ctx context.Context, envs []string, q AreaQuery, cov cove
 	if s.cache != nil {
 		mark, still = s.cache.still()
 	}
-
-	waves := [][]h3.Cell{cov.cells}
-	var bounds []float64 // lower bound of the distance to the first cell of each wave
-	if cov.level != levels[0] && len(cov.cells) > 1 {
-		var err error
-		waves, bounds, err = nearestFirst(q.Center, cov)
-		if err != nil {
+	if cov.level == FineLevel {
+		if err := s.readAreas(ctx, fineReads(cov.cells, envs), eventual, m, res); err != nil {
 			return nil, err
 		}
-	}
-	for i, wave := range waves {
-		pks := make([]string, 0, len(wave)*len(envs))
-		for _, cell := range wave {
-			for _, env := range envs {
-				pks = append(pks, areaPK(env, geo.CellString(cell)))
+	} else {
+		for _, wave := range waves(len(cov.cells)) {
+			reads := make([]areaRead, 0, wave.n)
+			for _, p := range cov.cells[wave.from : wave.from+wave.n] {
+				reads = append(reads, areaRead{pk: areaPartition(p)})
+			}
+			if err := s.readAreas(ctx, reads, eventual, m, res); err != nil {
+				return nil, err
+			}
+			if next := wave.from + wave.n; next < len(cov.cells) && m.complete(cov.dist[next]) {
+				break
 			}
 		}
-		res.Lookups += len(pks)
-		if err := s.readWave(ctx, pks, m, res); err != nil {
-			return nil, err
-		}
-		if i+1 < len(waves) && m.complete(bounds[i+1]) {
-			break
-		}
 	}
+	res.Events = m.result(still && res.Cached == res.Lookups && s.cache.stillSince(mark))
 	if m.bad > 0 {
 		s.log.ErrorContext(ctx, "events: skipped unreadable area index records", "count", m.bad)
 	}
-	res.Events = m.result(still && res.Cached == res.Lookups && s.cache.stillSince(mark))
 	return res, nil
 }
 
-// nearestFirst orders the cover's cells by their distance from center and groups them in
-// waves of 1, 1, 2, 2, 4, 4, 8... cells. bounds[i] is a lower bound of the distance from center
-// to anything indexed in wave i or later.
-func nearestFirst(center geo.Point, cov cover) ([][]h3.Cell, []float64, error) {
-	origin, err := h3.LatLngToCell(h3.NewLatLng(center.Lat, center.Lon), cov.level)
-	if err != nil {
-		return nil, nil, fmt.Errorf("cell of %v: %w", center, err)
+// wave is a run of a cover's partitions read together.
+type wave struct{ from, n int }
+
+// waves groups n partitions, nearest first, in waves of 1, 1, 2, 2, 4, 4, 8... so that a query
+// that finds its answer near its centre stops early, and one that does not still reads many
+// at once.
+func waves(n int) []wave {
+	var out []wave
+	for from, size := 0, 0; from < n; size++ {
+		w := wave{from: from, n: min(1<<(size/2), n-from)}
+		out = append(out, w)
+		from += w.n
 	}
-	type ranked struct {
-		cell h3.Cell
-		dist float64
+	return out
+}
+
+// areaRead is one table Query of the area index: a whole partition (from empty), a prefix
+// (from alone), or the range of sort keys from..to.
+type areaRead struct {
+	pk, from, to string
+}
+
+// query is the table Query of r.
+func (r areaRead) query(eventual bool) store.Query {
+	q := store.Query{PK: r.pk, Eventual: eventual}
+	if r.to == "" {
+		q.Prefix = r.from
+	} else {
+		q.From, q.To = r.from, r.to
 	}
-	cells := make([]ranked, len(cov.cells))
-	for i, cell := range cov.cells {
-		cells[i].cell = cell
-		if cell == origin {
-			continue // it holds the centre: distance 0
+	return q
+}
+
+// fineReads returns the reads of cells at FineLevel, sorted as geo.CoverCircle returns them
+// (and so grouped by partition, then by their digits): a run of cells whose sort keys follow one
+// another is one range, a lone cell a prefix, narrowed to the environment when there is one.
+func fineReads(cells []h3.Cell, envs []string) []areaRead {
+	var reads []areaRead
+	for i := 0; i < len(cells); {
+		p, _ := cells[i].Parent(CoarseLevel) // a cell of a cover is valid
+		j := i + 1
+		for j < len(cells) && digitIndex(cells[j]) == digitIndex(cells[j-1])+1 && sameParent(cells[j], p) {
+			j++
 		}
-		// The centre lies outside this cell, so every point of the cell is at least as far as
-		// the nearest point of its boundary (cell edges are great-circle arcs).
-		d, err := geo.DistanceToBoundary(center, cell)
-		if err != nil {
-			return nil, nil, fmt.Errorf("distance to cell %s: %w", cell, err)
+		r := areaRead{pk: areaPartition(p), from: areaDigits(cells[i])}
+		switch {
+		case j > i+1:
+			r.to = areaDigits(cells[j-1]) + "~" // past both environment letters
+		case len(envs) == 1:
+			r.from += envLetter(envs[0])
 		}
-		cells[i].dist = d
+		reads = append(reads, r)
+		i = j
 	}
-	slices.SortFunc(cells, func(a, b ranked) int { return cmp.Compare(a.dist, b.dist) })
-	var (
-		waves  [][]h3.Cell
-		bounds []float64
-	)
-	for i, size := 0, 0; i < len(cells); size++ {
-		n := min(1<<(size/2), len(cells)-i)
-		wave := make([]h3.Cell, n)
-		for j := range n {
-			wave[j] = cells[i+j].cell
-		}
-		waves = append(waves, wave)
-		bounds = append(bounds, cells[i].dist)
-		i += n
-	}
-	return waves, bounds, nil
+	return reads
+}
+
+// digitIndex numbers a cell among the 49 descendants at FineLevel of its partition, in
+// sort-key order.
+func digitIndex(c h3.Cell) int {
+	d := areaDigits(c)
+	return int(d[0]-'0')*7 + int(d[1]-'0')
+}
+
+func sameParent(c, p h3.Cell) bool {
+	q, err := c.Parent(CoarseLevel)
+	return err == nil && q == p
 }
 
 // CacheBytes returns the memory the area cache holds, by its own count (0 without a cache).
@@ -190,19 +218,24 @@ func (s *Store) CacheBytes() int64 {
 	return s.cache.size.Load()
 }
 
-// readWave feeds the matcher the records of the partitions pks: from the cache when it holds
-// them, otherwise from the table (several at once), filling the cache.
-func (s *Store) readWave(ctx context.Context, pks []string, m *matcher, res *AreaResult) error {
+// readAreas feeds the matcher the records of reads. With a cache, their partitions are read
+// whole, from the cache when it holds them, otherwise from the table, filling the cache; without,
+// each read is one table Query, several at once.
+func (s *Store) readAreas(ctx context.Context, reads []areaRead, eventual bool, m *matcher, res *AreaResult) error {
 	var (
-		missed  []string
+		missed  []areaRead
 		tickets []ticket
 	)
-	for _, pk := range pks {
+	for i, r := range reads {
 		if s.cache == nil {
-			missed = append(missed, pk)
+			missed = append(missed, r)
 			continue
 		}
-		hit, t := s.cache.view(pk, m.now, func(groups []group) {
+		if i > 0 && reads[i-1].pk == r.pk {
+			continue // read whole already
+		}
+		res.Lookups++
+		hit, t := s.cache.view(r.pk, m.now, func(groups []group) {
 			for i := range groups {
 				res.ItemsRead += len(groups[i].recs)
 			}
@@ -212,32 +245,32 @@ func (s *Store) readWave(ctx context.Context, pks []string, m *matcher, res *Are
 			res.Cached++
 			continue
 		}
-		missed = append(missed, pk)
+		missed = append(missed, areaRead{pk: r.pk})
 		tickets = append(tickets, t)
+	}
+	if s.cache == nil {
+		res.Lookups += len(missed)
 	}
 	if len(missed) == 0 {
 		return nil
 	}
-	parts, err := s.readPartitions(ctx, missed)
+	parts, err := s.readPartitions(ctx, missed, eventual)
 	if err != nil {
 		return err
 	}
 	for i, items := range parts {
 		res.ItemsRead += len(items)
-		var recs []cachedRec
-		if s.cache != nil {
-			recs = make([]cachedRec, 0, len(items))
-		}
+		recs := make([]cachedRec, 0, len(items))
 		for _, it := range items {
 			r, err := cacheRecord(it, s.cache != nil)
 			if err != nil {
 				m.bad++
 				continue
 			}
-			m.add(&r)
-			if recs != nil {
-				recs = append(recs, r)
-			}
+			recs = append(recs, r)
+		}
+		for i := range recs {
+			m.add(&recs[i])
 		}
 		if s.cache != nil {
 			s.cache.fill(tickets[i], recs)
@@ -246,14 +279,14 @@ func (s *Store) readWave(ctx context.Context, pks []string, m *matcher, res *Are
 	return nil
 }
 
-// readPartitions queries every partition of pks, Options.Parallelism at a time, and returns
-// their items in the order of pks.
-func (s *Store) readPartitions(ctx context.Context, pks []string) ([][]store.Item, error) {
-	out := make([][]store.Item, len(pks))
-	if len(pks) == 1 {
-		items, err := s.table.Query(ctx, store.Query{PK: pks[0]})
+// readPartitions runs the table Queries of reads, Options.Parallelism at a time, and returns
+// their items in the order of reads.
+func (s *Store) readPartitions(ctx context.Context, reads []areaRead, eventual bool) ([][]store.Item, error) {
+	out := make([][]store.Item, len(reads))
+	if len(reads) == 1 {
+		items, err := s.table.Query(ctx, reads[0].query(eventual))
 		if err != nil {
-			return nil, fmt.Errorf("read area index %s: %w", pks[0], err)
+			return nil, fmt.Errorf("read area index %s: %w", reads[0].pk, err)
 		}
 		out[0] = items
 		return out, nil
@@ -266,15 +299,15 @@ func (s *Store) readPartitions(ctx context.Context, pks []string) ([][]store.Ite
 		first error
 		slots = make(chan struct{}, s.parallelism)
 	)
-	for i, pk := range pks {
+	for i, r := range reads {
 		slots <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-slots }()
-			items, err := s.table.Query(ctx, store.Query{PK: pk})
+			items, err := s.table.Query(ctx, r.query(eventual))
 			if err != nil {
 				mu.Lock()
 				if first == nil {
-					first = fmt.Errorf("read area index %s: %w", pk, err)
+					first = fmt.Errorf("read area index %s: %w", r.pk, err)
 					cancel()
 				}
 				mu.Unlock()
@@ -296,6 +329,7 @@ type matcher struct {
 	radius  float64
 	types   []string
 	minConf float64
+	envs    []string
 	now     int64 // Unix nanoseconds
 	limit   int
 
@@ -313,13 +347,14 @@ type matcher struct {
 	chordOf, chord float64  // boundChord's last bound and its answer
 }
 
-func newMatcher(q AreaQuery, now int64, limit int) *matcher {
+func newMatcher(q AreaQuery, now int64, limit int, envs []string) *matcher {
 	m := matchers.Get().(*matcher)
 	*m = matcher{
 		center:  q.Center,
 		radius:  q.Radius,
 		types:   q.Types,
 		minConf: q.MinConfidence,
+		envs:    envs,
 		now:     now,
 		limit:   limit,
 		seen:    m.seen,
@@ -414,6 +449,9 @@ func (m *matcher) add(c *cachedRec) {
 	if r.expires <= m.now { // docs/api.md §3: expired once expires_at is reached
 		return
 	}
+	if c.env != m.envs[0] && (len(m.envs) == 1 || c.env != m.envs[1]) {
+		return // docs/api.md §1: a live credential is served live events only
+	}
 	if len(m.types) > 0 && !slices.ContainsFunc(m.types, func(t string) bool { return t == string(r.typ) }) {
 		return
 	}
@@ -421,7 +459,7 @@ func (m *matcher) add(c *cachedRec) {
 		return
 	}
 	var d float64
-	if r.n == 1 {
+	if len(r.ext) == 1 {
 		// A point is under one cell of a level: it is measured once, and the rare copy read
 		// across a concurrent change is dropped by result.
 		// Most points beyond the bound (outside the circle, or, once limit events are found,
@@ -433,7 +471,7 @@ func (m *matcher) add(c *cachedRec) {
 		if d = m.pointDistance(c.p0, c.cos); d > m.bound() {
 			return
 		}
-		m.found = append(m.found, AreaEvent{ID: c.id, Distance: d, JSON: r.body, source: r.source})
+		m.found = append(m.found, found(c, d))
 		m.ver = append(m.ver, r.version)
 		m.push(d)
 		return
@@ -485,14 +523,24 @@ func (m *matcher) add(c *cachedRec) {
 		return
 	}
 	if dup {
-		m.found[i] = AreaEvent{ID: c.id, Distance: d, JSON: r.body, source: r.source}
+		m.found[i] = found(c, d)
 		m.ver[i] = r.version
 		return
 	}
 	m.seen[c.id] = len(m.found)
-	m.found = append(m.found, AreaEvent{ID: c.id, Distance: d, JSON: r.body, source: r.source})
+	m.found = append(m.found, found(c, d))
 	m.ver = append(m.ver, r.version)
 	m.push(d)
+}
+
+// found is the event of record c at distance d: with its JSON when c is cached, else with c to
+// render it from once it makes the answer (c lives as long as the query).
+func found(c *cachedRec, d float64) AreaEvent {
+	e := AreaEvent{ID: c.id, Distance: d, JSON: c.json, source: c.rec.source}
+	if c.json == nil {
+		e.unrendered = c
+	}
+	return e
 }
 
 // bound is the distance beyond which nothing can enter the answer: the radius, or once limit
@@ -606,7 +654,20 @@ func (m *matcher) result(unique bool) []AreaEvent {
 			sorted[j], sorted[j-1] = sorted[j-1], sorted[j]
 		}
 	}
-	return sorted[:min(len(sorted), m.limit):min(len(sorted), m.limit)]
+	sorted = sorted[:min(len(sorted), m.limit):min(len(sorted), m.limit)]
+	out = sorted[:0]
+	for _, e := range sorted {
+		if c := e.unrendered; c != nil {
+			js, err := appendPublic(nil, c.id, c.env, &c.rec)
+			if err != nil {
+				m.bad++
+				continue
+			}
+			e.JSON, e.unrendered = js, nil
+		}
+		out = append(out, e)
+	}
+	return out
 }
 
 // nearer is the order of an answer: by distance, then by id.

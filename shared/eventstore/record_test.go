@@ -2,31 +2,121 @@ package eventstore
 
 import (
 	"bytes"
+	"encoding/json"
+	"errors"
+	"math/rand/v2"
 	"testing"
 	"time"
 
 	"github.com/roadevents/roadevents/shared/event"
+	"github.com/roadevents/roadevents/shared/geo"
+	"github.com/roadevents/roadevents/shared/taxonomy"
 )
 
-// A record names its event's source, by which the merge search passes over the searching
-// source's own reports (docs/network.md §1); a record of format 2, written before it did, is
-// still read, its source unknown, so an upgraded data folder keeps serving its events.
-func TestRecordSourceAndFormat2(t *testing.T) {
-	ev := event.New(event.EventIn{Type: "accident", Lat: 48.1, Lon: 11.5}, "org_a", event.EnvironmentLive, "ev_aaaaaaaaaaaaaaaaaaaaaaaaaa", time.Unix(0, 0))
-	body := []byte(`{"event_id":"ev_aaaaaaaaaaaaaaaaaaaaaaaaaa"}`)
-	b, err := encodeRecord(ev, body)
-	if err != nil {
-		t.Fatal(err)
+// randomEvent is an active event with every optional field of EventPublic set or not at random,
+// its strings holding what JSON must escape, its positions anywhere on the globe.
+func randomEvent(r *rand.Rand, now time.Time) event.Event {
+	maybe := func(s string) *string {
+		if r.IntN(2) == 0 {
+			return nil
+		}
+		return &s
 	}
-	r, err := parseRecord(b)
-	if err != nil || string(r.source) != "org:org_a" || string(r.typ) != "accident" || !bytes.Equal(r.body, body) || r.point(0).Lat != 48.1 {
-		t.Fatalf("parse = %+v, %v; want source org:org_a, type accident, the body", r, err)
+	moment := func() time.Time { return now.Add(time.Duration(r.Int64N(int64(48*time.Hour))) - 24*time.Hour) }
+	maybeTime := func() *time.Time {
+		if r.IntN(2) == 0 {
+			return nil
+		}
+		t := moment().UTC()
+		return &t
 	}
-	// Format 2: the same without the source.
-	at := recordHeader + len("accident")
-	old := append(append([]byte{2}, b[1:at]...), b[at+1+len("org:org_a"):]...)
-	r, err = parseRecord(old)
-	if err != nil || r.source != nil || string(r.typ) != "accident" || !bytes.Equal(r.body, body) || r.point(0).Lon != 11.5 {
-		t.Fatalf("parse format 2 = %+v, %v; want no source, type accident, the body", r, err)
+	texts := []string{"A9", "<b>&amp;\"quoted\"</b>", "Straße 12 \u2028 ligne", "tab\there\nnew line", "\x01\x1f", "émoji 🚗", ""}
+	types := taxonomy.All()
+	p := geo.Point{Lat: geo.Round5(r.Float64()*180 - 90), Lon: geo.Round5(r.Float64()*360 - 180)}
+	ev := event.Event{
+		ID: event.NewID(), Org: "org_x", Environment: []string{event.EnvironmentLive, event.EnvironmentSandbox}[r.IntN(2)],
+		SourceKind: event.SourcePublisher, Type: types[r.IntN(len(types))].ID, Lat: p.Lat, Lon: p.Lon,
+		RoadRef: maybe(texts[r.IntN(len(texts))]), Description: maybe(texts[r.IntN(len(texts))]),
+		Severity: maybe(event.SeverityHigh), Subtype: maybe("queue"), OccurredAt: maybeTime(), UpdatedAt: maybeTime(),
+		CreatedAt: moment().UTC(), ExpiresAt: now.Add(time.Duration(1 + r.Int64N(int64(time.Hour)))).UTC(),
+		Status: event.StatusActive, ConfirmCount: r.IntN(40), DenyCount: r.IntN(40), Version: 1 + r.Int64N(1000),
+	}
+	if r.IntN(2) == 0 {
+		h := r.IntN(360)
+		ev.Heading = &h
+	}
+	if r.IntN(4) == 0 {
+		ev.SourceKind, ev.FeedID, ev.License = event.SourceFeed, maybe("feed-1"), maybe("CC-BY 4.0")
+		ev.UpstreamUpdatedAt, ev.FetchedAt = maybeTime(), maybeTime()
+	}
+	if r.IntN(3) == 0 {
+		coords := [][2]float64{{p.Lon, p.Lat}}
+		for range 1 + r.IntN(20) {
+			p = geo.Point{Lat: geo.Round5(max(-90, min(90, p.Lat+r.NormFloat64()*0.01))), Lon: geo.Round5(max(-180, min(180, p.Lon+r.NormFloat64()*0.01)))}
+			coords = append(coords, [2]float64{p.Lon, p.Lat})
+		}
+		ev.Geometry = &event.LineString{Type: event.GeometryType, Coordinates: coords}
+	}
+	return ev
+}
+
+// An index record answers an area query with the very bytes GET /v1/events/{id} would send for
+// the event as it was written (docs/api.md §2.3, §4.1 rule 3: the answer does not depend on how
+// the index stores it), and keeps what the query filters and measures on.
+func TestRecordRendersThePublicJSON(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(4, 4))
+	now := time.Date(2040, 3, 1, 12, 0, 0, 123456789, time.UTC)
+	for range 3000 {
+		ev := randomEvent(r, now)
+		b, err := encodeRecord(ev, now)
+		if err != nil {
+			t.Fatalf("encodeRecord(%+v) = %v", ev, err)
+		}
+		rec, err := parseRecord(b)
+		if err != nil {
+			t.Fatalf("parseRecord = %v", err)
+		}
+		got, err := appendPublic(nil, ev.ID, ev.Environment, &rec)
+		if err != nil {
+			t.Fatalf("appendPublic = %v", err)
+		}
+		want, err := json.Marshal(ev.Public(now))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("rendered\n%s\nwant\n%s", got, want)
+		}
+		if rec.expires != ev.ExpiresAt.UnixNano() || rec.version != ev.Version || string(rec.typ) != ev.Type ||
+			rec.confidence != event.Confidence(ev.ConfirmCount, ev.DenyCount) || !bytes.Equal(rec.source, sourceID(ev.Source())) {
+			t.Fatalf("parsed %+v; want the expiry, version, type, confidence and source of %+v", rec, ev)
+		}
+		if len(rec.ext) > 1 && rec.reach < geo.Distance(rec.ext[0], rec.ext[len(rec.ext)-1]) {
+			t.Fatalf("reach %v shorter than the distance to the last position", rec.reach)
+		}
+	}
+}
+
+// A damaged record, cut short anywhere, is refused as unreadable, never misread or a panic.
+func TestRecordCutShortIsUnreadable(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(5, 5))
+	now := time.Date(2040, 3, 1, 12, 0, 0, 0, time.UTC)
+	for range 200 {
+		ev := randomEvent(r, now)
+		b, err := encodeRecord(ev, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for n := range len(b) {
+			rec, err := parseRecord(b[:n])
+			if err == nil {
+				_, err = appendPublic(nil, ev.ID, ev.Environment, &rec)
+			}
+			if !errors.Is(err, errRecord) {
+				t.Fatalf("record of %d bytes cut to %d: %v; want errRecord", len(b), n, err)
+			}
+		}
 	}
 }

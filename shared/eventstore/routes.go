@@ -269,6 +269,9 @@ func (h *handlers) list(w http.ResponseWriter, r *http.Request) error {
 		Radius:        p.Float("radius"),
 		Types:         p.Strings("type"),
 		MinConfidence: p.Float("min_confidence"),
+		// docs/api.md §4.1 rule 3 asks for the active events, not for the changes of the last
+		// moment: the list may lag a write by about a second (docs/architecture.md §2).
+		Eventual: true,
 	})
 	if err != nil {
 		return err

@@ -2,7 +2,6 @@ package eventstore
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/maphash"
@@ -11,6 +10,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/uber/h3-go/v4"
 
 	"github.com/roadevents/roadevents/shared/clock"
 	"github.com/roadevents/roadevents/shared/event"
@@ -240,7 +241,7 @@ func (s *Store) lock(id string) func() {
 }
 
 // load reads an event and the cells its index items are under.
-func (s *Store) load(ctx context.Context, id string) (event.Event, []string, error) {
+func (s *Store) load(ctx context.Context, id string) (event.Event, []h3.Cell, error) {
 	it, err := s.table.Get(ctx, EventKey(id))
 	if errors.Is(err, store.ErrNotFound) {
 		return event.Event{}, nil, fmt.Errorf("event %s: %w", id, ErrNotFound)
@@ -319,6 +320,12 @@ func (s *Store) Publish(ctx context.Context, c Caller, in event.EventIn) (event.
 // publishOnce makes one attempt at storing a publication: merged into the report it
 // duplicates, or active. The event item is operation 0, written on condition that none
 // exists.
+//
+// An active event is first listed among its publisher's events (orgItem), on its own, then
+// written with its index items and merge guards in one transaction: a transaction bills each
+// member twice (docs/operations.md §5), and the list needs no atomicity. A crash between the two
+// leaves a listing of an event that does not exist, which a verdict passes over
+// (InvalidateOrg); the other order could leave an event a verdict cannot find.
 func (s *Store) publishOnce(ctx context.Context, c Caller, id string, in event.EventIn) (event.Event, error) {
 	now := s.clock.Now()
 	ev := event.New(in, c.Org, c.Environment, id, now)
@@ -335,7 +342,9 @@ func (s *Store) publishOnce(ctx context.Context, c Caller, id string, in event.E
 	if err != nil {
 		return event.Event{}, err
 	}
-	ops = append(ops, store.PutOp(s.orgItem(ev), store.Condition{}))
+	if err := s.table.Put(ctx, s.orgItem(ev), store.Condition{}); err != nil {
+		return event.Event{}, fmt.Errorf("list event %s: %w", ev.ID, err)
+	}
 	ops = append(ops, guardOps(p.guards, now)...)
 	return ev, s.transact(ctx, ops)
 }
@@ -488,20 +497,15 @@ func (s *Store) signal(ctx context.Context, c Caller, id string, in event.Signal
 		if outcome == event.Unchanged {
 			return ev, outcome, nil
 		}
-		ops, err := s.changeOps(ev, store.IfEqual(attrVersion, read), cells, cells, &vote, now)
-		if err != nil {
-			return event.Event{}, event.Unchanged, err
-		}
 		entry := event.Entry{At: now.UTC(), Kind: event.EntrySignal, Action: in.Action, Reporter: reporter,
 			ExpiresBefore: before, ExpiresAfter: ev.ExpiresAt, Ended: outcome == event.Ended}
 		if p := in.Position(); p != nil {
 			entry.Distance = distance(*p, ev)
 		}
-		eop, err := s.entryOp(ev, entry)
+		ops, err := s.changeOps(ev, store.IfEqual(attrVersion, read), cells, cells, &signalRecord{vote, entry}, now)
 		if err != nil {
 			return event.Event{}, event.Unchanged, err
 		}
-		ops = append(ops, eop)
 		if t := outcomeTally(corroborated, ev, outcome); t != (reputation.Tally{}) {
 			ops = append(ops, reputation.CountOp(ev.Org, ev.Environment, t, now))
 		}
@@ -541,33 +545,24 @@ func overError(err error, ev event.Event, now time.Time) error {
 	return err
 }
 
-// loadWithVote reads an event and a reporter's standing vote on it (nil when none) in one
-// batch.
-func (s *Store) loadWithVote(ctx context.Context, id, reporter string) (event.Event, *event.Vote, []string, error) {
-	items, err := s.table.BatchGet(ctx, []store.Key{EventKey(id), voteKey(id, reporter)})
+// loadWithVote reads an event and a reporter's standing vote on it (nil when none).
+func (s *Store) loadWithVote(ctx context.Context, id, reporter string) (event.Event, *event.Vote, []h3.Cell, error) {
+	ev, cells, err := s.load(ctx, id)
 	if err != nil {
-		return event.Event{}, nil, nil, fmt.Errorf("read event %s: %w", id, err)
+		return event.Event{}, nil, nil, err
 	}
-	var (
-		evItem store.Item
-		vote   *event.Vote
-	)
-	for _, it := range items {
-		if it.Key() == EventKey(id) {
-			evItem = it
-			continue
-		}
-		v, err := decodeVote(it)
-		if err != nil {
-			return event.Event{}, nil, nil, err
-		}
-		vote = &v
+	items, err := s.table.Query(ctx, standingVote(id, reporter))
+	if err != nil {
+		return event.Event{}, nil, nil, fmt.Errorf("read the vote of %s on %s: %w", reporter, id, err)
 	}
-	if evItem == nil {
-		return event.Event{}, nil, nil, fmt.Errorf("event %s: %w", id, ErrNotFound)
+	if len(items) == 0 {
+		return ev, nil, cells, nil
 	}
-	ev, cells, err := decodeEvent(evItem)
-	return ev, vote, cells, err
+	v, _, _, err := decodeSignal(items[0])
+	if err != nil {
+		return event.Event{}, nil, nil, err
+	}
+	return ev, &v, cells, nil
 }
 
 // errRetry tells a change loop to read the event again and redo its change.
@@ -631,12 +626,12 @@ func (s *Store) backoff(ctx context.Context, attempt int) error {
 	}
 }
 
-// changeOps is the transaction that writes ev, conditioned on cond, with vote when not nil,
-// and moves its area index items from the cells prev to the cells next: a put under every cell
-// of next (each carrying the event's new record) and a delete under every cell of prev that
-// next lacks. An event that is no longer active at now (the deny quorum ended it) keeps no
+// changeOps is the transaction that writes ev, conditioned on cond, with the signal that
+// changed it when not nil, and moves its area index items from the cells prev to the cells next (sorted): a put under
+// every cell of next (each carrying the event's new record) and a delete under every cell of prev
+// that next lacks. An event that is no longer active at now (the deny quorum ended it) keeps no
 // index items. The event item, first (operation 0), records the cells it is indexed under.
-func (s *Store) changeOps(ev event.Event, cond store.Condition, prev, next []string, vote *event.Vote, now time.Time) ([]store.Op, error) {
+func (s *Store) changeOps(ev event.Event, cond store.Condition, prev, next []h3.Cell, sig *signalRecord, now time.Time) ([]store.Op, error) {
 	if ev.IsOver(now) {
 		next = nil
 	}
@@ -646,30 +641,35 @@ func (s *Store) changeOps(ev event.Event, cond store.Condition, prev, next []str
 	}
 	ops := make([]store.Op, 0, 2+len(prev)+len(next))
 	ops = append(ops, store.PutOp(evItem, cond))
-	if vote != nil {
-		vi, err := s.voteItem(ev, *vote)
+	if sig != nil {
+		si, err := s.signalItem(ev, *sig)
 		if err != nil {
 			return nil, err
 		}
-		ops = append(ops, store.PutOp(vi, store.Condition{}))
+		ops = append(ops, store.PutOp(si, store.Condition{}))
 	}
 	if len(next) > 0 {
-		body, err := json.Marshal(ev.Public(now))
-		if err != nil {
-			return nil, fmt.Errorf("encode event %s: %w", ev.ID, err)
-		}
-		rec, err := encodeRecord(ev, body)
+		rec, err := encodeRecord(ev, now)
 		if err != nil {
 			return nil, err
 		}
-		for _, cell := range next {
-			ops = append(ops, store.PutOp(areaItem(areaPK(ev.Environment, cell), ev.ID, ev.ExpiresAt, rec), store.Condition{}))
+		for _, c := range next {
+			k, err := areaKey(c, ev.Environment, ev.ID)
+			if err != nil {
+				return nil, err
+			}
+			ops = append(ops, store.PutOp(areaItem(k, ev.ExpiresAt, rec), store.Condition{}))
 		}
 	}
-	for _, cell := range prev {
-		if _, found := slices.BinarySearch(next, cell); !found {
-			ops = append(ops, store.DeleteOp(store.Key{PK: areaPK(ev.Environment, cell), SK: ev.ID}, store.Condition{}))
+	for _, c := range prev {
+		if _, found := slices.BinarySearch(next, c); found {
+			continue
 		}
+		k, err := areaKey(c, ev.Environment, ev.ID)
+		if err != nil {
+			return nil, err
+		}
+		ops = append(ops, store.DeleteOp(k, store.Condition{}))
 	}
 	if len(ops) > store.MaxTransactOps {
 		// MaxIndexCells makes this unreachable; refuse rather than write part of a change.

@@ -81,7 +81,8 @@ func (k Key) String() string { return k.PK + "|" + k.SK }
 
 // Table is the storage interface of the domain.
 type Table interface {
-	// Get returns the live item with key k, or ErrNotFound. Reads are strongly consistent.
+	// Get returns the live item with key k, or ErrNotFound. Reads are strongly consistent unless
+	// a Query says otherwise (Query.Eventual).
 	Get(ctx context.Context, k Key) (Item, error)
 	// Put writes item (which holds its own AttrPK and AttrSK) if cond holds; a zero Condition
 	// always holds.
@@ -113,6 +114,12 @@ type Query struct {
 	To     string // sort key <= To, when not empty
 	Desc   bool
 	Limit  int
+	// Eventual lets the read miss writes of the last moment (on DynamoDB, about a second) for
+	// half the price: an eventually consistent read. Only for a read whose answer nothing is
+	// written on and that the service's rules let lag (docs/architecture.md §2, consistency);
+	// every read that guards a write stays strongly consistent. The embedded adapter always
+	// reads consistently.
+	Eventual bool
 }
 
 // Validate reports a query that neither adapter can run.

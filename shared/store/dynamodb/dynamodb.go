@@ -300,7 +300,7 @@ func (t *Table) Query(ctx context.Context, q store.Query) ([]store.Item, error) 
 		KeyConditionExpression:    aws.String(kce),
 		ExpressionAttributeNames:  b.Names(),
 		ExpressionAttributeValues: b.Values(),
-		ConsistentRead:            aws.Bool(true),
+		ConsistentRead:            aws.Bool(!q.Eventual),
 		ScanIndexForward:          aws.Bool(!q.Desc),
 	}
 	now := t.now()

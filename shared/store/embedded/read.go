@@ -51,7 +51,8 @@ func liveItem(raw []byte, now int64) (store.Item, error) {
 	return it, nil
 }
 
-// Query returns the live items of one partition selected by q, in sort-key byte order.
+// Query returns the live items of one partition selected by q, in sort-key byte order. It reads
+// consistently whatever q.Eventual says: the embedded store has no replicas to lag.
 func (s *Store) Query(ctx context.Context, q store.Query) ([]store.Item, error) {
 	if err := q.Validate(); err != nil {
 		return nil, fmt.Errorf("query: %w", err)

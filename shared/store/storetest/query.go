@@ -37,6 +37,15 @@ func queryCases() []testCase {
 				e.t.Errorf("Query = %v; want [%s]", got, fmtItem(it))
 			}
 		}},
+		{"Eventual", func(e *env) {
+			// An eventually consistent query selects as a consistent one does (on DynamoDB it
+			// may miss the last moment's writes; these were written before the test reads).
+			for _, sk := range []string{"a", "b", "c"} {
+				e.put(item(e.key("p", sk)))
+			}
+			e.wantQuery(store.Query{PK: e.pk("p"), Eventual: true}, []string{"a", "b", "c"})
+			e.wantQuery(store.Query{PK: e.pk("p"), Prefix: "b", Eventual: true}, []string{"b"})
+		}},
 		{"EmptyPartition", func(e *env) {
 			got, err := e.h.Table.Query(e.ctx, store.Query{PK: e.pk("nothing")})
 			if err != nil || len(got) != 0 {
