@@ -20,7 +20,9 @@ func (s *synthesized) nagFindings(kind string) map[string][]string {
 	}
 	out := map[string][]string{}
 	for _, m := range *find(jsii.String("*"), assertions.Match_StringLikeRegexp(jsii.String(`(AwsSolutions|Serverless)-`))) {
+		//lint:ignore SA1019 the Go bindings have no other type for a synthesis message
 		rule := nagRule.FindString(fmt.Sprint(m.Entry.Data))
+		//lint:ignore SA1019 as above
 		out[rule] = append(out[rule], *m.Id)
 	}
 	return out

@@ -91,12 +91,15 @@ func newFront(upstreams map[routetable.Group]string) (http.Handler, error) {
 		if err != nil || u.Scheme == "" || u.Host == "" {
 			return nil, fmt.Errorf("%w: %s: %q is no URL", errUpstream, g, upstreams[g])
 		}
-		p := httputil.NewSingleHostReverseProxy(u)
-		// A function URL answers to its own host name only; streams flush every write.
-		director := p.Director
-		p.Director = func(r *http.Request) { director(r); r.Host = u.Host }
-		p.FlushInterval = -1
-		proxies[g] = p
+		// A function URL answers to its own host name only (SetURL sets it); streams flush
+		// every write.
+		proxies[g] = &httputil.ReverseProxy{
+			Rewrite: func(pr *httputil.ProxyRequest) {
+				pr.SetURL(u)
+				pr.SetXForwarded()
+			},
+			FlushInterval: -1,
+		}
 	}
 	mux := http.NewServeMux()
 	seen := map[string]bool{}

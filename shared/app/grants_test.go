@@ -434,10 +434,10 @@ func (g *grantsTour) tourEveryRoute() {
 	owner := consoletest.SignIn(g.Client, g.inbox, "ada@example.com").Token
 	g.call("GET", "/console/auth/me", owner, "", http.StatusOK, "me")
 	g.call("PATCH", "/console/auth/me", owner, `{"display_name":"Ada"}`, http.StatusOK, "update me")
-	secret, recovery := consoletest.EnableTOTP(g.Client, owner, g.clk.Now())
+	secret, _ := consoletest.EnableTOTP(g.Client, owner, g.clk.Now())
 	g.call("GET", "/console/auth/recovery-codes", owner, "", http.StatusOK, "recovery codes left")
 	r := g.call("POST", "/console/auth/recovery-codes/regenerate", owner, apitest.JSON(map[string]string{"code": g.totp(secret)}), http.StatusOK, "regenerate recovery codes")
-	recovery = apitest.Decode[consoleauth.RecoveryCodesOut](t, r).Codes
+	recovery := apitest.Decode[consoleauth.RecoveryCodesOut](t, r).Codes
 	challenge := func() string {
 		g.call("POST", "/console/auth/request-code", "", `{"email":"ada@example.com"}`, http.StatusOK, "request a code")
 		r := g.call("POST", "/console/auth/verify-code", "", apitest.JSON(map[string]string{"email": "ada@example.com", "code": g.inbox.LastCode(t, "ada@example.com")}), http.StatusOK, "verify the code")
