@@ -25,6 +25,10 @@
 #                    comparisons of two builds in interleaved runs)
 #   PROFILE_DIR      when set, a CPU profile of the server per phase is written there
 #                    (through the loopback pprof listener of ROADEVENTS_PPROF_ADDR)
+#   STORE [embedded] embedded, or dynamodb: the server on a fresh table of DynamoDB Local
+#                    (scripts/dynamodb-local.sh, started here unless it runs already, stopped on
+#                    exit if started here); each phase then also prints DynamoDB Local's CPU,
+#                    the time a Lambda function and DynamoDB would spend (docs/operations.md §5)
 # Exit status is non-zero when any phase had more than a few failed requests.
 set -euo pipefail
 
@@ -39,6 +43,11 @@ duration=${DURATION:-20s}
 runs=${RUNS:-3}
 seed=${SEED:-1}
 publish_events=${PUBLISH_EVENTS:-20000}
+store=${STORE:-embedded}
+case $store in
+embedded | dynamodb) ;;
+*) echo "STORE=$store: want embedded or dynamodb" >&2; exit 2 ;;
+esac
 profile_dir=${PROFILE_DIR:-}
 radii=(1000 9780)
 rates_1000=${RATES_1000-2000}
@@ -48,11 +57,15 @@ log() { printf '\n== %s\n' "$*"; }
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/roadevents-load.XXXXXX")
 server_pid=
+dynamodb_started=
 cleanup() {
 	status=$?
 	if [[ -n $server_pid ]] && kill -0 "$server_pid" 2>/dev/null; then
 		kill -TERM "$server_pid" 2>/dev/null || true
 		wait "$server_pid" 2>/dev/null || true
+	fi
+	if [[ -n $dynamodb_started ]]; then
+		"$root/scripts/dynamodb-local.sh" stop >/dev/null 2>&1 || true
 	fi
 	if [[ -n ${KEEP_LOG:-} && -f $tmp/server.log ]]; then
 		cp "$tmp/server.log" "$root/load-server.log" && echo "server log kept in $root/load-server.log" >&2
@@ -68,16 +81,31 @@ echo "cpus: $(nproc)  $(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d
 echo "memory: $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo 2>/dev/null)"
 go version
 echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' (with local changes)')"
-echo "EVENTS=$events CLIENTS=$clients DURATION=$duration RUNS=$runs SEED=$seed PUBLISH_EVENTS=$publish_events"
+echo "STORE=$store EVENTS=$events CLIENTS=$clients DURATION=$duration RUNS=$runs SEED=$seed PUBLISH_EVENTS=$publish_events"
 echo "RATES_1000=\"$rates_1000\" RATES_9780=\"$rates_9780\""
 
 log "building"
 server_binary "$tmp/roadevents"
 go build -o "$tmp/loadgen" ./scripts/loadgen
 
+dynamodb_pid=
+if [[ $store == dynamodb ]]; then
+	log "DynamoDB Local"
+	"$root/scripts/dynamodb-local.sh" endpoint >/dev/null 2>&1 || dynamodb_started=1
+	endpoint=$("$root/scripts/dynamodb-local.sh" start)
+	dynamodb_pid=$(<"${ROADEVENTS_DYNAMODB_LOCAL_DIR:-$root/.cache/dynamodb-local}/dynamodb-local.pid")
+	# A table of its own, so that a running instance's other tables do not count.
+	export ROADEVENTS_STORE=dynamodb ROADEVENTS_TABLE="load-$(date +%s)-$$" AWS_REGION=us-east-1 \
+		AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local \
+		AWS_ENDPOINT_URL_DYNAMODB=$endpoint AWS_ENDPOINT_URL_DYNAMODB_STREAMS=$endpoint
+	echo "table $ROADEVENTS_TABLE on $endpoint (pid $dynamodb_pid)"
+fi
+
 log "issuing a live API key"
 # The embedded store admits one process at a time: the key is issued before the server starts.
-export ROADEVENTS_STORE=embedded ROADEVENTS_DATA="$tmp/data"
+if [[ $store == embedded ]]; then
+	export ROADEVENTS_STORE=embedded ROADEVENTS_DATA="$tmp/data"
+fi
 LOADGEN_API_KEY=$("$tmp/roadevents" apikey issue -org org_loadtest -env live -label "load test")
 export LOADGEN_API_KEY
 
@@ -104,15 +132,18 @@ fi
 results="$tmp/results.jsonl"
 ticks=$(getconf CLK_TCK)
 # server_cpu prints the CPU seconds (user + system) the server has used so far.
-server_cpu() { awk -v t="$ticks" '{printf "%.2f", ($14 + $15) / t}' "/proc/$server_pid/stat"; }
+server_cpu() { proc_cpu "$server_pid"; }
+# dynamodb_cpu prints the CPU seconds DynamoDB Local has used so far (0 on the embedded store).
+dynamodb_cpu() { if [[ -n $dynamodb_pid ]]; then proc_cpu "$dynamodb_pid"; else echo 0; fi; }
+proc_cpu() { awk -v t="$ticks" '{printf "%.2f", ($14 + $15) / t}' "/proc/$1/stat"; }
 # busy_cpu prints the CPU seconds the whole machine has been busy (every process).
 busy_cpu() { awk -v t="$ticks" '/^cpu / {printf "%.2f", ($2 + $3 + $4 + $7 + $8) / t}' /proc/stat; }
 profile_n=0
 # phase runs one loadgen phase, shows its table and keeps its result line; with PROFILE_DIR,
 # a CPU profile of the server covers the phase's first PROFILE_SECONDS [8] seconds.
 phase() {
-	local out srv0 busy0 t0 gen prof_pid=
-	srv0=$(server_cpu) busy0=$(busy_cpu) t0=$(date +%s.%N)
+	local out srv0 ddb0 busy0 t0 gen prof_pid= requests
+	srv0=$(server_cpu) ddb0=$(dynamodb_cpu) busy0=$(busy_cpu) t0=$(date +%s.%N)
 	if [[ -n $pprof ]]; then
 		profile_n=$((profile_n + 1))
 		curl -fsS -o "$profile_dir/$profile_n-$1${radius:+-$radius}${rate:+-at$rate}.pprof" \
@@ -132,11 +163,17 @@ phase() {
 	[[ -z $prof_pid ]] || wait "$prof_pid" || echo "profile of phase $profile_n failed" >&2
 	printf '%s\n' "$out" | grep -v '^{"phase"'
 	printf '%s\n' "$out" | grep '^{"phase"' >>"$results"
-	awk -v s0="$srv0" -v s1="$(server_cpu)" -v g="$gen" -v b0="$busy0" -v b1="$(busy_cpu)" -v t0="$t0" -v t1="$(date +%s.%N)" \
-		-v load="$(cut -d' ' -f1-3 /proc/loadavg)" 'BEGIN {
+	requests=$(printf '%s\n' "$out" | sed -n 's/^{"phase".*"requests":\([0-9]*\).*/\1/p' | head -n 1)
+	awk -v s0="$srv0" -v s1="$(server_cpu)" -v d0="$ddb0" -v d1="$(dynamodb_cpu)" -v g="$gen" -v b0="$busy0" -v b1="$(busy_cpu)" \
+		-v t0="$t0" -v t1="$(date +%s.%N)" -v n="${requests:-0}" -v load="$(cut -d' ' -f1-3 /proc/loadavg)" 'BEGIN {
 		w = t1 - t0
 		printf "cpu: server %.2f cores, loadgen %.2f cores, other processes %.2f cores over %.1f s (load average %s)\n",
 			(s1 - s0) / w, g / w, (b1 - b0 - (s1 - s0) - g) / w, w, load
+		if (n > 0) {
+			printf "cpu per request: server %.0f µs", (s1 - s0) / n * 1e6
+			if (d1 > 0) printf ", DynamoDB Local %.0f µs", (d1 - d0) / n * 1e6
+			printf " (%d requests)\n", n
+		}
 	}'
 }
 
