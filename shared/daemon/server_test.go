@@ -3,9 +3,12 @@ package daemon_test
 import (
 	"context"
 	"io"
+	"math"
 	"net"
 	"net/http"
+	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"testing"
 	"time"
 
@@ -86,26 +89,64 @@ func TestServeRunsShutdownHooks(t *testing.T) {
 }
 
 // TuneGC leaves the collector to an operator who set GOGC or GOMEMLIMIT, and otherwise sets
-// this package's defaults.
+// the memory limit from the machine and the collector's setting from the live heap
+// (docs/performance.md §7).
 func TestTuneGCYieldsToTheEnvironment(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
-	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(math.MaxInt64))
 	for _, env := range []map[string]string{{"GOGC": "50"}, {"GOMEMLIMIT": "2GiB"}} {
 		debug.SetGCPercent(100)
-		if daemon.TuneGC(func(k string) string { return env[k] }) {
+		if stop, tuned := daemon.TuneGC(func(k string) string { return env[k] }); tuned {
+			stop()
 			t.Errorf("TuneGC with %v = true; want false", env)
 		}
 		if got := debug.SetGCPercent(100); got != 100 {
 			t.Errorf("with %v the GC percent became %d; want it left at 100", env, got)
 		}
 	}
-	if !daemon.TuneGC(func(string) string { return "" }) {
+	stop, tuned := daemon.TuneGC(func(string) string { return "" })
+	defer stop()
+	if !tuned {
 		t.Fatal("TuneGC without GOGC and GOMEMLIMIT = false; want true")
 	}
-	if got := debug.SetGCPercent(100); got != daemon.GCPercent {
-		t.Errorf("GC percent = %d; want %d", got, daemon.GCPercent)
+	if got := debug.SetMemoryLimit(-1); got == math.MaxInt64 {
+		t.Error("memory limit left unset; want a share of the machine's memory")
 	}
-	if got := debug.SetMemoryLimit(-1); got != daemon.MemoryLimit {
-		t.Errorf("memory limit = %d; want %d", got, daemon.MemoryLimit)
+	// The live heap of a test binary is far below the floor: after a collection the tuner
+	// lets the heap grow by the floor, not by its few MB. It runs on the runtime's cleanup
+	// goroutine, so the test collects until it has (or gives up).
+	debug.SetGCPercent(100)
+	got := 100
+	for i := 0; i < 200 && got == 100; i++ {
+		runtime.GC()
+		runtime.Gosched()
+		got = debug.SetGCPercent(100)
 	}
+	if live, want := liveHeap(), daemon.GCPercent(liveHeap()); got < want/2 || got <= 100 {
+		t.Errorf("GC percent with %d bytes live = %d; want about %d", live, got, want)
+	}
+}
+
+// GCPercent lets the heap grow by as much as is live, and by at least the floor.
+func TestGCPercentKeepsAFloorOfHeadroom(t *testing.T) {
+	for _, c := range []struct {
+		live uint64
+		want int
+	}{
+		{0, 100},
+		{daemon.HeadroomFloor / 4, 400},
+		{daemon.HeadroomFloor / 2, 200},
+		{daemon.HeadroomFloor, 100},
+		{10 * daemon.HeadroomFloor, 100},
+	} {
+		if got := daemon.GCPercent(c.live); got != c.want {
+			t.Errorf("GCPercent(%d) = %d; want %d", c.live, got, c.want)
+		}
+	}
+}
+
+func liveHeap() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
 }

@@ -215,9 +215,9 @@ const pruneEvery = int64(time.Minute)
 // cachedRec is one index item, decoded; its record points into the item's bytes, which
 // nothing modifies.
 type cachedRec struct {
-	// p0 is ext[0], kept inline: it is what a query reads of most records (points), and
-	// following ext to another cache line for each of thousands of records costs memory
-	// latency on top of the distance.
+	// p0 is the extent's first position, kept inline: it is what a query reads of most records
+	// (points), and following rec.ext to another cache line for each of thousands of records
+	// costs memory latency on top of the distance.
 	p0  geo.Point
 	cos float64  // cosine of p0's latitude (pointDistance)
 	u   geo.Unit // p0 as a unit vector (matcher.add's chord tests)
@@ -225,32 +225,39 @@ type cachedRec struct {
 	id  string   // the event's id and environment, from sk
 	env string
 	rec record
-	ext []geo.Point // the record's extent
 	// json is the event's EventPublic in records the cache keeps, rendered once; nil in a
 	// record read for one query, which renders only the events it answers.
 	json []byte
-	// A LineString lies between these latitudes (degrees): its vertices' range widened by
-	// half its longest segment, as every point of a segment is within half its length of an
-	// end. matcher.add uses it to skip the exact distance.
-	latLo, latHi float64
-	// For a LineString, each vertex as a unit vector and half its longest segment: its
-	// distance is at least the nearest vertex's less half (matcher.add).
-	units   []geo.Unit
-	halfSeg float64
-	// path is a LineString's extent prepared for exact distances, in records that stay (the
-	// cache's); nil otherwise, and matcher.add measures ext itself. Each cell's copy has its
-	// own, worth its memory because a cached record is measured query after query
-	// (docs/performance.md §5).
-	path *geo.Path
+	line *lineShape // a LineString's; nil for a point, which needs none
 	size int64
 }
 
+// lineShape is what matcher.add needs to measure a LineString quickly. Points, most records,
+// do without it, which keeps their cached records small (docs/performance.md §5).
+type lineShape struct {
+	// The LineString lies between these latitudes (degrees): its vertices' range widened by
+	// half its longest segment, as every point of a segment is within half its length of an
+	// end. matcher.add uses it to skip the exact distance.
+	latLo, latHi float64
+	// Each vertex as a unit vector and half its longest segment: its distance is at least
+	// the nearest vertex's less half (matcher.add).
+	units   []geo.Unit
+	halfSeg float64
+	// path is the extent prepared for exact distances, in records that stay (the cache's);
+	// nil otherwise, and matcher.add measures the extent itself. Each cell's copy has its
+	// own, worth its memory because a cached record is measured query after query
+	// (docs/performance.md §5).
+	path *geo.Path
+}
+
 // recOverhead is what a cached record costs besides its bytes (struct, id, map entry),
+// lineOverhead what a LineString's shape adds,
 // groupOverhead what a group costs, and partOverhead what a partition costs, loaded or not:
 // counted so that the limit bounds the cache however many empty cells queries and writes
 // touch.
 const (
 	recOverhead   = 200
+	lineOverhead  = 64
 	partOverhead  = 256
 	groupOverhead = 128
 )
@@ -469,10 +476,10 @@ func cacheRecord(it store.Item, keep bool) (cachedRec, error) {
 		return cachedRec{}, errRecord
 	}
 	ext := r.ext
-	c := cachedRec{sk: sk, id: id, env: env, rec: r, ext: ext, p0: ext[0], cos: math.Cos(ext[0].Lat * degToRad), u: ext[0].Unit(),
-		latLo: ext[0].Lat, latHi: ext[0].Lat, size: int64(len(d)+len(sk)+16*len(ext)) + recOverhead}
+	c := cachedRec{sk: sk, id: id, env: env, rec: r, p0: ext[0], cos: math.Cos(ext[0].Lat * degToRad), u: ext[0].Unit(),
+		size: int64(len(d)+len(sk)+16*len(ext)) + recOverhead}
 	if keep {
-		if c.json, err = appendPublic(nil, id, env, &c.rec); err != nil {
+		if c.json, err = renderPublic(id, env, &c.rec); err != nil {
 			return cachedRec{}, err
 		}
 		c.size += int64(len(c.json))
@@ -481,20 +488,21 @@ func cacheRecord(it store.Item, keep bool) (cachedRec, error) {
 		return c, nil
 	}
 	var seg float64
-	c.units = make([]geo.Unit, len(ext))
-	c.units[0] = c.u
+	l := &lineShape{latLo: ext[0].Lat, latHi: ext[0].Lat, units: make([]geo.Unit, len(ext))}
+	l.units[0] = c.u
 	for i := 1; i < len(ext); i++ {
-		c.latLo, c.latHi = min(c.latLo, ext[i].Lat), max(c.latHi, ext[i].Lat)
+		l.latLo, l.latHi = min(l.latLo, ext[i].Lat), max(l.latHi, ext[i].Lat)
 		seg = max(seg, geo.Distance(ext[i-1], ext[i]))
-		c.units[i] = ext[i].Unit()
+		l.units[i] = ext[i].Unit()
 	}
-	c.halfSeg = seg/2 + 1
-	widen := c.halfSeg / geo.EarthRadius / degToRad
-	c.latLo, c.latHi = c.latLo-widen, c.latHi+widen
-	c.size += int64(24 * len(ext))
+	l.halfSeg = seg/2 + 1
+	widen := l.halfSeg / geo.EarthRadius / degToRad
+	l.latLo, l.latHi = l.latLo-widen, l.latHi+widen
+	c.size += int64(24*len(ext)) + lineOverhead
 	if keep {
-		c.path = geo.NewPath(ext)
-		c.size += c.path.Bytes()
+		l.path = geo.NewPath(ext)
+		c.size += l.path.Bytes()
 	}
+	c.line = l
 	return c, nil
 }

@@ -481,7 +481,8 @@ func (m *matcher) add(c *cachedRec) {
 	// found, one farther than the limit-th cannot enter the answer, now or later (the
 	// limit-th only comes nearer). These tests come first: they are cheaper than the lookups
 	// of the id below, and what they refuse would be refused whatever those find.
-	gap := max(0, c.latLo-m.center.Lat, m.center.Lat-c.latHi) * degToRad * geo.EarthRadius
+	l := c.line
+	gap := max(0, l.latLo-m.center.Lat, m.center.Lat-l.latHi) * degToRad * geo.EarthRadius
 	limit := m.bound()
 	if gap > limit {
 		return
@@ -500,8 +501,8 @@ func (m *matcher) add(c *cachedRec) {
 	// Every point of the extent is within halfSeg of a vertex: when every vertex is farther
 	// than the range by more, so is the extent, and the exact distance is not needed.
 	near := false
-	within := geo.ChordSquared(limit + c.halfSeg + 1)
-	for _, u := range c.units {
+	within := geo.ChordSquared(limit + l.halfSeg + 1)
+	for _, u := range l.units {
 		if u.ChordSquared(m.cu) <= within {
 			near = true
 			break
@@ -513,10 +514,10 @@ func (m *matcher) add(c *cachedRec) {
 		m.far[c.id] = r.version
 		return
 	}
-	if c.path != nil {
-		d = c.path.Distance(m.center)
+	if l.path != nil {
+		d = l.path.Distance(m.center)
 	} else {
-		d = geo.DistanceToExtent(m.center, c.ext)
+		d = geo.DistanceToExtent(m.center, r.ext)
 	}
 	if d > m.bound() {
 		m.far[c.id] = r.version

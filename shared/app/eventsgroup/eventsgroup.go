@@ -122,8 +122,8 @@ func (f invalidateFunc) InvalidateOrg(ctx context.Context, org, env string, sinc
 
 // embeddedAreaCache is the memory the events store may keep decoded area index partitions in
 // on the embedded store: twice what the benchmark city takes at both levels, so that a load
-// alternating radii does not keep evicting and refilling partitions, with room for growth; the
-// live heap stays within daemon.MemoryLimit (docs/performance.md §5).
+// alternating radii does not keep evicting and refilling partitions, with room for growth
+// (docs/performance.md §5).
 const embeddedAreaCache = 512 << 20
 
 // areaCacheBytes decides the events store's cache (eventstore.Options.CacheBytes). Only the
