@@ -306,8 +306,8 @@ func writeLayer(tx *bolt.Tx, l *layer) error {
 func writeEntries(tx *bolt.Tx, l *layer) error {
 	for b := range nBuckets {
 		bk := tx.Bucket(bucketNames[b])
-		if b == bFeed {
-			packFeed(bk)
+		if b == bFeed || b == bTTL {
+			packGrowing(bk)
 		}
 		var err error
 		l.trees[b].Scan(func(e entry) bool {
@@ -330,11 +330,13 @@ func writeEntries(tx *bolt.Tx, l *layer) error {
 	return nil
 }
 
-// packFeed lets the feed's pages fill up before they split. bbolt splits a full page in
-// halves by default (FillPercent 0.5), right for keys inserted anywhere, but the feed's keys
-// only grow: a half left behind is never written again, so half of every feed page would stay
-// empty. The setting lasts for the transaction.
-func packFeed(feed *bolt.Bucket) { feed.FillPercent = 1 }
+// packGrowing lets the pages of a bucket whose keys grow fill up before they split. bbolt
+// splits a full page in halves by default (FillPercent 0.5), right for keys inserted anywhere,
+// but a half left behind by growing keys is never written again. The feed's keys only grow; the
+// expiry index's grow at one place per lifetime in use (an event's expiry is its creation plus
+// its type's lifetime), and halves left it half empty: after 100 000 publishes 61 MB of pages
+// for 30 MB of entries (docs/performance.md §6). The setting lasts for the transaction.
+func packGrowing(b *bolt.Bucket) { b.FillPercent = 1 }
 
 func walPosition(tx *bolt.Tx) uint64 {
 	if v := tx.Bucket(bucketMeta).Get(metaWAL); len(v) == 8 {
