@@ -146,6 +146,17 @@ func run(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 				b.RunOverageReports(ctx, ticker.C)
 			})
 		}
+		p.Go(func(ctx context.Context) {
+			start := time.Now()
+			n, err := api.WarmAreaCache(ctx)
+			if err != nil && ctx.Err() == nil {
+				logger.Warn("warming the area cache failed; queries fill it as they come", "err", err)
+				return
+			}
+			if n > 0 {
+				logger.Info("area cache warmed", "partitions", n, "duration", time.Since(start).Round(time.Millisecond).String())
+			}
+		})
 		fmt.Printf("road events service on %s (data in %s)\n", base, cfg.DataDir)
 		logger.Info("listening", "addr", base, "store", string(cfg.Store), "data", cfg.DataDir)
 		mux := http.NewServeMux()

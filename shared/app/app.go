@@ -11,6 +11,7 @@
 package app
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -86,6 +87,8 @@ type API struct {
 	doc    *httpapi.API
 	// billing runs the overage job (Billing), which is no route.
 	billing *billing.Service
+	// events warms its area cache (WarmAreaCache), which is no route either.
+	events *eventstore.Store
 }
 
 // New builds an API serving groups (all of them when none are named). It fails on a missing
@@ -153,7 +156,7 @@ func New(d Deps, groups ...routetable.Group) (*API, error) {
 		hub:     d.Hub,
 		timers:  d.StreamTimers,
 	}
-	a := &API{billing: bill}
+	a := &API{billing: bill, events: evs}
 	a.doc = groupapi.NewAPI(td.Base, t.Middleware(d.Keys, b.tickets)...)
 	a.doc.Handle(a.routes(b, routetable.All...)...)
 	a.served = a.doc
@@ -195,6 +198,11 @@ type built struct {
 	hub     *stream.Hub
 	timers  stream.Timers
 }
+
+// WarmAreaCache loads the area index into the events store's cache, on the embedded store
+// (eventstore.Store.WarmCache): `go run .` runs it in the background when it starts, so that
+// the first queries after a restart are as fast as the later ones.
+func (a *API) WarmAreaCache(ctx context.Context) (int, error) { return a.events.WarmCache(ctx) }
 
 // Handler serves the API's routes.
 func (a *API) Handler() http.Handler { return a.served.Handler() }

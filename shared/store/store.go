@@ -105,6 +105,13 @@ type Table interface {
 	Close() error
 }
 
+// PartitionLister is a Table that can name its partitions whose key begins with a prefix. The
+// embedded store can (its items are ordered by partition); DynamoDB cannot without reading the
+// whole table, so callers treat it as optional.
+type PartitionLister interface {
+	Partitions(ctx context.Context, prefix string) ([]string, error)
+}
+
 // Query selects items of one partition by sort key: by prefix, or by an inclusive range
 // (From and/or To), not both. An empty selection matches the whole partition.
 type Query struct {

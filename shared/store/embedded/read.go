@@ -3,6 +3,7 @@ package embedded
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 
 	"github.com/roadevents/roadevents/shared/store"
@@ -72,6 +73,52 @@ func (s *Store) Query(ctx context.Context, q store.Query) ([]store.Item, error) 
 		return nil, fmt.Errorf("query %q: %w", q.PK, err)
 	}
 	return out, nil
+}
+
+// Partitions names the partitions whose key begins with prefix (store.PartitionLister), in
+// key order within each key length: item keys begin with their partition key's length, so
+// each length is one seek, and each partition found is skipped past with another.
+func (s *Store) Partitions(ctx context.Context, prefix string) ([]string, error) {
+	if err := s.enter(ctx); err != nil {
+		return nil, fmt.Errorf("partitions %q: %w", prefix, err)
+	}
+	defer s.gate.RUnlock()
+	var out []string
+	err := s.viewDo(func(v *view) error {
+		c := v.cursor(bItems)
+		for n := max(1, len(prefix)); n <= store.MaxKeyBytes; n++ {
+			start := binary.BigEndian.AppendUint16(nil, uint16(n))
+			k, _ := c.Seek(append(start, prefix...))
+			for k != nil && len(k) >= 2+n && bytes.HasPrefix(k, start) && bytes.HasPrefix(k[2:], []byte(prefix)) {
+				out = append(out, string(k[2:2+n]))
+				next := successor(k[:2+n])
+				if next == nil {
+					break
+				}
+				k, _ = c.Seek(next)
+			}
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("partitions %q: %w", prefix, err)
+	}
+	return out, nil
+}
+
+// successor returns the least key above every key that begins with p, nil when there is none.
+func successor(p []byte) []byte {
+	next := bytes.Clone(p)
+	for i := len(next) - 1; i >= 0; i-- {
+		if next[i] < 0xff {
+			next[i]++
+			return next[:i+1]
+		}
+	}
+	return nil
 }
 
 func query(c cursor, q store.Query, now int64) ([]store.Item, error) {

@@ -27,10 +27,12 @@ import (
 	"github.com/roadevents/roadevents/shared/store"
 )
 
-// Interface guards: the embedded store is both the table and its change feed.
+// Interface guards: the embedded store is both the table and its change feed, and it can list
+// its partitions.
 var (
-	_ store.Table = (*Store)(nil)
-	_ store.Feed  = (*Store)(nil)
+	_ store.Table           = (*Store)(nil)
+	_ store.Feed            = (*Store)(nil)
+	_ store.PartitionLister = (*Store)(nil)
 )
 
 // Errors of the embedded store, besides those of package store.

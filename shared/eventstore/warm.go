@@ -1,0 +1,54 @@
+package eventstore
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/roadevents/roadevents/shared/store"
+)
+
+// warmShare is the part of the area cache's limit WarmCache fills, in percent: the rest stays
+// for the partitions queries and writes bring in, so that warming evicts nothing.
+const warmShare = 75
+
+// WarmCache reads the area index partitions of a table that can list them
+// (store.PartitionLister: the embedded store) into the area cache, until the cache holds
+// warmShare of its limit. After a restart the cache is empty, and the first query of each
+// partition read and decoded all of it: with 500 000 events, 22 to 62 ms against 1 to 2 ms for
+// the same queries once cached (docs/performance.md §5). A server warms it in the background
+// when it starts; a query that comes first reads the table as before, and the cache's tickets
+// keep the two from storing an older partition over a newer one. It returns the partitions it
+// loaded; without a cache or a lister it does nothing.
+func (s *Store) WarmCache(ctx context.Context) (int, error) {
+	lister, ok := s.table.(store.PartitionLister)
+	if s.cache == nil || !ok {
+		return 0, nil
+	}
+	pks, err := lister.Partitions(ctx, areaPrefix)
+	if err != nil {
+		return 0, fmt.Errorf("warm area cache: %w", err)
+	}
+	loaded := 0
+	for _, pk := range pks {
+		if s.cache.size.Load() >= s.cache.limit/100*warmShare {
+			break
+		}
+		hit, t := s.cache.view(pk, s.clock.Now().UnixNano(), func([]group) {})
+		if hit {
+			continue
+		}
+		items, err := s.table.Query(ctx, areaRead{pk: pk}.query(false))
+		if err != nil {
+			return loaded, fmt.Errorf("warm area cache: read %s: %w", pk, err)
+		}
+		recs := make([]cachedRec, 0, len(items))
+		for _, it := range items {
+			if r, err := cacheRecord(it, true); err == nil {
+				recs = append(recs, r)
+			}
+		}
+		s.cache.fill(t, recs)
+		loaded++
+	}
+	return loaded, nil
+}

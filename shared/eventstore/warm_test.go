@@ -1,0 +1,98 @@
+package eventstore_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"sync/atomic"
+	"testing"
+
+	"github.com/roadevents/roadevents/shared/event"
+	"github.com/roadevents/roadevents/shared/eventstore"
+	"github.com/roadevents/roadevents/shared/geo"
+	"github.com/roadevents/roadevents/shared/store"
+	"github.com/roadevents/roadevents/shared/store/storetest/tables"
+)
+
+// After a restart, WarmCache loads the area index into the empty cache, so that the first
+// queries are answered from memory as the later ones are, with the same answers as a store
+// that reads the table (docs/performance.md §5).
+func TestWarmCacheAnswersFirstQueriesFromMemory(t *testing.T) {
+	t.Parallel()
+	tab := tables.Embedded(t)
+	ctx := context.Background()
+	opts := eventstore.Options{IDKey: testIDKey, Clock: tab.Clock, CacheBytes: 64 << 20, SoleWriter: true}
+	before, err := eventstore.New(tab.Table, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	center := geo.Point{Lat: 45.76, Lon: 4.84}
+	r := rand.New(rand.NewPCG(4, 4))
+	for range 300 {
+		p := roundPoint(destination(center, r.Float64()*360, r.Float64()*20000))
+		if _, _, err := before.Publish(ctx, liveCaller, event.EventIn{Type: "congestion", Lat: p.Lat, Lon: p.Lon}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	counted := &countingTable{Table: tab.Table}
+	restarted, err := eventstore.New(counted, opts) // a new process: its cache is empty
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := eventstore.New(tab.Table, eventstore.Options{IDKey: testIDKey, Clock: tab.Clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := restarted.WarmCache(ctx)
+	if err != nil || loaded == 0 {
+		t.Fatalf("WarmCache = %d, %v; want partitions loaded, nil", loaded, err)
+	}
+	counted.reads.Store(0)
+	for i := range 20 {
+		q := eventstore.AreaQuery{Center: roundPoint(destination(center, float64(i)*18, float64(i)*900)), Radius: 1000 + float64(i)*400}
+		got, err := restarted.Area(ctx, liveCaller, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A partition that holds nothing is not in the table to be warmed: its first read
+		// finds nothing, which costs no decoding.
+		if n := counted.reads.Load(); n != 0 {
+			t.Errorf("query %d after warming read %d index items from the table; want all from the cache", i, n)
+		}
+		want, err := plain.Area(ctx, liveCaller, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g, w := string(got.AppendJSON(nil)), string(want.AppendJSON(nil)); g != w {
+			t.Errorf("query %d after warming answers\n%s\nwant (read from the table)\n%s", i, g, w)
+		}
+	}
+
+	// Without a cache, or on a table that cannot list its partitions, it does nothing.
+	if n, err := plain.WarmCache(ctx); n != 0 || err != nil {
+		t.Errorf("WarmCache without a cache = %d, %v; want 0, nil", n, err)
+	}
+	wrapped, err := eventstore.New(tab, opts) // tables.Table hides the lister
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := wrapped.WarmCache(ctx); n != 0 || err != nil {
+		t.Errorf("WarmCache on a table without Partitions = %d, %v; want 0, nil", n, err)
+	}
+}
+
+// countingTable counts the items its Queries return, and lists partitions as its table does.
+type countingTable struct {
+	store.Table
+	reads atomic.Int64
+}
+
+func (c *countingTable) Query(ctx context.Context, q store.Query) ([]store.Item, error) {
+	items, err := c.Table.Query(ctx, q)
+	c.reads.Add(int64(len(items)))
+	return items, err
+}
+
+func (c *countingTable) Partitions(ctx context.Context, prefix string) ([]string, error) {
+	return c.Table.(store.PartitionLister).Partitions(ctx, prefix)
+}
