@@ -5,10 +5,11 @@
 # The starting, stopping and pid/address bookkeeping are scripts/lib/service.sh's, shared
 # with the other test service's script; this file holds what is specific to this service.
 #
-# Usage: scripts/dynamodb-local.sh start|stop|endpoint|install
+# Usage: scripts/dynamodb-local.sh start|stop|endpoint|pid|install
 #   start     install if needed, start (unless already running), print the endpoint
 #   stop      stop the instance this script started
 #   endpoint  print the endpoint of the running instance (exit 1 when none)
+#   pid       print the process id of the running instance (exit 1 when none)
 #   install   only install the package
 #
 # Environment:

@@ -93,7 +93,7 @@ if [[ $store == dynamodb ]]; then
 	log "DynamoDB Local"
 	"$root/scripts/dynamodb-local.sh" endpoint >/dev/null 2>&1 || dynamodb_started=1
 	endpoint=$("$root/scripts/dynamodb-local.sh" start)
-	dynamodb_pid=$(<"${ROADEVENTS_DYNAMODB_LOCAL_DIR:-$root/.cache/dynamodb-local}/dynamodb-local.pid")
+	dynamodb_pid=$("$root/scripts/dynamodb-local.sh" pid)
 	# A table of its own, so that a running instance's other tables do not count.
 	export ROADEVENTS_STORE=dynamodb ROADEVENTS_TABLE="load-$(date +%s)-$$" AWS_REGION=us-east-1 \
 		AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local \

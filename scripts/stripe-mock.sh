@@ -6,10 +6,11 @@
 # The starting, stopping and pid/address bookkeeping are scripts/lib/service.sh's, shared
 # with the other test service's script; this file holds what is specific to this service.
 #
-# Usage: scripts/stripe-mock.sh start|stop|address|install
+# Usage: scripts/stripe-mock.sh start|stop|address|pid|install
 #   start    install if needed, start (unless already running), print the base URL
 #   stop     stop the instance this script started
 #   address  print the base URL of the running instance (exit 1 when none)
+#   pid      print the process id of the running instance (exit 1 when none)
 #   install  only install the binary
 #
 # Environment:

@@ -118,9 +118,13 @@ service_main() {
     running || die "not running (start it with: $0 start)"
     cat "$urlfile"
     ;;
+  pid)
+    running || die "not running (start it with: $0 start)"
+    cat "$pidfile"
+    ;;
   install) lock && install ;;
   *)
-    echo "usage: $0 start|stop|$url_command|install" >&2
+    echo "usage: $0 start|stop|$url_command|pid|install" >&2
     exit 2
     ;;
   esac

@@ -251,10 +251,9 @@ type lineShape struct {
 }
 
 // recOverhead is what a cached record costs besides its bytes (struct, id, map entry),
-// lineOverhead what a LineString's shape adds,
-// groupOverhead what a group costs, and partOverhead what a partition costs, loaded or not:
-// counted so that the limit bounds the cache however many empty cells queries and writes
-// touch.
+// lineOverhead what a LineString's shape adds, groupOverhead what a group costs, and
+// partOverhead what a partition costs, loaded or not: counted so that the limit bounds the cache
+// however many empty cells queries and writes touch.
 const (
 	recOverhead   = 200
 	lineOverhead  = 64
@@ -459,6 +458,21 @@ func (c *partCache) evict() {
 		}
 		sh.mu.Unlock()
 	}
+}
+
+// cacheRecords decodes the index items of a partition read from the table, as cacheRecord
+// does, and counts those it could not.
+func cacheRecords(items []store.Item, keep bool) (recs []cachedRec, bad int) {
+	recs = make([]cachedRec, 0, len(items))
+	for _, it := range items {
+		r, err := cacheRecord(it, keep)
+		if err != nil {
+			bad++
+			continue
+		}
+		recs = append(recs, r)
+	}
+	return recs, bad
 }
 
 // cacheRecord decodes an index item, with its JSON and a prepared path when it is to be kept

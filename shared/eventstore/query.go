@@ -260,15 +260,8 @@ func (s *Store) readAreas(ctx context.Context, reads []areaRead, eventual bool, 
 	}
 	for i, items := range parts {
 		res.ItemsRead += len(items)
-		recs := make([]cachedRec, 0, len(items))
-		for _, it := range items {
-			r, err := cacheRecord(it, s.cache != nil)
-			if err != nil {
-				m.bad++
-				continue
-			}
-			recs = append(recs, r)
-		}
+		recs, bad := cacheRecords(items, s.cache != nil)
+		m.bad += bad
 		for i := range recs {
 			m.add(&recs[i])
 		}

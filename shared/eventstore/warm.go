@@ -41,12 +41,7 @@ func (s *Store) WarmCache(ctx context.Context) (int, error) {
 		if err != nil {
 			return loaded, fmt.Errorf("warm area cache: read %s: %w", pk, err)
 		}
-		recs := make([]cachedRec, 0, len(items))
-		for _, it := range items {
-			if r, err := cacheRecord(it, true); err == nil {
-				recs = append(recs, r)
-			}
-		}
+		recs, _ := cacheRecords(items, true) // a record that cannot be read is left out, as by readAreas
 		s.cache.fill(t, recs)
 		loaded++
 	}
