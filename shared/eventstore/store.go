@@ -152,6 +152,14 @@ type Options struct {
 	// exactly, and it writes no merge guards (merge.go). Processes sharing DynamoDB must leave
 	// it false.
 	SoleWriter bool
+	// ListApart writes a new event's entry in its publisher's list (which a verdict reads) on
+	// its own before the publish transaction instead of inside it: for a table that bills each
+	// member of a transaction as two writes (DynamoDB, docs/operations.md §5), where the entry,
+	// which needs no atomicity, then costs one write unit instead of two, for one more round
+	// trip. Elsewhere the entry rides in the transaction: one commit and one sync per publish
+	// instead of two, which halves what a publish waits for on the embedded store
+	// (docs/performance.md §6).
+	ListApart bool
 	// Judge hears of every event ended by deny quorum, once it is stored, to judge its
 	// publisher (docs/network.md §2); nil judges nobody.
 	Judge Judge
@@ -180,6 +188,7 @@ type Store struct {
 	cache      *partCache // nil without Options.CacheBytes
 	judge      Judge
 	soleWriter bool
+	listApart  bool
 
 	seed   maphash.Seed
 	locks  [1024]sync.Mutex
@@ -226,6 +235,7 @@ func New(table store.Table, opts Options) (*Store, error) {
 		parallelism: opts.Parallelism,
 		judge:       opts.Judge,
 		soleWriter:  opts.SoleWriter,
+		listApart:   opts.ListApart,
 		seed:        maphash.MakeSeed(),
 		guards:      guardLocks{seed: maphash.MakeSeed()},
 	}, nil
@@ -321,11 +331,11 @@ func (s *Store) Publish(ctx context.Context, c Caller, in event.EventIn) (event.
 // duplicates, or active. The event item is operation 0, written on condition that none
 // exists.
 //
-// An active event is first listed among its publisher's events (orgItem), on its own, then
-// written with its index items and merge guards in one transaction: a transaction bills each
-// member twice (docs/operations.md §5), and the list needs no atomicity. A crash between the two
-// leaves a listing of an event that does not exist, which a verdict passes over
-// (InvalidateOrg); the other order could leave an event a verdict cannot find.
+// An active event is written with its index items, its merge guards and its entry in its
+// publisher's list (orgItem) in one transaction. With Options.ListApart the entry is written
+// first, on its own: a crash between the two then leaves a listing of an event that does not
+// exist, which a verdict passes over (InvalidateOrg); the other order could leave an event a
+// verdict cannot find.
 func (s *Store) publishOnce(ctx context.Context, c Caller, id string, in event.EventIn) (event.Event, error) {
 	now := s.clock.Now()
 	ev := event.New(in, c.Org, c.Environment, id, now)
@@ -342,8 +352,12 @@ func (s *Store) publishOnce(ctx context.Context, c Caller, id string, in event.E
 	if err != nil {
 		return event.Event{}, err
 	}
-	if err := s.table.Put(ctx, s.orgItem(ev), store.Condition{}); err != nil {
-		return event.Event{}, fmt.Errorf("list event %s: %w", ev.ID, err)
+	if s.listApart {
+		if err := s.table.Put(ctx, s.orgItem(ev), store.Condition{}); err != nil {
+			return event.Event{}, fmt.Errorf("list event %s: %w", ev.ID, err)
+		}
+	} else {
+		ops = append(ops, store.PutOp(s.orgItem(ev), store.Condition{}))
 	}
 	ops = append(ops, guardOps(p.guards, now)...)
 	return ev, s.transact(ctx, ops)

@@ -103,6 +103,7 @@ func NewStore(d tenants.Deps, ledger *reputation.Ledger, og *orgs.Service, servi
 		MaxRadius:         d.Config.Limits.MaxQueryRadiusM,
 		CacheBytes:        areaCacheBytes(d.Config.Store),
 		SoleWriter:        soleWriter(d.Config.Store),
+		ListApart:         d.Config.Store == config.StoreDynamoDB, // docs/operations.md §5
 		Judge:             judge,
 	})
 	if err != nil {
