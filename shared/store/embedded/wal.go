@@ -1,6 +1,7 @@
 package embedded
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/binary"
 	"errors"
@@ -39,13 +40,23 @@ import (
 // and will not report that again, so what the file holds past the last acknowledged record is
 // unknown until it is cut; the records before it were synced when they were acknowledged. When
 // the disk has room again, the next commit is appended where the failed one began.
+//
+// The segment being appended to is written with zeros, and synced, a step ahead of its records
+// (preallocate): a record's fdatasync then writes its data only, where one that grows the file
+// must also commit the new size to the file system's journal, which took twice as long
+// (docs/performance.md §6). So the last segment may end in zeros, which Open cuts off; a
+// segment is cut to its records before the next one is started, so earlier ones never do.
 
 const (
 	walSuffix       = ".wal"
 	walFrameHeader  = 8
 	walSegmentBytes = 64 << 20 // a segment is closed and a new one started past this size
 	walMaxRecord    = 1 << 30  // a length above this is damage, not a record
+	walPrealloc     = 1 << 20  // zeros are written ahead of the records in steps of this size
 )
+
+// walZeros is what preallocate writes.
+var walZeros = make([]byte, walPrealloc)
 
 var walCRC = crc32.MakeTable(crc32.Castagnoli)
 
@@ -79,6 +90,10 @@ type wal struct {
 	segs []walSegment // in position order; the last is the one appended to
 	f    LogFile      // the last segment
 	size int64        // bytes of f up to the end of its last acknowledged record
+	// alloc is how far f holds synced zeros (or records): appends up to it do not grow f.
+	alloc int64
+	// segmentBytes is the size past which the next append starts a new segment.
+	segmentBytes int64
 	// torn is set while f may hold part of a failed record past size.
 	torn bool
 	next uint64 // position of the next record
@@ -99,7 +114,7 @@ func openWAL(dir string, start uint64, log *slog.Logger, replay func(pos uint64,
 	if err != nil {
 		return nil, err
 	}
-	w := &wal{dir: dir, segs: segs, next: start}
+	w := &wal{dir: dir, segs: segs, next: start, segmentBytes: walSegmentBytes}
 	if len(segs) > 0 {
 		if segs[0].first > start {
 			return nil, fmt.Errorf("%w: %s begins at record %d, but record %d is not in the table", errWALCorrupt, dir, segs[0].first, start)
@@ -116,7 +131,7 @@ func openWAL(dir string, start uint64, log *slog.Logger, replay func(pos uint64,
 			return nil, err
 		}
 		if last {
-			w.size = size
+			w.size, w.alloc = size, size // replay cut off anything past the records
 		}
 	}
 	if len(segs) == 0 {
@@ -164,6 +179,13 @@ func (w *wal) replaySegment(seg walSegment, last bool, log *slog.Logger, replay 
 	off := 0
 	for off < len(data) {
 		body, ok := walFrame(data[off:])
+		if !ok && last && allZero(data[off:]) {
+			// Preallocated space that no record reached: no loss, nothing to report.
+			if err := os.Truncate(seg.path, int64(off)); err != nil {
+				return 0, fmt.Errorf("cut %s: %w", seg.path, err)
+			}
+			break
+		}
 		if !ok {
 			if !last || !tornTail(data[off:], w.next) {
 				return 0, fmt.Errorf("%w: %s: bad record at byte %d of %d", errWALCorrupt, seg.path, off, len(data))
@@ -206,10 +228,12 @@ func walFrame(b []byte) ([]byte, bool) {
 }
 
 // tornTail tells whether b, which does not start with a valid record, can be what a crash
-// leaves of record next, the one being appended: it does not extend past that record's frame,
-// and record next+1 does not follow (a damaged length can make a middle record look torn).
-// Anything after a complete (but bad) frame means records were damaged, not torn.
+// leaves of record next, the one being appended: it does not extend past that record's frame
+// (the preallocated zeros after it aside), and record next+1 does not follow (a damaged length
+// can make a middle record look torn). Anything after a complete (but bad) frame means records
+// were damaged, not torn.
 func tornTail(b []byte, next uint64) bool {
+	b = bytes.TrimRight(b, "\x00")
 	if len(b) >= walFrameHeader {
 		n := uint64(binary.BigEndian.Uint32(b))
 		if uint64(len(b)) > walFrameHeader+n && (n != 0 || !allZero(b)) {
@@ -245,9 +269,14 @@ func (w *wal) append(payload []byte) (uint64, error) {
 			return 0, err
 		}
 	}
-	if w.size >= walSegmentBytes {
+	if w.size >= w.segmentBytes {
 		if err := w.rotate(); err != nil {
 			return 0, err
+		}
+	}
+	if need := w.size + walFrameHeader + 8 + int64(len(payload)); need > w.alloc {
+		if err := w.preallocate(need); err != nil {
+			return 0, w.fail(err)
 		}
 	}
 	pos := w.next
@@ -270,6 +299,23 @@ func (w *wal) append(payload []byte) (uint64, error) {
 	return pos, nil
 }
 
+// preallocate writes zeros from w.alloc on, in steps of walPrealloc, until the segment holds
+// need bytes, and syncs them.
+func (w *wal) preallocate(need int64) error {
+	end := w.alloc
+	for end < need {
+		if _, err := w.f.WriteAt(walZeros, end); err != nil {
+			return fmt.Errorf("write-ahead log: preallocate: %w", err)
+		}
+		end += walPrealloc
+	}
+	if err := w.f.SyncData(); err != nil {
+		return fmt.Errorf("write-ahead log: preallocate: sync: %w", err)
+	}
+	w.alloc = end
+	return nil
+}
+
 // fail cuts off the record whose write or sync failed with err, and returns err.
 func (w *wal) fail(err error) error {
 	w.torn = true
@@ -283,18 +329,24 @@ func (w *wal) fail(err error) error {
 // nothing of a failed record can be replayed and the next record follows the last good one.
 func (w *wal) cut() error {
 	if err := w.f.Truncate(w.size); err != nil {
-		return fmt.Errorf("write-ahead log: cut a failed record off: %w", err)
+		return fmt.Errorf("write-ahead log: cut the segment back to its last record: %w", err)
 	}
 	if err := w.f.SyncData(); err != nil {
-		return fmt.Errorf("write-ahead log: sync after cutting a failed record off: %w", err)
+		return fmt.Errorf("write-ahead log: sync after cutting the segment back: %w", err)
 	}
-	w.torn = false
+	w.torn, w.alloc = false, w.size
 	return nil
 }
 
 // rotate starts the next segment and closes the current one; if the next cannot be created,
 // the current one stays and the next append tries again.
 func (w *wal) rotate() error {
+	if w.alloc > w.size {
+		// Cut the preallocated zeros off first: only the last segment may end in them.
+		if err := w.cut(); err != nil {
+			return err
+		}
+	}
 	old := w.f
 	if err := w.newSegment(); err != nil {
 		return err
@@ -320,7 +372,7 @@ func (w *wal) newSegment() error {
 	if w.files != nil {
 		lf = w.files(lf)
 	}
-	w.f, w.size, w.torn = lf, 0, false
+	w.f, w.size, w.alloc, w.torn = lf, 0, 0, false
 	w.segs = append(w.segs, seg)
 	return nil
 }
@@ -354,11 +406,17 @@ func (w *wal) reset() error {
 	return durable.SyncDir(w.dir)
 }
 
+// close closes the current segment, cut back to its records so that a log closed cleanly
+// holds no preallocated zeros.
 func (w *wal) close() error {
 	if w.f == nil {
 		return nil
 	}
-	err := w.f.Close()
+	var err error
+	if w.alloc > w.size {
+		err = w.cut()
+	}
+	err = errors.Join(err, w.f.Close())
 	w.f = nil
 	return err
 }

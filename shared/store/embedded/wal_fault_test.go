@@ -48,11 +48,15 @@ func TestWALFailedAppendLeavesNoTrace(t *testing.T) {
 		name  string
 		fault func(*faultyFile)
 		heal  func(*faultyFile)
+		// atPrealloc makes the failing append the one that must preallocate first.
+		atPrealloc bool
 	}{
-		{"full disk", func(f *faultyFile) { f.full = true }, func(f *faultyFile) { f.full = false }},
-		{"failed sync", func(f *faultyFile) { f.syncFails = true }, func(*faultyFile) {}},
+		{"full disk", func(f *faultyFile) { f.full = true }, func(f *faultyFile) { f.full = false }, false},
+		{"failed sync", func(f *faultyFile) { f.syncFails = true }, func(*faultyFile) {}, false},
 		{"full disk, failed cut", func(f *faultyFile) { f.full, f.truncateFails = true, true },
-			func(f *faultyFile) { f.full, f.truncateFails = false, false }},
+			func(f *faultyFile) { f.full, f.truncateFails = false, false }, false},
+		{"full disk while preallocating", func(f *faultyFile) { f.full = true }, func(f *faultyFile) { f.full = false }, true},
+		{"failed sync of the preallocated zeros", func(f *faultyFile) { f.syncFails = true }, func(*faultyFile) {}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -61,7 +65,9 @@ func TestWALFailedAppendLeavesNoTrace(t *testing.T) {
 			f := &faultyFile{LogFile: w.f}
 			w.f = f
 			appendRecords(t, w, 3)
-
+			if tc.atPrealloc {
+				w.alloc = w.size
+			}
 			tc.fault(f)
 			lost := bytes.Repeat([]byte("lost"), 50)
 			if _, err := w.append(lost); err == nil {
@@ -93,7 +99,7 @@ func TestWALRotationOnAFullDisk(t *testing.T) {
 	dir := t.TempDir()
 	w, _ := mustOpenWAL(t, dir, 1)
 	appendRecords(t, w, 2)
-	w.size = walSegmentBytes // due for rotation
+	w.segmentBytes = w.size  // due for rotation
 	w.dir = dir + "/missing" // the next segment cannot be created
 	if _, err := w.append(walPayload(3)); err == nil {
 		t.Fatalf("append when the next segment cannot be created = nil; want an error")

@@ -245,6 +245,8 @@ func TestWALTornTail(t *testing.T) {
 		tc{"zeros longer than a frame header (preallocated tail)", add(make([]byte, 300)), false},
 		tc{"a header whose body never arrived", add(binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint32(nil, 100), 12345)), false},
 		tc{"a header and part of its body", add(append(binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint32(nil, 100), 12345), make([]byte, 40)...)), false},
+		tc{"a header and part of its body, then preallocated zeros", add(append(append(binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint32(nil, 100), 12345),
+			bytes.Repeat([]byte{0xa7}, 40)...), make([]byte, 3000)...)), false},
 		tc{"a full last frame with a wrong CRC", flip(5), true},
 		tc{"a full last frame with a wrong position byte", flip(walFrameHeader + 7), true},
 		tc{"a full last frame with a wrong payload byte", flip(walFrameHeader + 9), true},
@@ -286,6 +288,27 @@ func TestWALTornTail(t *testing.T) {
 			checkReplay(t, recs, 1, keep+1)
 		})
 	}
+}
+
+// TestWALCrashWithPreallocatedTail: the segment being appended to grows in preallocated steps,
+// not record by record, and what a crash leaves (records, then zeros) replays every
+// acknowledged record and appends after the last.
+func TestWALCrashWithPreallocatedTail(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	w, _ := mustOpenWAL(t, dir, 1)
+	appendRecords(t, w, 5)
+	path := filepath.Join(dir, segName(1))
+	if fi, err := os.Stat(path); err != nil || fi.Size() != walPrealloc {
+		t.Fatalf("segment after 5 appends: %v, %v; want %d bytes (one preallocated step)", fi.Size(), err, walPrealloc)
+	}
+	// The process dies: w is never closed.
+	w2, recs := mustOpenWAL(t, dir, 1)
+	checkReplay(t, recs, 1, 5)
+	appendRecords(t, w2, 7)
+	_ = w2.close()
+	_, recs = mustOpenWAL(t, dir, 1)
+	checkReplay(t, recs, 1, 7)
 }
 
 // TestWALTornOnlyRecord checks a torn tail that was the only record of the last segment: the
