@@ -22,10 +22,23 @@ type Stream struct {
 	// PollInterval is the pause between two empty reads of a shard
 	// (ROADEVENTS_STREAM_POLL_INTERVAL, a Go duration such as 250ms).
 	PollInterval time.Duration
+	// ResumeWindow is how long after a change a reconnecting stream that names its last frame
+	// (Last-Event-ID) is still sent the change instead of a new snapshot
+	// (ROADEVENTS_STREAM_RESUME_WINDOW, a Go duration; 0 turns resuming off; docs/api.md §10.2
+	// (Stream), resuming).
+	ResumeWindow time.Duration
 }
 
+// DefaultStreamResumeWindow is ResumeWindow when no variable says otherwise: long enough for
+// a vehicle to cross a tunnel or a dead zone, short enough that the changes to read again
+// stay few.
+const DefaultStreamResumeWindow = 5 * time.Minute
+
+// maxStreamResumeWindow is the embedded store's feed retention: older changes are gone.
+const maxStreamResumeWindow = 24 * time.Hour
+
 // DefaultStream is the stream configuration when no variable says otherwise.
-var DefaultStream = Stream{PollInterval: DefaultStreamPollInterval}
+var DefaultStream = Stream{PollInterval: DefaultStreamPollInterval, ResumeWindow: DefaultStreamResumeWindow}
 
 // readStream applies the stream variables of getenv.
 func (c *Config) readStream(getenv func(string) string) error {
@@ -37,6 +50,13 @@ func (c *Config) readStream(getenv func(string) string) error {
 			return fmt.Errorf("config: ROADEVENTS_STREAM_POLL_INTERVAL=%q: want a duration from 50ms to 1m", v)
 		}
 		c.Stream.PollInterval = d
+	}
+	if v := getenv("ROADEVENTS_STREAM_RESUME_WINDOW"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 || d > maxStreamResumeWindow {
+			return fmt.Errorf("config: ROADEVENTS_STREAM_RESUME_WINDOW=%q: want a duration from 0 (off) to 24h", v)
+		}
+		c.Stream.ResumeWindow = d
 	}
 	return nil
 }

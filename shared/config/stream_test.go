@@ -14,22 +14,30 @@ func TestStreamFromEnv(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Stream.ARN != "" || c.Stream.PollInterval != 400*time.Millisecond {
-		t.Errorf("default Stream = %+v; want no ARN, 400ms (two readers a shard within 5 reads a second)", c.Stream)
+	if c.Stream.ARN != "" || c.Stream.PollInterval != 400*time.Millisecond || c.Stream.ResumeWindow != 5*time.Minute {
+		t.Errorf("default Stream = %+v; want no ARN, 400ms (two readers a shard within 5 reads a second), resume within 5m", c.Stream)
 	}
 	c, err = config.FromEnv(env(map[string]string{
 		"ROADEVENTS_STREAM_ARN":           "arn:aws:dynamodb:eu-west-1:1:table/t/stream/2026",
 		"ROADEVENTS_STREAM_POLL_INTERVAL": "250ms",
+		"ROADEVENTS_STREAM_RESUME_WINDOW": "0",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Stream.ARN != "arn:aws:dynamodb:eu-west-1:1:table/t/stream/2026" || c.Stream.PollInterval != 250*time.Millisecond {
+	if c.Stream.ARN != "arn:aws:dynamodb:eu-west-1:1:table/t/stream/2026" || c.Stream.PollInterval != 250*time.Millisecond ||
+		c.Stream.ResumeWindow != 0 {
 		t.Errorf("Stream = %+v; want the variables' values", c.Stream)
 	}
 	for _, v := range []string{"fast", "10ms", "2m", "-1s"} {
 		if _, err := config.FromEnv(env(map[string]string{"ROADEVENTS_STREAM_POLL_INTERVAL": v})); err == nil {
 			t.Errorf("ROADEVENTS_STREAM_POLL_INTERVAL=%q accepted; want an error", v)
+		}
+	}
+	// Past the embedded store's feed retention (24 h) nothing is left to resume from.
+	for _, v := range []string{"soon", "-1s", "25h"} {
+		if _, err := config.FromEnv(env(map[string]string{"ROADEVENTS_STREAM_RESUME_WINDOW": v})); err == nil {
+			t.Errorf("ROADEVENTS_STREAM_RESUME_WINDOW=%q accepted; want an error", v)
 		}
 	}
 }

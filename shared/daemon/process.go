@@ -60,7 +60,7 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger, ln net.Lis
 	budget := connectionBudget(cfg, logger)
 	jobsCtx, stopJobs := context.WithCancel(ctx)
 	p := &Process{
-		Hub:     stream.NewHub(stream.HubOptions{Logger: logger, Capacity: budget}),
+		Hub:     stream.NewHub(stream.HubOptions{Logger: logger, Capacity: budget, ResumeWindow: cfg.Stream.ResumeWindow}),
 		budget:  budget,
 		cfg:     cfg,
 		logger:  logger,

@@ -224,6 +224,20 @@ type Feed interface {
 	Follow(ctx context.Context) (Cursor, error)
 }
 
+// Replayer is a Feed whose positions are one total order of all its changes, each Change.Seq a
+// decimal number, and that can be read again from a past position: the embedded store's. A
+// DynamoDB Stream orders the changes of one item only, so it is not one.
+type Replayer interface {
+	Feed
+	// FollowAfter returns a cursor at the change after position pos: every change from pos+1
+	// on, in order. It fails with ErrReplay when changes after pos are no longer kept, or pos
+	// is past the end of the feed.
+	FollowAfter(ctx context.Context, pos uint64) (Cursor, error)
+}
+
+// ErrReplay is returned by Replayer.FollowAfter for a position it cannot read on from.
+var ErrReplay = errors.New("store: the feed cannot be read on from that position")
+
 // Cursor reads a feed forward.
 type Cursor interface {
 	// Next blocks until the next change, ctx ends, or the cursor is closed.

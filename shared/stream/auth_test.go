@@ -244,8 +244,8 @@ func TestQueryValidation(t *testing.T) {
 	})
 }
 
-// The stream route declares the parameters of GET /v1/events, so /openapi.json documents the
-// same rules for both and they cannot drift apart.
+// The stream route declares the parameters of GET /v1/events (then its ticket and the id to
+// resume from), so /openapi.json documents the same rules for both and they cannot drift apart.
 func TestStreamParamsMatchTheAreaQuery(t *testing.T) {
 	t.Parallel()
 	var list []schema.Param
@@ -258,8 +258,8 @@ func TestStreamParamsMatchTheAreaQuery(t *testing.T) {
 	for _, rt := range stream.Routes(stream.Deps{}) {
 		streamParams = rt.Params
 	}
-	if len(list) == 0 || len(streamParams) != len(list)+1 {
-		t.Fatalf("GET /v1/events has %d parameters, the stream %d; want the same plus ticket", len(list), len(streamParams))
+	if len(list) == 0 || len(streamParams) != len(list)+2 {
+		t.Fatalf("GET /v1/events has %d parameters, the stream %d; want the same plus ticket and last_event_id", len(list), len(streamParams))
 	}
 	for i, p := range list {
 		s := streamParams[i]
@@ -268,8 +268,10 @@ func TestStreamParamsMatchTheAreaQuery(t *testing.T) {
 			t.Errorf("parameter %d: stream %s %s; GET /v1/events %s %s", i, s.Name, s.Schema.JSONSchema(), p.Name, p.Schema.JSONSchema())
 		}
 	}
-	if last := streamParams[len(list)]; last.Name != "ticket" || last.Required {
-		t.Errorf("last stream parameter %q (required %v); want an optional ticket", last.Name, last.Required)
+	for i, name := range []string{"ticket", "last_event_id"} {
+		if p := streamParams[len(list)+i]; p.Name != name || p.Required {
+			t.Errorf("stream parameter %d %q (required %v); want an optional %s", len(list)+i, p.Name, p.Required, name)
+		}
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -191,6 +192,9 @@ const streamDescription = "Server-sent events. Every frame has an id that increa
 	"or `{\"reason\": \"credential_revoked\", \"reconnect\": false}` when the API key that opened the stream " +
 	"(or minted its ticket) is revoked: do not reconnect with it. " +
 	"The connection closes after 3300 s, or earlier when the server stops.\n\n" +
+	"To resume, reconnect with the id of the last frame received in Last-Event-ID (or last_event_id): where the " +
+	"server can, it sends the deltas missed since, in order, instead of a snapshot; otherwise a snapshot comes " +
+	"first as usual, and is the new truth.\n\n" +
 	"Authenticate with an API key in the Authorization header or, from a browser, with a ticket from " +
 	"POST /v1/stream/tickets; when an Authorization header is present it decides. Credentials and filters are " +
 	"checked before the stream starts (401, 422). A live key is streamed live events, a sandbox key both.\n\n" +
@@ -209,7 +213,10 @@ func Routes(d Deps) []httpapi.Route {
 	params := append(QueryParams(d.MaxRadius, d.DefaultRadius),
 		schema.Query("ticket", schema.String()).Describe(
 			"A stream ticket from POST /v1/stream/tickets, when no Authorization header can be sent (browsers). "+
-				"Never put an API key in a URL."))
+				"Never put an API key in a URL."),
+		schema.Query("last_event_id", schema.Integer().Min(0)).Describe(
+			"The id of the last frame received, to resume where a stream ended, as the Last-Event-ID header does "+
+				"(which decides when both are sent): for a browser that opens a new EventSource."))
 	return []httpapi.Route{{
 		Method: http.MethodGet, Path: "/v1/stream", OperationID: "streamEvents", Tags: []string{"stream"},
 		Security:    []httpapi.Security{httpapi.SecurityAPIKey, httpapi.SecurityStreamTicket},
@@ -264,6 +271,7 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) error {
 	}
 	h.d.Meter.Count(r.Context(), p.OrgID, p.Environment, metering.StreamConnects)
 	c := &conn{d: &h.d, sub: sub, log: httpapi.Logger(r.Context())}
+	resumeAt, resume := lastEventID(r)
 	hdr := w.Header()
 	setStreamHeader(hdr)
 	// Over HTTP/1 the stream takes the connection over (see conn): its body is the bytes up to
@@ -291,7 +299,7 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) error {
 		}
 		c.w, c.rc = w, rc
 	}
-	if !c.begin(r.Context(), v, f) {
+	if !c.begin(r.Context(), v, f, resumeAt, resume) {
 		c.end()
 		return nil
 	}
@@ -331,7 +339,9 @@ type conn struct {
 	d   *Deps
 	sub *Subscription
 	log *slog.Logger
-	id  uint64 // id of the last frame written
+	// pos is the feed position of the last delta sent or passed over (0 when the feed has no
+	// positions), and k counts the frames written since: they make up the frame ids (frameID).
+	pos, k uint64
 
 	net net.Conn // the hijacked connection, or nil
 	// gone is closed when the client closes the hijacked connection (closeWatcher); nil
@@ -349,15 +359,64 @@ type conn struct {
 // a connection must not keep for its whole life.
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
 
-// begin starts the connection's timers and sends the snapshot, or a bye when it cannot; it
-// reports whether the stream goes on.
-func (c *conn) begin(ctx context.Context, v Viewer, f Filter) bool {
+// framesPerPosition spaces the frame ids of consecutive feed positions: a delta's id is its
+// position times this, the frames after it count on from there (frameID). A connection writes
+// at most MaxConnectionAge/KeepaliveInterval keepalives, a snapshot and a bye between two
+// deltas, well under it (the array below would not compile otherwise).
+const framesPerPosition = 1000
+
+var _ [framesPerPosition - int(MaxConnectionAge/KeepaliveInterval) - 2]struct{}
+
+// frameID returns the id of the next frame, for a delta at feed position pos, or pos 0 for any
+// other frame: a delta's id is its position times framesPerPosition, the frames after it count
+// on from there, so ids increase within the connection and id/framesPerPosition is the last
+// position the client was sent (docs/api.md §10.2 (Stream), resuming). Without positions the
+// ids count 1, 2, 3...
+func (c *conn) frameID(pos uint64) uint64 {
+	if pos > 0 {
+		c.pos, c.k = pos, 0
+	} else {
+		c.k++
+	}
+	return c.pos*framesPerPosition + c.k
+}
+
+// lastEventID reads where a reconnecting client left off: the Last-Event-ID header, else the
+// last_event_id query parameter, as the feed position of the last frame it received. A header
+// that is no frame id of ours is ignored (a snapshot follows), as browsers send back whatever
+// id they were given.
+func lastEventID(r *http.Request) (pos uint64, ok bool) {
+	v := r.Header.Get("Last-Event-ID")
+	if v == "" {
+		v = r.URL.Query().Get("last_event_id")
+	}
+	id, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	return id / framesPerPosition, true
+}
+
+// begin starts the connection's timers and sends the deltas a resuming client missed (Replay),
+// else the snapshot, or a bye when it cannot; it reports whether the stream goes on.
+func (c *conn) begin(ctx context.Context, v Viewer, f Filter, resumeAt uint64, resume bool) bool {
 	c.keepalive = c.d.Timers.NewTicker(KeepaliveInterval)
 	c.endOfLife = c.d.Timers.NewTimer(MaxConnectionAge)
 	if !c.d.Hub.Ready() || closed(c.sub.Lost()) {
 		// Without the feed the deltas after the snapshot are not guaranteed: reconnect.
 		c.bye(ReasonSnapshotUnavailable)
 		return false
+	}
+	if resume {
+		if missed, ok := c.d.Hub.Replay(ctx, c.sub, resumeAt); ok {
+			c.pos = resumeAt
+			if err := c.deltas(missed); err != nil {
+				return false
+			}
+			// Every change up to the subscription's start was replayed or did not concern it.
+			c.pos = max(c.pos, c.sub.start)
+			return true
+		}
 	}
 	snap, err := c.d.Snapshots.Snapshot(ctx, v, f)
 	if err != nil {
@@ -367,6 +426,9 @@ func (c *conn) begin(ctx context.Context, v Viewer, f Filter) bool {
 		c.bye(ReasonSnapshotUnavailable)
 		return false
 	}
+	// The snapshot shows every change up to the subscription's start: a delta at or before it
+	// is not sent after it (deltas), and its id tells a client that resumes from it so.
+	c.pos = c.sub.start
 	if err := c.snapshot(snap); err != nil {
 		return false
 	}
@@ -460,28 +522,34 @@ func (c *conn) now() string { return event.FormatTime(c.d.Clock.Now()) }
 func (c *conn) snapshot(events []SnapshotEvent) error {
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
-	c.id++
-	b := appendFrameHead((*bp)[:0], c.id, FrameSnapshot)
+	b := appendFrameHead((*bp)[:0], c.frameID(0), FrameSnapshot)
 	b = appendSnapshot(b, events, int(MaxConnectionAge/time.Second), c.now())
 	b = appendFrameEnd(b)
 	*bp = b
 	return c.send(b)
 }
 
-// deltas writes the event frames of batch, skipping those the snapshot already holds.
+// deltas writes the event frames of batch, skipping those the client already has: at or
+// before the feed position it was last sent (a snapshot or a replay covered them), or shown
+// by the snapshot.
 func (c *conn) deltas(batch []*Queued) error {
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
 	b := (*bp)[:0]
 	for _, q := range batch {
+		if q.Position > 0 && q.Position <= c.pos {
+			continue
+		}
 		if e, ok := c.seen[q.EventID]; ok {
 			if e.version > 0 && q.Version <= e.version || e.version == 0 && q.Hash == e.hash {
+				if q.Position > 0 {
+					c.pos, c.k = q.Position, 0 // passed over: a resume from the next id skips it too
+				}
 				continue
 			}
 			delete(c.seen, q.EventID)
 		}
-		c.id++
-		b = appendFrame(b, c.id, FrameEvent, q.Data)
+		b = appendFrame(b, c.frameID(q.Position), FrameEvent, q.Data)
 	}
 	*bp = b
 	if len(b) == 0 {
@@ -492,14 +560,12 @@ func (c *conn) deltas(batch []*Queued) error {
 
 func (c *conn) keepaliveFrame(dropped int64) error {
 	var buf [160]byte
-	c.id++
-	return c.send(appendFrame(buf[:0], c.id, FrameKeepalive, appendKeepalive(nil, dropped, c.now())))
+	return c.send(appendFrame(buf[:0], c.frameID(0), FrameKeepalive, appendKeepalive(nil, dropped, c.now())))
 }
 
 func (c *conn) bye(reason string) {
 	var buf [128]byte
-	c.id++
-	_ = c.send(appendFrame(buf[:0], c.id, FrameBye, appendBye(nil, reason)))
+	_ = c.send(appendFrame(buf[:0], c.frameID(0), FrameBye, appendBye(nil, reason)))
 }
 
 // send writes b, and flushes it, under a write deadline, so that a client that stopped

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"log/slog"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -64,6 +65,10 @@ type HubOptions struct {
 	// Subscribe refuses new streams to the organisations already holding their share. Nil: no
 	// budget.
 	Capacity Capacity
+	// ResumeWindow is how long after a change a reconnecting stream may still be sent it
+	// instead of a snapshot (Replay; docs/api.md §10.2 (Stream), resuming). 0: never, every
+	// stream begins with a snapshot. Resuming needs a feed that is a store.Replayer.
+	ResumeWindow time.Duration
 }
 
 // Capacity is a budget of connections, of which streams are a part.
@@ -121,6 +126,13 @@ type Hub struct {
 	closes  closeWatcher
 
 	capacity Capacity
+	// replay is the feed being followed when it can be read again from a position (nil
+	// otherwise), dec its decoder (both guarded by mu); pos is the position of the last change
+	// read from it.
+	replay       store.Replayer
+	dec          Decoder
+	pos          atomic.Uint64
+	resumeWindow time.Duration
 	// perOrg counts the subscriptions of each organisation, byKey indexes them by the API key
 	// of their credential, and revoked holds the keys revoked lately, with when (all guarded
 	// by mu).
@@ -145,17 +157,18 @@ func NewHub(opts HubOptions) *Hub {
 		opts.RetryInterval = DefaultRetryInterval
 	}
 	h := &Hub{
-		clock:     opts.Clock,
-		logger:    opts.Logger,
-		queueSize: opts.QueueSize,
-		retry:     opts.RetryInterval,
-		capacity:  opts.Capacity,
-		perOrg:    map[string]int{},
-		byKey:     map[string]map[*Subscription]struct{}{},
-		revoked:   map[string]time.Time{},
-		lost:      make(chan struct{}),
-		followed:  make(chan struct{}),
-		draining:  make(chan struct{}),
+		clock:        opts.Clock,
+		logger:       opts.Logger,
+		queueSize:    opts.QueueSize,
+		retry:        opts.RetryInterval,
+		capacity:     opts.Capacity,
+		resumeWindow: opts.ResumeWindow,
+		perOrg:       map[string]int{},
+		byKey:        map[string]map[*Subscription]struct{}{},
+		revoked:      map[string]time.Time{},
+		lost:         make(chan struct{}),
+		followed:     make(chan struct{}),
+		draining:     make(chan struct{}),
 	}
 	for i := range h.index {
 		h.index[i] = map[h3.Cell]map[*Subscription]struct{}{}
@@ -229,6 +242,10 @@ func (h *Hub) Run(ctx context.Context, feed store.Feed, dec Decoder) error {
 	for {
 		cur, err := feed.Follow(ctx)
 		if err == nil {
+			rp, _ := feed.(store.Replayer)
+			h.mu.Lock()
+			h.replay, h.dec = rp, dec
+			h.mu.Unlock()
 			h.setFollowing()
 			err = h.pump(ctx, cur, dec)
 			cur.Close()
@@ -266,10 +283,23 @@ func (h *Hub) pump(ctx context.Context, cur store.Cursor, dec Decoder) error {
 		f.FilterImages(kf.Wants)
 	}
 	rd, _ := dec.(RevocationDecoder)
+	h.mu.RLock()
+	positioned := h.replay != nil
+	h.mu.RUnlock()
 	for {
 		ch, err := cur.Next(ctx)
 		if err != nil {
 			return fmt.Errorf("stream hub: read change feed: %w", err)
+		}
+		var pos uint64
+		if positioned {
+			// Stored before the subscription count is read below, as Subscribe counts itself
+			// before it reads the position: a subscription that this record's skipping could
+			// miss reads a position at or past it (see Subscription.start).
+			if pos, err = strconv.ParseUint(ch.Seq, 10, 64); err != nil {
+				return fmt.Errorf("stream hub: change feed position %q: %w", ch.Seq, err)
+			}
+			h.pos.Store(pos)
 		}
 		if kf != nil && !kf.Wants(ch.Key) {
 			continue
@@ -292,6 +322,7 @@ func (h *Hub) pump(ctx context.Context, cur store.Cursor, dec Decoder) error {
 			continue
 		}
 		if ok {
+			c.Position = pos
 			h.Dispatch(c)
 		}
 	}
@@ -326,18 +357,10 @@ type side struct {
 // (docs/api.md §10.2: a subscriber sees an event move out of its area). Run calls it for each
 // change of the feed; it never blocks on a subscriber.
 func (h *Hub) Dispatch(c EventChange) {
-	now := h.clock.Now()
-	pub := c.After.Public(now)
-	js, err := json.Marshal(pub)
+	q, sides, err := render(c, h.clock.Now())
 	if err != nil {
 		h.logger.Error("stream hub: cannot encode an event", "event_id", c.After.ID, "error", err.Error())
 		return
-	}
-	q := &Queued{EventID: c.After.ID, Version: c.After.Version, Hash: contentHash(js), Data: deltaData(c.Kind, js, event.FormatTime(now))}
-	sides := []side{{env: c.After.Environment, typ: c.After.Type, conf: pub.Confidence, ext: c.After.Extent()}}
-	if c.Before != nil && c.Kind != KindCreated {
-		b := c.Before
-		sides = append(sides, side{env: b.Environment, typ: b.Type, conf: event.Confidence(b.ConfirmCount, b.DenyCount), ext: b.Extent()})
 	}
 
 	var cells [len(hubLevels)][]h3.Cell
@@ -372,6 +395,86 @@ func (h *Hub) Dispatch(c EventChange) {
 			}
 		}
 	}
+}
+
+// render is the delta of c as sent at now, and the sides of the change that filters match.
+func render(c EventChange, now time.Time) (*Queued, []side, error) {
+	pub := c.After.Public(now)
+	js, err := json.Marshal(pub)
+	if err != nil {
+		return nil, nil, err
+	}
+	q := &Queued{EventID: c.After.ID, Version: c.After.Version, Hash: contentHash(js), Position: c.Position,
+		Data: deltaData(c.Kind, js, event.FormatTime(now))}
+	sides := []side{{env: c.After.Environment, typ: c.After.Type, conf: pub.Confidence, ext: c.After.Extent()}}
+	if c.Before != nil && c.Kind != KindCreated {
+		b := c.Before
+		sides = append(sides, side{env: b.Environment, typ: b.Type, conf: event.Confidence(b.ConfirmCount, b.DenyCount), ext: b.Extent()})
+	}
+	return q, sides, nil
+}
+
+// replayTimeout bounds how long Replay may read the feed for one reconnecting stream.
+const replayTimeout = 10 * time.Second
+
+// Replay returns the deltas that s's filter and viewer would have been sent for the changes
+// after feed position after, up to the position s started at (Subscription.start), in order:
+// what a client that saw every frame up to position after missed while it was away, for
+// the deltas from then on to follow (docs/api.md §10.2 (Stream), resuming). ok is false when
+// it cannot tell: no resume window or a feed that cannot be read again, a position it never
+// gave out or that is no longer kept, a first missed change older than the resume window, or
+// more missed deltas than the queue holds. The stream then begins with a snapshot.
+func (h *Hub) Replay(ctx context.Context, s *Subscription, after uint64) (missed []*Queued, ok bool) {
+	h.mu.RLock()
+	rp, dec := h.replay, h.dec
+	h.mu.RUnlock()
+	if rp == nil || h.resumeWindow <= 0 || after > s.start {
+		return nil, false
+	}
+	if after == s.start {
+		return nil, true
+	}
+	ctx, cancel := context.WithTimeout(ctx, replayTimeout)
+	defer cancel()
+	cur, err := rp.FollowAfter(ctx, after)
+	if err != nil {
+		return nil, false
+	}
+	defer cur.Close()
+	kf, _ := dec.(KeyFilter)
+	if f, ok := cur.(store.ImageFilter); ok && kf != nil {
+		f.FilterImages(kf.Wants)
+	}
+	oldest := h.clock.Now().Add(-h.resumeWindow)
+	for pos := after; pos < s.start; {
+		ch, err := cur.Next(ctx)
+		if err != nil {
+			return nil, false
+		}
+		if pos, err = strconv.ParseUint(ch.Seq, 10, 64); err != nil {
+			return nil, false
+		}
+		if pos == after+1 && ch.At.Before(oldest) {
+			return nil, false
+		}
+		if kf != nil && !kf.Wants(ch.Key) {
+			continue
+		}
+		c, ok, err := dec.Decode(ch)
+		if err != nil || !ok {
+			continue
+		}
+		c.Position = pos
+		q, sides, err := render(c, ch.At)
+		if err != nil || !s.wants(sides) {
+			continue
+		}
+		if len(missed) == s.size {
+			return nil, false
+		}
+		missed = append(missed, q)
+	}
+	return missed, true
 }
 
 // Errors of Subscribe.
@@ -484,6 +587,7 @@ func (h *Hub) Subscribe(v Viewer, f Filter) (*Subscription, error) {
 	h.count++
 	// Counted before Subscribe returns, hence before the caller reads its snapshot (pump).
 	h.subs.Add(1)
+	s.start = h.pos.Load()
 	s.lost = h.lost
 	return s, nil
 }
@@ -494,7 +598,9 @@ type Queued struct {
 	EventID string
 	Version int64  // the event's version after the change
 	Hash    uint64 // contentHash of the event's EventPublic JSON
-	Data    []byte // the data of its event frame (DeltaData as JSON)
+	// Position is the change's position in the feed when the feed is a store.Replayer, else 0.
+	Position uint64
+	Data     []byte // the data of its event frame (DeltaData as JSON)
 }
 
 // hashSeed is the process's seed of contentHash.
@@ -512,6 +618,10 @@ type Subscription struct {
 	level  int
 	cells  []h3.Cell
 	size   int
+	// start is the feed position of the last change read when the subscription was made (0
+	// when the feed has no positions): every change up to it was committed before, so a
+	// snapshot read afterwards shows it, and every later one is dispatched to it.
+	start  uint64
 	lost   chan struct{}
 	notify chan struct{}
 	mark   uint64 // the last dispatch that considered it (guarded by hub.dmu)

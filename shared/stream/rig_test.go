@@ -89,6 +89,10 @@ type rigOptions struct {
 	http2 bool
 	// capacity is the hub's connection budget (HubOptions.Capacity).
 	capacity stream.Capacity
+	// resumeWindow is HubOptions.ResumeWindow.
+	resumeWindow time.Duration
+	// feed replaces the table's feed that the hub follows.
+	feed func(store.Feed) store.Feed
 }
 
 func newRig(t testing.TB, tab tables.Table, opts ...rigOptions) *rig {
@@ -106,7 +110,11 @@ func newRig(t testing.TB, tab tables.Table, opts ...rigOptions) *rig {
 		t.Fatal(err)
 	}
 	r.events = evs
-	r.hub = stream.NewHub(stream.HubOptions{Clock: tab.Clock, Logger: logger, Capacity: o.capacity})
+	r.hub = stream.NewHub(stream.HubOptions{Clock: tab.Clock, Logger: logger, Capacity: o.capacity, ResumeWindow: o.resumeWindow})
+	feed := tab.Feed
+	if o.feed != nil {
+		feed = o.feed(feed)
+	}
 	tickets := stream.NewTickets(r.table, stream.TicketOptions{Clock: tab.Clock, Keys: r.keys})
 	api := httpapi.New(httpapi.Config{
 		Logger: logger, Clock: tab.Clock,
@@ -129,7 +137,7 @@ func newRig(t testing.TB, tab tables.Table, opts ...rigOptions) *rig {
 	running.Add(1)
 	go func() {
 		defer running.Done()
-		r.hub.Run(ctx, tab.Feed, stream.EventsDecoder())
+		r.hub.Run(ctx, feed, stream.EventsDecoder())
 	}()
 	r.srv = httptest.NewUnstartedServer(api.Handler())
 	if o.listener != nil {
@@ -268,7 +276,7 @@ func query(p geo.Point, radius float64, extra ...string) string {
 
 // open opens GET /v1/stream?q with key as bearer (none when empty). It returns the stream when
 // it began, else the refusal.
-func (r *rig) open(t testing.TB, q, key string) (*streamtest.Stream, int, []byte) {
+func (r *rig) open(t testing.TB, q, key string, header ...string) (*streamtest.Stream, int, []byte) {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodGet, r.srv.URL+"/v1/stream?"+q, nil)
 	if err != nil {
@@ -276,6 +284,9 @@ func (r *rig) open(t testing.TB, q, key string) (*streamtest.Stream, int, []byte
 	}
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
 	}
 	s, resp, body := streamtest.Open(t, r.client, req)
 	if s != nil {

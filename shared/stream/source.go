@@ -102,6 +102,9 @@ type EventChange struct {
 	Kind   Kind
 	Before *event.Event
 	After  event.Event
+	// Position is the change's position in the feed when the feed is a store.Replayer (set by
+	// the hub, not the decoder), else 0.
+	Position uint64
 }
 
 // Decoder turns a record of the table's change feed into the change of an event it records.

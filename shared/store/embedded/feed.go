@@ -36,6 +36,39 @@ func (s *Store) Follow(ctx context.Context) (store.Cursor, error) {
 	return &Cursor{s: s, next: last + 1, done: make(chan struct{})}, nil
 }
 
+var _ store.Replayer = (*Store)(nil)
+
+// FollowAfter returns a cursor that delivers the feed from position pos+1 on; it fails with
+// store.ErrReplay when that record was trimmed (Options.FeedRetention) or pos is past the last
+// position assigned.
+func (s *Store) FollowAfter(ctx context.Context, pos uint64) (store.Cursor, error) {
+	if err := s.enter(ctx); err != nil {
+		return nil, fmt.Errorf("follow after %d: %w", pos, err)
+	}
+	defer s.gate.RUnlock()
+	s.viewMu.RLock()
+	last := s.feedSeq
+	s.viewMu.RUnlock()
+	if pos > last {
+		return nil, fmt.Errorf("%w: position %d is past the feed's end, %d", store.ErrReplay, pos, last)
+	}
+	if pos < last {
+		// The next record must still be there: positions are assigned without gaps, so the
+		// first record kept tells whether pos+1 was trimmed.
+		err := s.viewDo(func(v *view) error {
+			k, _ := v.cursor(bFeed).First()
+			if k == nil || binary.BigEndian.Uint64(k) > pos+1 {
+				return fmt.Errorf("%w: position %d was trimmed", store.ErrReplay, pos+1)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return &Cursor{s: s, next: pos + 1, done: make(chan struct{})}, nil
+}
+
 // Cursor reads the embedded store's feed forward. Next and Close may be called from different
 // goroutines; Next itself is not for concurrent use.
 type Cursor struct {
