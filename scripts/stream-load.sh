@@ -16,6 +16,9 @@
 # Environment (defaults in brackets):
 #   STORES ["embedded dynamodb"]   SUBSCRIBERS ["1000 10000"]   RUNS [3]
 #   RATE [200]  DURATION [20s]  RADIUS [1000]  SEED [1]  KEEP_LOG (set: keep the server logs)
+#   RECONNECT [0]: every subscriber drops its stream after about this long and resumes it with
+#   Last-Event-ID after AWAY [1s], again and again (0: never); the missed deltas must all come,
+#   once each, without a snapshot (docs/api.md §10.2, Stream, resuming)
 #   SERVER_BIN: a server binary to measure instead of building this checkout (A/B runs)
 #   POLL_INTERVAL [250ms]: ROADEVENTS_STREAM_POLL_INTERVAL of the DynamoDB runs. One server reads
 #   the stream here, so it may use the whole per-shard read budget: 250 ms is the
@@ -39,6 +42,8 @@ rate=${RATE:-200}
 duration=${DURATION:-20s}
 radius=${RADIUS:-1000}
 seed=${SEED:-1}
+reconnect=${RECONNECT:-0}
+away=${AWAY:-1s}
 poll=${POLL_INTERVAL:-250ms}
 
 log() { printf '\n== %s\n' "$*"; }
@@ -83,7 +88,7 @@ echo "memory: $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo 2
 echo "open files: $(ulimit -n)"
 go version
 echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' (with local changes)')"
-echo "STORES='$stores' SUBSCRIBERS='$sizes' RUNS=$runs RATE=$rate DURATION=$duration RADIUS=$radius SEED=$seed POLL_INTERVAL=$poll"
+echo "STORES='$stores' SUBSCRIBERS='$sizes' RUNS=$runs RATE=$rate DURATION=$duration RADIUS=$radius SEED=$seed POLL_INTERVAL=$poll RECONNECT=$reconnect AWAY=$away"
 
 max_subscribers=0
 for n in $sizes; do ((n > max_subscribers)) && max_subscribers=$n; done
@@ -157,7 +162,7 @@ for store in $stores; do
 			# In the background and waited for, so that Ctrl-C stops the run at once.
 			timeout 900 "$tmp/streamload" run -base "$base" -subscribers "$n" -rate "$rate" \
 				-duration "$duration" -radius "$radius" -settle "$settle" -seed "$((seed + run))" \
-				-server-pid "$server_pid" -label "$store" >"$tmp/out" &
+				-reconnect "$reconnect" -away "$away" -server-pid "$server_pid" -label "$store" >"$tmp/out" &
 			load_pid=$!
 			wait "$load_pid" || echo "streamload failed" >&2
 			load_pid=

@@ -38,9 +38,13 @@ type options struct {
 	opens       int // streams opened at once
 	settle      time.Duration
 	idle        time.Duration // pause before the idle memory is read
-	serverPID   int
-	seed        uint64
-	runID       string
+	// reconnect, when above 0, makes every subscriber drop its connection after about this long
+	// (a random time from half to one and a half times it), stay away for away, and come back
+	// naming the last frame it received (Last-Event-ID), again and again until the run ends.
+	reconnect, away time.Duration
+	serverPID       int
+	seed            uint64
+	runID           string
 }
 
 // result is one run's figures; its JSON line starts with {"phase" for scripts.
@@ -86,6 +90,14 @@ type result struct {
 	RSSUnderLoadKiB int64   `json:"rss_load_kib"`
 	// ServerCPU is the server's CPU time while publishing, in cores (1 = one core busy).
 	ServerCPU float64 `json:"server_cpu_cores"`
+	// Reconnecting (options.reconnect): how many times subscribers came back, how many of those
+	// were answered with a snapshot instead of the deltas they missed, the deltas received twice,
+	// and those published while their subscriber was away and sent when it came back (counted
+	// as received, not timed).
+	Reconnects  int64 `json:"reconnects"`
+	Resnapshots int64 `json:"resnapshots"`
+	Duplicates  int64 `json:"duplicates"`
+	Replayed    int64 `json:"replayed"`
 }
 
 // subscriber is one open stream.
@@ -95,8 +107,12 @@ type subscriber struct {
 	fromStore []float32 // milliseconds from the event's created_at (the server's clock)
 	fromHub   []float32 // milliseconds from the delta's "at", when the hub dispatched it
 	dropped   atomic.Int64
-	received  atomic.Int64
-	retries   int // opens answered bye snapshot_unavailable before one began
+	received  atomic.Int64 // deltas received, each event once
+	retries   int          // opens answered bye snapshot_unavailable before one began
+	// Reconnecting (options.reconnect), read once the run is over: the publishes whose delta
+	// came, and the counts of result.
+	seen                                          map[int]bool
+	reconnects, resnapshots, duplicates, replayed int64
 }
 
 // marker starts the description of every event this tool publishes; the number after it
@@ -296,6 +312,10 @@ func run(ctx context.Context, o options, logf func(string, ...any)) (result, err
 	for _, s := range subs {
 		res.Received += s.received.Load()
 		res.Dropped += s.dropped.Load()
+		res.Reconnects += s.reconnects
+		res.Resnapshots += s.resnapshots
+		res.Duplicates += s.duplicates
+		res.Replayed += s.replayed
 		all = append(all, s.latencies...)
 		store = append(store, s.fromStore...)
 		hub = append(hub, s.fromHub...)
@@ -328,44 +348,99 @@ func run(ctx context.Context, o options, logf func(string, ...any)) (result, err
 }
 
 // read opens the stream of s and reads it until ctx ends, calling ready once the snapshot has
-// come (or the stream could not be opened: then received is set to -1).
+// come (or the stream could not be opened: then received is set to -1). With o.reconnect it
+// drops the connection now and then and comes back naming the last frame it received.
 func (s *subscriber) read(ctx context.Context, client *http.Client, o options, sendTimes []atomic.Int64, ready func()) error {
 	readyOnce := sync.OnceFunc(ready)
 	defer readyOnce()
+	s.seen = map[int]bool{}
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0))
+	lastID := ""
+	for {
+		resuming := lastID != ""
+		fr, body, err := s.connect(ctx, client, o, &lastID)
+		if err != nil {
+			if lastID == "" {
+				s.received.Store(-1)
+			}
+			return err
+		}
+		readyOnce()
+		connected := time.Now().UnixNano()
+		var leaving atomic.Bool
+		var leave *time.Timer
+		if o.reconnect > 0 {
+			d := o.reconnect/2 + time.Duration(rng.Int64N(int64(o.reconnect)))
+			leave = time.AfterFunc(d, func() { leaving.Store(true); body.Close() })
+		}
+		err = s.frames(fr, o, sendTimes, resuming, connected, &lastID)
+		if leave != nil {
+			leave.Stop()
+		}
+		body.Close()
+		if !leaving.Load() || ctx.Err() != nil {
+			return err
+		}
+		sleep(ctx, o.away)
+		if ctx.Err() != nil {
+			return nil
+		}
+		s.reconnects++
+	}
+}
+
+// connect opens the stream of s, retrying as a client should; with *lastID set it resumes.
+func (s *subscriber) connect(ctx context.Context, client *http.Client, o options, lastID *string) (*stream.FrameReader, io.Closer, error) {
 	// A stream refused with a 5xx or that says bye snapshot_unavailable first is opened again
 	// after a pause, as docs/api.md §6 and §7 tell a client to (DynamoDB Local resets connections
 	// when thousands of streams read their snapshots at once); the retries are counted.
-	var fr *stream.FrameReader
 	for attempt := 1; ; attempt++ {
-		var body io.Closer
-		var retry bool
-		var err error
-		fr, body, retry, err = s.open(ctx, client, o)
+		fr, body, retry, err := s.open(ctx, client, o, lastID)
 		if err == nil {
-			defer body.Close()
-			break
+			return fr, body, nil
 		}
 		if !retry || attempt == maxOpenAttempts || ctx.Err() != nil {
-			s.received.Store(-1)
-			return err
+			return nil, nil, err
 		}
 		s.retries++
 		sleep(ctx, time.Duration(attempt)*time.Second)
 	}
-	readyOnce()
+}
+
+// frames reads one connection's frames until it ends, noting the id of each in lastID.
+// resumed says that the connection came back after a break that began at connected or
+// before: the deltas of publishes sent before connected were missed while away.
+func (s *subscriber) frames(fr *stream.FrameReader, o options, sendTimes []atomic.Int64, resumed bool, connected int64, lastID *string) error {
 	for {
 		f, err := fr.Next()
 		if err != nil {
 			return err
 		}
+		if f.ID != "" {
+			*lastID = f.ID
+		}
 		now := time.Now().UnixNano()
 		switch f.Event {
+		case stream.FrameSnapshot:
+			if resumed {
+				s.resnapshots++
+			}
 		case stream.FrameEvent:
 			seq, ok := seqOf(f.Data, o.runID)
 			if !ok || seq >= len(sendTimes) {
 				continue // an event of another run
 			}
+			if s.seen[seq] {
+				s.duplicates++
+				continue
+			}
+			s.seen[seq] = true
+			s.received.Add(1)
 			sent := sendTimes[seq].Load()
+			if resumed && sent < connected {
+				s.replayed++
+				continue
+			}
 			s.latencies = append(s.latencies, float32(float64(now-sent)/1e6))
 			if created, ok := timeAfter(f.Data, `"created_at":"`, false); ok {
 				s.fromStore = append(s.fromStore, float32(float64(now-created)/1e6))
@@ -373,7 +448,6 @@ func (s *subscriber) read(ctx context.Context, client *http.Client, o options, s
 			if at, ok := timeAfter(f.Data, `,"at":"`, true); ok {
 				s.fromHub = append(s.fromHub, float32(float64(now-at)/1e6))
 			}
-			s.received.Add(1)
 		case stream.FrameKeepalive:
 			var ka stream.KeepaliveData
 			if json.Unmarshal(f.Data, &ka) == nil {
@@ -388,9 +462,11 @@ func (s *subscriber) read(ctx context.Context, client *http.Client, o options, s
 // maxOpenAttempts bounds how many times a subscriber tries to open its stream.
 const maxOpenAttempts = 5
 
-// open opens the stream of s and reads its snapshot. retry is true when the server answered
-// a 5xx or said bye snapshot_unavailable instead, which a client answers by reconnecting.
-func (s *subscriber) open(ctx context.Context, client *http.Client, o options) (fr *stream.FrameReader, body io.Closer, retry bool, err error) {
+// open opens the stream of s and reads its snapshot, noting its id in *lastID, or, resuming
+// after *lastID, reads nothing (the missed deltas, a snapshot or nothing may come first).
+// retry is true when the server answered a 5xx or said bye snapshot_unavailable instead, which
+// a client answers by reconnecting.
+func (s *subscriber) open(ctx context.Context, client *http.Client, o options, lastID *string) (fr *stream.FrameReader, body io.Closer, retry bool, err error) {
 	q := url.Values{}
 	q.Set("lat", strconv.FormatFloat(s.center.Lat, 'f', -1, 64))
 	q.Set("lon", strconv.FormatFloat(s.center.Lon, 'f', -1, 64))
@@ -400,6 +476,9 @@ func (s *subscriber) open(ctx context.Context, client *http.Client, o options) (
 		return nil, nil, false, err
 	}
 	req.Header.Set("Authorization", "Bearer "+o.key)
+	if *lastID != "" {
+		req.Header.Set("Last-Event-ID", *lastID)
+	}
 	resp, err := client.Do(req)
 	if err != nil {
 		return nil, nil, false, err
@@ -411,6 +490,9 @@ func (s *subscriber) open(ctx context.Context, client *http.Client, o options) (
 		return nil, nil, resp.StatusCode >= 500, fmt.Errorf("GET /v1/stream: %d %s", resp.StatusCode, b)
 	}
 	fr = stream.NewFrameReader(bufio.NewReaderSize(resp.Body, 4096))
+	if *lastID != "" {
+		return fr, resp.Body, false, nil
+	}
 	first, err := fr.Next()
 	if err != nil || first.Event != stream.FrameSnapshot {
 		resp.Body.Close()
@@ -418,6 +500,7 @@ func (s *subscriber) open(ctx context.Context, client *http.Client, o options) (
 		retry = first.Event == stream.FrameBye && json.Unmarshal(first.Data, &bye) == nil && bye.Reason == stream.ReasonSnapshotUnavailable
 		return nil, nil, retry, fmt.Errorf("first frame %q %s: %v", first.Event, first.Data, err)
 	}
+	*lastID = first.ID
 	return fr, resp.Body, false, nil
 }
 

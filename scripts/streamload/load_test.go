@@ -34,7 +34,7 @@ func startServer(tb testing.TB) (base, key string) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	hub := stream.NewHub(stream.HubOptions{Logger: logger})
+	hub := stream.NewHub(stream.HubOptions{Logger: logger, ResumeWindow: time.Minute})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -88,6 +88,30 @@ func TestRunDeliversEveryDelta(t *testing.T) {
 	}
 	if !(res.P50Ms >= 0 && res.P50Ms <= res.P95Ms && res.P95Ms <= res.P99Ms && res.P99Ms <= res.MaxMs) {
 		t.Errorf("percentiles %v %v %v %v; want ordered", res.P50Ms, res.P95Ms, res.P99Ms, res.MaxMs)
+	}
+}
+
+// docs/api.md §10.2 (Stream), resuming: subscribers that keep dropping their connection and
+// coming back with Last-Event-ID are sent every delta their circle calls for, each once, and
+// no snapshot.
+func TestRunResumesEveryDelta(t *testing.T) {
+	t.Parallel()
+	base, key := startServer(t)
+	o := options{
+		base: base, key: key, subscribers: 40, rate: 50, duration: 3 * time.Second, radius: 2500,
+		lat: 48.137, lon: 11.575, side: 6000, publishers: 4, opens: 8, settle: time.Minute,
+		seed: 4, runID: "resume", reconnect: 400 * time.Millisecond, away: 200 * time.Millisecond,
+	}
+	res, err := run(context.Background(), o, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Reconnects < int64(o.subscribers) || res.Replayed == 0 {
+		t.Fatalf("%d reconnects, %d deltas sent on coming back; want every subscriber to come back, some deltas missed meanwhile", res.Reconnects, res.Replayed)
+	}
+	if res.Received != res.Expected || res.Duplicates != 0 || res.Resnapshots != 0 || res.StreamErrors != 0 {
+		t.Errorf("received %d of %d, %d twice, %d snapshots on coming back, %d stream errors; want all, once each, none",
+			res.Received, res.Expected, res.Duplicates, res.Resnapshots, res.StreamErrors)
 	}
 }
 

@@ -79,6 +79,8 @@ func cli(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fl.IntVar(&o.opens, "opens", 128, "streams being opened at once")
 	fl.DurationVar(&o.settle, "settle", 5*time.Second, "longest wait for the last deltas after publishing")
 	fl.DurationVar(&o.idle, "idle", 2*time.Second, "pause with every stream open and idle before reading the server's memory")
+	fl.DurationVar(&o.reconnect, "reconnect", 0, "drop each stream after about this long and resume it with Last-Event-ID, again and again (0: never)")
+	fl.DurationVar(&o.away, "away", time.Second, "how long a dropped stream stays away before it resumes (with -reconnect)")
 	fl.IntVar(&o.serverPID, "server-pid", 0, "the server's process id, to read its memory from /proc (0: not measured)")
 	fl.Uint64Var(&o.seed, "seed", 1, "seed of the subscribers' and events' positions")
 	fl.StringVar(&o.runID, "run-id", "", "tag of this run's events (default: random)")
@@ -132,6 +134,8 @@ func (o options) check() error {
 		return fmt.Errorf("streamload: -settle %v: want [0, %v]", o.settle, maxSettle)
 	case o.publishers < 1 || o.opens < 1 || !(o.radius > 0) || !(o.side > 0):
 		return fmt.Errorf("streamload: -publishers, -opens, -radius and -side must be positive")
+	case o.reconnect < 0 || o.away < 0 || o.reconnect > 0 && o.reconnect < 100*time.Millisecond:
+		return fmt.Errorf("streamload: -reconnect %v, -away %v: want 0 or at least 100ms, and a pause of 0 or more", o.reconnect, o.away)
 	}
 	return nil
 }
@@ -144,6 +148,10 @@ func printResult(w io.Writer, r result) {
 	fmt.Fprintf(w, "%-9s %6d %6.1f %8d %8d %7d %7d | %7.1f %7.1f %7.1f %7.1f | %7.1f %7.1f %7.1f | %7.1f %7.1f %7.1f | %7.1f %7.1f | %10.1f\n",
 		r.Label, r.Subscribers, r.PublishRate, r.Expected, r.Received, r.Missing, r.Dropped, r.P50Ms, r.P95Ms, r.P99Ms, r.MaxMs,
 		r.StoreP50Ms, r.StoreP95Ms, r.StoreP99Ms, r.HubP50Ms, r.HubP95Ms, r.HubP99Ms, r.PublishP50Ms, r.PublishP95Ms, r.RSSPerConnKiB)
+	if r.Reconnects > 0 {
+		fmt.Fprintf(w, "%-9s reconnects %d: %d answered with a snapshot, %d deltas sent on coming back, %d received twice\n",
+			r.Label, r.Reconnects, r.Resnapshots, r.Replayed, r.Duplicates)
+	}
 	b, _ := json.Marshal(r)
 	fmt.Fprintln(w, string(b))
 }
@@ -242,6 +250,10 @@ func medians(rs []result) []result {
 			m.OpenErrors += r.OpenErrors
 			m.OpenRetries += r.OpenRetries
 			m.StreamErrors += r.StreamErrors
+			m.Reconnects += r.Reconnects
+			m.Resnapshots += r.Resnapshots
+			m.Duplicates += r.Duplicates
+			m.Replayed += r.Replayed
 		}
 		out = append(out, m)
 	}

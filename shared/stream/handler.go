@@ -408,13 +408,13 @@ func (c *conn) begin(ctx context.Context, v Viewer, f Filter, resumeAt uint64, r
 		return false
 	}
 	if resume {
-		if missed, ok := c.d.Hub.Replay(ctx, c.sub, resumeAt); ok {
+		if missed, upTo, ok := c.d.Hub.Replay(ctx, c.sub, resumeAt); ok {
 			c.pos = resumeAt
 			if err := c.deltas(missed); err != nil {
 				return false
 			}
-			// Every change up to the subscription's start was replayed or did not concern it.
-			c.pos = max(c.pos, c.sub.start)
+			// Every change up to upTo was replayed or did not concern this stream.
+			c.pos = max(c.pos, upTo)
 			return true
 		}
 	}

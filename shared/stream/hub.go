@@ -117,8 +117,11 @@ type Hub struct {
 
 	dmu sync.Mutex // one dispatch at a time: Subscription.mark is the dispatcher's
 	gen uint64
+	// recent keeps the latest deltas for resuming streams (guarded by dmu).
+	recent recent
 
 	dispatched, enqueued, dropped, skipped atomic.Uint64
+	fromMemory, fromFeed, refused          atomic.Uint64
 
 	// streams counts the streams running on connections taken over from net/http, which its
 	// graceful shutdown does not wait for (Wait does); closes notices their clients leaving.
@@ -223,6 +226,9 @@ type HubStats struct {
 	Dropped     uint64 // deltas dropped from a full queue, over every subscription
 	// Skipped counts feed records Run left undecoded because no subscription existed.
 	Skipped uint64
+	// Streams that resumed (Replay) from the recent deltas, from the feed read again, and
+	// that were refused (they began with a snapshot).
+	ResumedFromMemory, ResumedFromFeed, ResumeRefused uint64
 }
 
 // Stats returns the hub's running totals.
@@ -230,7 +236,8 @@ func (h *Hub) Stats() HubStats {
 	h.mu.RLock()
 	n := h.count
 	h.mu.RUnlock()
-	return HubStats{Subscribers: n, Dispatched: h.dispatched.Load(), Enqueued: h.enqueued.Load(), Dropped: h.dropped.Load(), Skipped: h.skipped.Load()}
+	return HubStats{Subscribers: n, Dispatched: h.dispatched.Load(), Enqueued: h.enqueued.Load(), Dropped: h.dropped.Load(),
+		Skipped: h.skipped.Load(), ResumedFromMemory: h.fromMemory.Load(), ResumedFromFeed: h.fromFeed.Load(), ResumeRefused: h.refused.Load()}
 }
 
 // Run follows feed and dispatches every change dec turns into an event change, until ctx
@@ -286,7 +293,8 @@ func (h *Hub) pump(ctx context.Context, cur store.Cursor, dec Decoder) error {
 	h.mu.RLock()
 	positioned := h.replay != nil
 	h.mu.RUnlock()
-	for {
+	keepRecent := positioned && h.resumeWindow > 0
+	for first := true; ; first = false {
 		ch, err := cur.Next(ctx)
 		if err != nil {
 			return fmt.Errorf("stream hub: read change feed: %w", err)
@@ -300,6 +308,9 @@ func (h *Hub) pump(ctx context.Context, cur store.Cursor, dec Decoder) error {
 				return fmt.Errorf("stream hub: change feed position %q: %w", ch.Seq, err)
 			}
 			h.pos.Store(pos)
+			if first && keepRecent {
+				h.forgetRecent(pos - 1) // what came before this feed was followed is unknown
+			}
 		}
 		if kf != nil && !kf.Wants(ch.Key) {
 			continue
@@ -314,6 +325,9 @@ func (h *Hub) pump(ctx context.Context, cur store.Cursor, dec Decoder) error {
 		}
 		if h.subs.Load() == 0 {
 			h.skipped.Add(1)
+			if keepRecent {
+				h.forgetRecent(pos)
+			}
 			continue
 		}
 		c, ok, err := dec.Decode(ch)
@@ -357,7 +371,8 @@ type side struct {
 // (docs/api.md §10.2: a subscriber sees an event move out of its area). Run calls it for each
 // change of the feed; it never blocks on a subscriber.
 func (h *Hub) Dispatch(c EventChange) {
-	q, sides, err := render(c, h.clock.Now())
+	now := h.clock.Now()
+	q, sides, err := render(c, now)
 	if err != nil {
 		h.logger.Error("stream hub: cannot encode an event", "event_id", c.After.ID, "error", err.Error())
 		return
@@ -377,6 +392,9 @@ func (h *Hub) Dispatch(c EventChange) {
 
 	h.dmu.Lock()
 	defer h.dmu.Unlock()
+	if q.Position > 0 && h.resumeWindow > 0 {
+		h.recent.add(q, sides, now, h.resumeWindow)
+	}
 	h.dispatched.Add(1)
 	h.gen++
 	gen := h.gen
@@ -417,23 +435,80 @@ func render(c EventChange, now time.Time) (*Queued, []side, error) {
 // replayTimeout bounds how long Replay may read the feed for one reconnecting stream.
 const replayTimeout = 10 * time.Second
 
+// forgetRecent empties the recent deltas: the changes up to pos were not dispatched.
+func (h *Hub) forgetRecent(pos uint64) {
+	h.dmu.Lock()
+	h.recent.reset(pos)
+	h.dmu.Unlock()
+}
+
 // Replay returns the deltas that s's filter and viewer would have been sent for the changes
 // after feed position after, up to the position s started at (Subscription.start), in order:
 // what a client that saw every frame up to position after missed while it was away, for
-// the deltas from then on to follow (docs/api.md §10.2 (Stream), resuming). ok is false when
-// it cannot tell: no resume window or a feed that cannot be read again, a position it never
-// gave out or that is no longer kept, a first missed change older than the resume window, or
-// more missed deltas than the queue holds. The stream then begins with a snapshot.
-func (h *Hub) Replay(ctx context.Context, s *Subscription, after uint64) (missed []*Queued, ok bool) {
+// the deltas from then on to follow (docs/api.md §10.2 (Stream), resuming). upTo is the
+// position up to which missed is complete: the deltas queued for s at or before it are not to
+// be sent again. ok is false when it cannot tell: no resume window or a feed that cannot be
+// read again, a position it never gave out or that is no longer kept, a first missed change
+// older than the resume window, or more missed deltas than the queue holds. The stream then
+// begins with a snapshot.
+//
+// The deltas come from those the hub dispatched lately (recent) when they reach back far
+// enough, else from the feed, read again from after on.
+func (h *Hub) Replay(ctx context.Context, s *Subscription, after uint64) (missed []*Queued, upTo uint64, ok bool) {
+	defer func() {
+		if !ok {
+			h.refused.Add(1)
+		}
+	}()
 	h.mu.RLock()
 	rp, dec := h.replay, h.dec
 	h.mu.RUnlock()
 	if rp == nil || h.resumeWindow <= 0 || after > s.start {
-		return nil, false
+		return nil, 0, false
 	}
 	if after == s.start {
-		return nil, true
+		return nil, after, true
 	}
+	if missed, upTo, ok, served := h.replayRecent(s, after); served {
+		if ok {
+			h.fromMemory.Add(1)
+		}
+		return missed, upTo, ok
+	}
+	if missed, ok = h.replayFeed(ctx, rp, dec, s, after); ok {
+		h.fromFeed.Add(1)
+	}
+	return missed, s.start, ok
+}
+
+// replayRecent is Replay from the recent deltas; served is false when they do not reach back
+// to after. A change at or before s.start that is not among them yet is still to be dispatched,
+// and then to s too, so missed is complete up to the last delta it holds, not up to s.start.
+func (h *Hub) replayRecent(s *Subscription, after uint64) (missed []*Queued, upTo uint64, ok, served bool) {
+	h.dmu.Lock()
+	defer h.dmu.Unlock()
+	if !h.recent.covers(after) {
+		return nil, 0, false, false
+	}
+	upTo = after
+	for i, d := range h.recent.since(after, s.start) {
+		if i == 0 && d.at.Before(h.clock.Now().Add(-h.resumeWindow)) {
+			return nil, 0, false, true
+		}
+		upTo = d.q.Position
+		if !s.wants(d.sides) {
+			continue
+		}
+		if len(missed) == s.size {
+			return nil, 0, false, true
+		}
+		missed = append(missed, d.q)
+	}
+	return missed, upTo, true, true
+}
+
+// replayFeed is Replay from the feed, read again from after on up to s.start.
+func (h *Hub) replayFeed(ctx context.Context, rp store.Replayer, dec Decoder, s *Subscription, after uint64) (missed []*Queued, ok bool) {
 	ctx, cancel := context.WithTimeout(ctx, replayTimeout)
 	defer cancel()
 	cur, err := rp.FollowAfter(ctx, after)

@@ -251,3 +251,43 @@ func TestResumeKeepsTheFilter(t *testing.T) {
 	marker := r.publish(t, r.liveKey, "accident", geo.Point{Lat: far.Lat, Lon: far.Lon})
 	expectMissed(t, s, []string{marker.EventID})
 }
+
+// A resuming stream is served from the deltas the hub dispatched lately while they reach back
+// to its last frame (no decoding again, so thousands coming back together cost little), and
+// from the feed read again when they do not: after a spell without subscribers, whose changes
+// the hub did not decode. Both send the same deltas.
+func TestResumeFromMemoryOrFromTheFeed(t *testing.T) {
+	t.Parallel()
+	for _, fromMemory := range []bool{true, false} {
+		t.Run(fmt.Sprintf("from memory %v", fromMemory), func(t *testing.T) {
+			t.Parallel()
+			r := newRig(t, tables.Embedded(t), rigOptions{resumeWindow: testResumeWindow})
+			if fromMemory {
+				r.mustOpen(t, query(offset(center, 20000), 1000), r.liveKey) // someone stays
+			}
+			last := leaveAfterOneDelta(t, r)
+			if !fromMemory {
+				deadline := time.Now().Add(30 * time.Second)
+				for r.hub.Stats().Subscribers > 0 {
+					if time.Now().After(deadline) {
+						t.Fatal("the closed stream's subscription is still there after 30 s")
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+			}
+			var want []string
+			for i := range 3 {
+				want = append(want, r.publish(t, r.liveKey, "accident", offset(center, float64(100+i))).EventID)
+			}
+			s, status, body := r.open(t, query(center, 1000), r.liveKey, "Last-Event-ID", last)
+			if s == nil {
+				t.Fatalf("resume: %d %s", status, body)
+			}
+			expectMissed(t, s, want)
+			st := r.hub.Stats()
+			if fromMemory && st.ResumedFromMemory != 1 || !fromMemory && st.ResumedFromFeed != 1 {
+				t.Errorf("stats %+v; want the stream resumed from memory %v", st, fromMemory)
+			}
+		})
+	}
+}
