@@ -44,6 +44,7 @@ cleanup() {
 	[ -z "${server_pid:-}" ] || kill "$server_pid" 2>/dev/null || true
 	"$root/scripts/dynamodb-local.sh" stop || true
 	"$root/scripts/stripe-mock.sh" stop || true
+	"$root/scripts/redis.sh" stop || true
 	log "summary (Go, Vitest, OpenAPI lint and browser tests)"
 	summary "$status" "$at"
 	rm -rf "$counts"
@@ -66,6 +67,12 @@ log "starting stripe-mock"
 ROADEVENTS_STRIPE_MOCK=$("$root/scripts/stripe-mock.sh" start)
 export ROADEVENTS_STRIPE_MOCK
 echo "stripe-mock at $ROADEVENTS_STRIPE_MOCK"
+
+log "starting Redis"
+# The stream relay's tests run against it (shared/relay); Debian's redis-server, installed when missing.
+redis_url=$("$root/scripts/redis.sh" start)
+export ROADEVENTS_TEST_REDIS=${redis_url#http://}
+echo "Redis at $ROADEVENTS_TEST_REDIS"
 
 log "console: npm ci && npm run build in web/, which must equal the committed web/dist"
 # go build embeds web/dist (package web), so the committed files are what ships.

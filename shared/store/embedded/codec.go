@@ -415,3 +415,10 @@ func decodeChangeImages(seq uint64, raw []byte, images func(store.Key) bool) (st
 	c.Expired = flags&flagExpired != 0
 	return c, nil
 }
+
+// EncodeChange writes c in the feed's record format, for a process that carries the embedded
+// store's change records elsewhere (the stream relay: docs/architecture.md §3).
+func EncodeChange(c store.Change) ([]byte, error) { return encodeChange(c) }
+
+// DecodeChange reads a record written by EncodeChange as the change at feed position seq.
+func DecodeChange(seq uint64, raw []byte) (store.Change, error) { return decodeChange(seq, raw) }

@@ -1,0 +1,53 @@
+package stream_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/roadevents/roadevents/shared/relay"
+	"github.com/roadevents/roadevents/shared/relay/relaytest"
+	"github.com/roadevents/roadevents/shared/store"
+	"github.com/roadevents/roadevents/shared/store/storetest/tables"
+	"github.com/roadevents/roadevents/shared/stream"
+)
+
+// relayedFeed runs the relay from tab's feed into a fresh Log until the test ends, and returns
+// the Log once the relay's starting gap is in it, for hubs to follow as streamers do.
+func relayedFeed(t *testing.T, tab tables.Table) *relay.Log {
+	t.Helper()
+	log := relaytest.NewLog(t, 0)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	wants := stream.EventsDecoder().(stream.KeyFilter).Wants
+	go func() { done <- relay.Run(ctx, tab.Feed, log, wants) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("relay.Run = %v", err)
+		}
+	})
+	relaytest.WaitStarted(t, log)
+	return log
+}
+
+// docs/architecture.md §3 and docs/api.md §10.2 (Stream), resuming: streamers that follow the
+// relay's log number the changes alike, so a client whose streamer went away resumes on another
+// one: it is sent every delta it missed, in order and once, without a snapshot.
+func TestResumeOnAnotherStreamer(t *testing.T) {
+	t.Parallel()
+	tab := tables.Embedded(t)
+	log := relayedFeed(t, tab)
+	viaLog := rigOptions{resumeWindow: testResumeWindow, feed: func(store.Feed) store.Feed { return log }}
+	a, b := newRig(t, tab, viaLog), newRig(t, tab, viaLog)
+
+	last := leaveAfterOneDelta(t, a)
+	want := missWhileAway(t, a)
+	s, status, body := b.open(t, query(center, 1000), b.liveKey, "Last-Event-ID", last)
+	if s == nil {
+		t.Fatalf("resume on the other streamer: %d %s", status, body)
+	}
+	expectMissed(t, s, want)
+	if st := b.hub.Stats(); st.ResumedFromFeed+st.ResumedFromMemory != 1 {
+		t.Errorf("stats of the other streamer %+v; want one stream resumed", st)
+	}
+}
