@@ -12,6 +12,11 @@
 // On SIGTERM (ECS stopping the task) the health check turns 503, every open stream gets bye
 // with reconnect: true, so its client reconnects to another task, and the process exits once
 // the streams have ended.
+//
+// With ROADEVENTS_RELAY_REDIS the streamer follows the relay's log in Redis instead of the
+// table's stream, and `streamer -relay` is that relay: it follows the table's stream and
+// appends the changes the streamers need to the log, serving only GET /health
+// (docs/architecture.md §3).
 package main
 
 import (
@@ -24,10 +29,15 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/roadevents/roadevents/shared/app"
+	"github.com/roadevents/roadevents/shared/clock"
 	"github.com/roadevents/roadevents/shared/config"
 	"github.com/roadevents/roadevents/shared/daemon"
+	"github.com/roadevents/roadevents/shared/relay"
 	"github.com/roadevents/roadevents/shared/routetable"
 	"github.com/roadevents/roadevents/shared/stream"
 )
@@ -54,7 +64,11 @@ func main() {
 		logger.Error("listen", "addr", cfg.Addr, "error", err.Error())
 		os.Exit(1)
 	}
-	if err := run(ctx, cfg, logger, ln); err != nil {
+	serve := run
+	if len(os.Args) > 1 && os.Args[1] == "-relay" {
+		serve = runRelay
+	}
+	if err := serve(ctx, cfg, logger, ln); err != nil {
 		logger.Error("stopped with an error", "error", err.Error())
 		os.Exit(1)
 	}
@@ -85,4 +99,49 @@ func run(ctx context.Context, cfg config.Config, logger *slog.Logger, ln net.Lis
 		logger.Info("streamer listening", "addr", ln.Addr().String(), "table", cfg.Table)
 		return mux, nil
 	})
+}
+
+// relayRetry is the pause before the relay follows the table's stream again after a failure.
+const relayRetry = time.Second
+
+// runRelay copies the table's changes that streams need into the relay's log until ctx ends,
+// starting again after a failure (each start leaves a gap in the log, where the streamers end
+// their streams), and answers GET /health on ln meanwhile.
+func runRelay(ctx context.Context, cfg config.Config, logger *slog.Logger, ln net.Listener) error {
+	if cfg.Stream.Relay == "" {
+		ln.Close()
+		return errors.New("streamer -relay: set ROADEVENTS_RELAY_REDIS to the Redis to write to")
+	}
+	st, err := app.OpenStore(ctx, cfg, clock.System, logger)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: cfg.Stream.Relay})
+	defer rdb.Close()
+	log := relay.NewLog(rdb, cfg.Stream.RelayKey, 0)
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/health" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"status":"ok","version":%q}`, build)
+	}), ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	defer srv.Close()
+	wants := stream.EventsDecoder().(stream.KeyFilter).Wants
+	logger.Info("relay running", "table", cfg.Table, "redis", cfg.Stream.Relay, "key", cfg.Stream.RelayKey)
+	for {
+		err := relay.Run(ctx, st.Feed, log, wants)
+		if ctx.Err() != nil {
+			return nil
+		}
+		logger.Error("relay: following the table's changes again", "error", err.Error(), "retry_in", relayRetry.String())
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(relayRetry):
+		}
+	}
 }

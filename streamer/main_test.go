@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -11,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +22,7 @@ import (
 	"github.com/roadevents/roadevents/shared/config"
 	"github.com/roadevents/roadevents/shared/event"
 	"github.com/roadevents/roadevents/shared/metering"
+	"github.com/roadevents/roadevents/shared/relay/relaytest"
 	"github.com/roadevents/roadevents/shared/routetable"
 	"github.com/roadevents/roadevents/shared/store/dynamodb"
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
@@ -202,4 +205,99 @@ func open(t *testing.T, url, key string) *streamtest.Stream {
 		t.Fatalf("GET %s: %d %s", url, resp.StatusCode, body)
 	}
 	return s
+}
+
+// docs/architecture.md §3: behind a relay, streamers follow its log in Redis instead of the
+// table's stream, so there may be as many as the connections need. On DynamoDB Local and the
+// test Redis: `streamer -relay` and two streamers; an event published through the events routes
+// reaches a stream on the first, and a client that leaves it and comes back to the second
+// naming its last frame is sent the events it missed, without a snapshot.
+func TestStreamersBehindTheRelay(t *testing.T) {
+	l := tables.NewLocal(t)
+	log := relaytest.NewLog(t, 0)
+	endpoint := os.Getenv(tables.EndpointEnv)
+	for k, v := range map[string]string{
+		"AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
+		"AWS_ENDPOINT_URL_DYNAMODB": endpoint, "AWS_ENDPOINT_URL_DYNAMODB_STREAMS": endpoint,
+	} {
+		t.Setenv(k, v)
+	}
+	table := dynamodb.New(l.DB, l.Name, dynamodb.Options{})
+	logger := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	keys := apikey.New(table, apikey.Options{Logger: logger})
+	key, _, err := keys.Issue(context.Background(), apikey.IssueRequest{OrgID: "org_r", Environment: apikey.Live, Label: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventsAPI, err := app.New(app.Deps{Config: config.Default(), Table: table, Clock: clock.System, Logger: logger,
+		Keys: keys, Meter: metering.New(table, metering.Options{FlushInterval: -1})}, routetable.GroupEvents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lambda := httptest.NewServer(eventsAPI.Handler())
+	defer lambda.Close()
+
+	cfg, err := configure(func(k string) string {
+		return map[string]string{"ROADEVENTS_STORE": "dynamodb", "ROADEVENTS_TABLE": l.Name,
+			"ROADEVENTS_STREAM_POLL_INTERVAL": "50ms", "ROADEVENTS_RELAY_REDIS": relaytest.Addr(t),
+			"ROADEVENTS_RELAY_KEY": log.Key()}[k]
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var running sync.WaitGroup
+	defer func() { cancel(); running.Wait() }()
+	start := func(serve func(context.Context, config.Config, *slog.Logger, net.Listener) error) string {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		running.Add(1)
+		go func() {
+			defer running.Done()
+			if err := serve(ctx, cfg, logger, ln); err != nil {
+				t.Errorf("serve = %v", err)
+			}
+		}()
+		base := "http://" + ln.Addr().String()
+		for status, _ := get(t, base+"/health"); status != http.StatusOK; status, _ = get(t, base+"/health") {
+			time.Sleep(10 * time.Millisecond)
+		}
+		return base
+	}
+	start(runRelay)
+	relaytest.WaitStarted(t, log)
+	first, second := start(run), start(run)
+
+	center := "lat=48.13743&lon=11.57549&radius=2000"
+	s := open(t, first+"/v1/stream?"+center, key)
+	s.Snapshot(t)
+	published := post(t, lambda.URL+"/v1/events", key, `{"type":"accident","lat":48.1375,"lon":11.5755}`)
+	f := s.Next(t)
+	var d stream.DeltaData
+	var ev event.EventPublic
+	if err := json.Unmarshal(f.Data, &d); err != nil || json.Unmarshal(d.Event, &ev) != nil ||
+		f.Event != stream.FrameEvent || ev.EventID != published["event_id"] {
+		t.Fatalf("frame %s on the first streamer; want the delta of %v", streamtest.Describe(f), published["event_id"])
+	}
+	s.Close()
+
+	var missed []any
+	for i := range 3 {
+		body := fmt.Sprintf(`{"type":"road_damage","lat":%v,"lon":11.5755}`, 48.1376+float64(i)/10000)
+		missed = append(missed, post(t, lambda.URL+"/v1/events", key, body)["event_id"])
+	}
+	req, _ := http.NewRequest(http.MethodGet, second+"/v1/stream?"+center, nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Last-Event-ID", f.ID)
+	resumed, resp, body := streamtest.Open(t, http.DefaultClient, req)
+	if resumed == nil {
+		t.Fatalf("resume on the second streamer: %d %s", resp.StatusCode, body)
+	}
+	for _, id := range missed {
+		if d := resumed.Delta(t, &ev); d.Kind != stream.KindCreated || ev.EventID != id {
+			t.Fatalf("on the second streamer: delta %s of %s; want created of %v (no snapshot)", d.Kind, ev.EventID, id)
+		}
+	}
 }

@@ -2,6 +2,9 @@ package config
 
 import (
 	"fmt"
+	"net"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -27,6 +30,12 @@ type Stream struct {
 	// (ROADEVENTS_STREAM_RESUME_WINDOW, a Go duration; 0 turns resuming off; docs/api.md §10.2
 	// (Stream), resuming).
 	ResumeWindow time.Duration
+	// Relay is the address (host:port) of the Redis whose stream the relay writes the table's
+	// changes to (ROADEVENTS_RELAY_REDIS; docs/architecture.md §3): a streamer with it follows that
+	// log instead of the table's stream, and `streamer -relay` writes it. Empty: no relay.
+	Relay string
+	// RelayKey names the Redis Stream (ROADEVENTS_RELAY_KEY).
+	RelayKey string
 }
 
 // DefaultStreamResumeWindow is ResumeWindow when no variable says otherwise: long enough for
@@ -38,7 +47,7 @@ const DefaultStreamResumeWindow = 5 * time.Minute
 const maxStreamResumeWindow = 24 * time.Hour
 
 // DefaultStream is the stream configuration when no variable says otherwise.
-var DefaultStream = Stream{PollInterval: DefaultStreamPollInterval, ResumeWindow: DefaultStreamResumeWindow}
+var DefaultStream = Stream{PollInterval: DefaultStreamPollInterval, ResumeWindow: DefaultStreamResumeWindow, RelayKey: "roadevents:changes"}
 
 // readStream applies the stream variables of getenv.
 func (c *Config) readStream(getenv func(string) string) error {
@@ -50,6 +59,14 @@ func (c *Config) readStream(getenv func(string) string) error {
 			return fmt.Errorf("config: ROADEVENTS_STREAM_POLL_INTERVAL=%q: want a duration from 50ms to 1m", v)
 		}
 		c.Stream.PollInterval = d
+	}
+	setString(&c.Stream.Relay, getenv("ROADEVENTS_RELAY_REDIS"))
+	setString(&c.Stream.RelayKey, getenv("ROADEVENTS_RELAY_KEY"))
+	if c.Stream.Relay != "" {
+		host, port, err := net.SplitHostPort(c.Stream.Relay)
+		if n, perr := strconv.Atoi(port); err != nil || perr != nil || host == "" || strings.Contains(host, "/") || n < 1 || n > 65535 {
+			return fmt.Errorf("config: ROADEVENTS_RELAY_REDIS=%q: want host:port", c.Stream.Relay)
+		}
 	}
 	if v := getenv("ROADEVENTS_STREAM_RESUME_WINDOW"); v != "" {
 		d, err := time.ParseDuration(v)

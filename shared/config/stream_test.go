@@ -21,18 +21,22 @@ func TestStreamFromEnv(t *testing.T) {
 		"ROADEVENTS_STREAM_ARN":           "arn:aws:dynamodb:eu-west-1:1:table/t/stream/2026",
 		"ROADEVENTS_STREAM_POLL_INTERVAL": "250ms",
 		"ROADEVENTS_STREAM_RESUME_WINDOW": "0",
+		"ROADEVENTS_RELAY_REDIS":          "relay.cache.internal:6379",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.Stream.ARN != "arn:aws:dynamodb:eu-west-1:1:table/t/stream/2026" || c.Stream.PollInterval != 250*time.Millisecond ||
-		c.Stream.ResumeWindow != 0 {
+		c.Stream.ResumeWindow != 0 || c.Stream.Relay != "relay.cache.internal:6379" || c.Stream.RelayKey != "roadevents:changes" {
 		t.Errorf("Stream = %+v; want the variables' values", c.Stream)
 	}
 	for _, v := range []string{"fast", "10ms", "2m", "-1s"} {
 		if _, err := config.FromEnv(env(map[string]string{"ROADEVENTS_STREAM_POLL_INTERVAL": v})); err == nil {
 			t.Errorf("ROADEVENTS_STREAM_POLL_INTERVAL=%q accepted; want an error", v)
 		}
+	}
+	if _, err := config.FromEnv(env(map[string]string{"ROADEVENTS_RELAY_REDIS": "redis://relay"})); err == nil {
+		t.Errorf("ROADEVENTS_RELAY_REDIS without a port accepted; want an error")
 	}
 	// Past the embedded store's feed retention (24 h) nothing is left to resume from.
 	for _, v := range []string{"soon", "-1s", "25h"} {

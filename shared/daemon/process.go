@@ -9,11 +9,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/roadevents/roadevents/shared/apikey"
 	"github.com/roadevents/roadevents/shared/app"
 	"github.com/roadevents/roadevents/shared/clock"
 	"github.com/roadevents/roadevents/shared/config"
 	"github.com/roadevents/roadevents/shared/metering"
+	"github.com/roadevents/roadevents/shared/relay"
 	"github.com/roadevents/roadevents/shared/store"
 	"github.com/roadevents/roadevents/shared/stream"
 )
@@ -76,8 +79,20 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger, ln net.Lis
 			err = cerr
 		}
 	}()
-	// GET /v1/stream: the same hub on the embedded store's feed as on DynamoDB Streams.
-	p.Go(func(ctx context.Context) { p.Hub.Run(ctx, st.Feed, stream.EventsDecoder()) })
+	// GET /v1/stream: the same hub on the embedded store's feed, on DynamoDB Streams, or on the
+	// relay's log in Redis (docs/architecture.md §3).
+	feed := st.Feed
+	var rdb *redis.Client
+	if cfg.Stream.Relay != "" {
+		rdb = redis.NewClient(&redis.Options{Addr: cfg.Stream.Relay})
+		feed = relay.NewLog(rdb, cfg.Stream.RelayKey, 0)
+	}
+	p.Go(func(ctx context.Context) {
+		p.Hub.Run(ctx, feed, stream.EventsDecoder())
+		if rdb != nil {
+			rdb.Close()
+		}
+	})
 	h, err := handler(p)
 	if err != nil {
 		ln.Close()
