@@ -31,8 +31,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/roadevents/roadevents/shared/app"
 	"github.com/roadevents/roadevents/shared/clock"
 	"github.com/roadevents/roadevents/shared/config"
@@ -117,7 +115,11 @@ func runRelay(ctx context.Context, cfg config.Config, logger *slog.Logger, ln ne
 		ln.Close()
 		return err
 	}
-	rdb := redis.NewClient(&redis.Options{Addr: cfg.Stream.Relay})
+	rdb, err := relay.Client(cfg.Stream.Relay)
+	if err != nil {
+		ln.Close()
+		return err
+	}
 	defer rdb.Close()
 	log := relay.NewLog(rdb, cfg.Stream.RelayKey, 0)
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

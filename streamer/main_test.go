@@ -239,7 +239,7 @@ func TestStreamersBehindTheRelay(t *testing.T) {
 
 	cfg, err := configure(func(k string) string {
 		return map[string]string{"ROADEVENTS_STORE": "dynamodb", "ROADEVENTS_TABLE": l.Name,
-			"ROADEVENTS_STREAM_POLL_INTERVAL": "50ms", "ROADEVENTS_RELAY_REDIS": relaytest.Addr(t),
+			"ROADEVENTS_STREAM_POLL_INTERVAL": "50ms", "ROADEVENTS_RELAY_REDIS": "redis://" + relaytest.Addr(t),
 			"ROADEVENTS_RELAY_KEY": log.Key()}[k]
 	})
 	if err != nil {

@@ -3,8 +3,8 @@ package config
 import (
 	"fmt"
 	"net"
+	"net/url"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -30,9 +30,11 @@ type Stream struct {
 	// (ROADEVENTS_STREAM_RESUME_WINDOW, a Go duration; 0 turns resuming off; docs/api.md §10.2
 	// (Stream), resuming).
 	ResumeWindow time.Duration
-	// Relay is the address (host:port) of the Redis whose stream the relay writes the table's
-	// changes to (ROADEVENTS_RELAY_REDIS; docs/architecture.md §3): a streamer with it follows that
-	// log instead of the table's stream, and `streamer -relay` writes it. Empty: no relay.
+	// Relay is the Redis whose stream the relay writes the table's changes to
+	// (ROADEVENTS_RELAY_REDIS, redis://host:port, or rediss://host:port for TLS, which
+	// ElastiCache Serverless requires; never a password in it; docs/architecture.md §3): a
+	// streamer with it follows that log instead of the table's stream, and `streamer -relay`
+	// writes it. Empty: no relay.
 	Relay string
 	// RelayKey names the Redis Stream (ROADEVENTS_RELAY_KEY).
 	RelayKey string
@@ -62,11 +64,9 @@ func (c *Config) readStream(getenv func(string) string) error {
 	}
 	setString(&c.Stream.Relay, getenv("ROADEVENTS_RELAY_REDIS"))
 	setString(&c.Stream.RelayKey, getenv("ROADEVENTS_RELAY_KEY"))
-	if c.Stream.Relay != "" {
-		host, port, err := net.SplitHostPort(c.Stream.Relay)
-		if n, perr := strconv.Atoi(port); err != nil || perr != nil || host == "" || strings.Contains(host, "/") || n < 1 || n > 65535 {
-			return fmt.Errorf("config: ROADEVENTS_RELAY_REDIS=%q: want host:port", c.Stream.Relay)
-		}
+	if c.Stream.Relay != "" && !validRedisURL(c.Stream.Relay) {
+		// The value is not echoed: a refused one may hold a password.
+		return fmt.Errorf("config: ROADEVENTS_RELAY_REDIS: want redis://host:port or rediss://host:port, without credentials")
 	}
 	if v := getenv("ROADEVENTS_STREAM_RESUME_WINDOW"); v != "" {
 		d, err := time.ParseDuration(v)
@@ -76,4 +76,16 @@ func (c *Config) readStream(getenv func(string) string) error {
 		c.Stream.ResumeWindow = d
 	}
 	return nil
+}
+
+// validRedisURL reports whether v is redis:// or rediss:// with a host and a port, and nothing
+// else: no credentials (they belong in a secret, not in a variable that gets logged), no path.
+func validRedisURL(v string) bool {
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.User != nil || u.Path != "" || u.RawQuery != "" {
+		return false
+	}
+	host, port, err := net.SplitHostPort(u.Host)
+	n, perr := strconv.Atoi(port)
+	return err == nil && perr == nil && host != "" && n >= 1 && n <= 65535
 }

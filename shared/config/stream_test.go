@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -21,13 +22,13 @@ func TestStreamFromEnv(t *testing.T) {
 		"ROADEVENTS_STREAM_ARN":           "arn:aws:dynamodb:eu-west-1:1:table/t/stream/2026",
 		"ROADEVENTS_STREAM_POLL_INTERVAL": "250ms",
 		"ROADEVENTS_STREAM_RESUME_WINDOW": "0",
-		"ROADEVENTS_RELAY_REDIS":          "relay.cache.internal:6379",
+		"ROADEVENTS_RELAY_REDIS":          "rediss://relay.cache.internal:6379",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.Stream.ARN != "arn:aws:dynamodb:eu-west-1:1:table/t/stream/2026" || c.Stream.PollInterval != 250*time.Millisecond ||
-		c.Stream.ResumeWindow != 0 || c.Stream.Relay != "relay.cache.internal:6379" || c.Stream.RelayKey != "roadevents:changes" {
+		c.Stream.ResumeWindow != 0 || c.Stream.Relay != "rediss://relay.cache.internal:6379" || c.Stream.RelayKey != "roadevents:changes" {
 		t.Errorf("Stream = %+v; want the variables' values", c.Stream)
 	}
 	for _, v := range []string{"fast", "10ms", "2m", "-1s"} {
@@ -35,8 +36,13 @@ func TestStreamFromEnv(t *testing.T) {
 			t.Errorf("ROADEVENTS_STREAM_POLL_INTERVAL=%q accepted; want an error", v)
 		}
 	}
-	if _, err := config.FromEnv(env(map[string]string{"ROADEVENTS_RELAY_REDIS": "redis://relay"})); err == nil {
-		t.Errorf("ROADEVENTS_RELAY_REDIS without a port accepted; want an error")
+	for _, v := range []string{"relay:6379", "redis://relay", "redis://:secret@relay:6379", "http://relay:6379", "redis://relay:6379/0"} {
+		_, err := config.FromEnv(env(map[string]string{"ROADEVENTS_RELAY_REDIS": v}))
+		if err == nil {
+			t.Errorf("ROADEVENTS_RELAY_REDIS=%q accepted; want an error", v)
+		} else if strings.Contains(err.Error(), "secret") {
+			t.Errorf("the refusal %q repeats the password", err)
+		}
 	}
 	// Past the embedded store's feed retention (24 h) nothing is left to resume from.
 	for _, v := range []string{"soon", "-1s", "25h"} {

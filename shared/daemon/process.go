@@ -84,7 +84,10 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger, ln net.Lis
 	feed := st.Feed
 	var rdb *redis.Client
 	if cfg.Stream.Relay != "" {
-		rdb = redis.NewClient(&redis.Options{Addr: cfg.Stream.Relay})
+		if rdb, err = relay.Client(cfg.Stream.Relay); err != nil {
+			ln.Close()
+			return err
+		}
 		feed = relay.NewLog(rdb, cfg.Stream.RelayKey, 0)
 	}
 	p.Go(func(ctx context.Context) {

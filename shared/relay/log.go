@@ -251,3 +251,12 @@ func (c *cursor) Close() error {
 	c.closeOnce.Do(func() { close(c.done) })
 	return nil
 }
+
+// Client connects to the Redis at rawURL (redis://host:port, or rediss:// for TLS).
+func Client(rawURL string) (*redis.Client, error) {
+	opts, err := redis.ParseURL(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("relay: the Redis address: %w", err)
+	}
+	return redis.NewClient(opts), nil
+}
