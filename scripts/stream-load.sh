@@ -16,6 +16,11 @@
 # Environment (defaults in brackets):
 #   STORES ["embedded dynamodb"]   SUBSCRIBERS ["1000 10000"]   RUNS [3]
 #   RATE [200]  DURATION [20s]  RADIUS [1000]  SEED [1]  KEEP_LOG (set: keep the server logs)
+#   STORES may also name relay: DynamoDB Local, Redis, `streamer -relay` and SERVERS [3] servers
+#   following the relay's log (docs/architecture.md §3), the subscribers spread over them, each
+#   coming back to the next server when its stream ends; KILL_AFTER (seconds, unset: never) kills
+#   the first server with SIGKILL that long after publishing starts, and its clients must resume
+#   on the others without losing or repeating a delta.
 #   RECONNECT [0]: every subscriber drops its stream after about this long and resumes it with
 #   Last-Event-ID after AWAY [1s], again and again (0: never); the missed deltas must all come,
 #   once each, without a snapshot (docs/api.md §10.2, Stream, resuming)
@@ -44,6 +49,8 @@ radius=${RADIUS:-1000}
 seed=${SEED:-1}
 reconnect=${RECONNECT:-0}
 away=${AWAY:-1s}
+servers=${SERVERS:-3}
+kill_after=${KILL_AFTER:-}
 poll=${POLL_INTERVAL:-250ms}
 
 log() { printf '\n== %s\n' "$*"; }
@@ -53,8 +60,10 @@ ulimit -n "$(ulimit -Hn)"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/roadevents-stream-load.XXXXXX")
 server_pid=
+extra_pids=()
 load_pid=
 started_ddb=
+started_redis=
 cleanup() {
 	status=$?
 	if [[ -n $load_pid ]] && kill -0 "$load_pid" 2>/dev/null; then
@@ -65,6 +74,9 @@ cleanup() {
 	if [[ -n $started_ddb ]]; then
 		ddb stop >/dev/null 2>&1 || true
 	fi
+	if [[ -n $started_redis ]]; then
+		rds stop >/dev/null 2>&1 || true
+	fi
 	if [[ -n ${KEEP_LOG:-} ]]; then
 		mkdir -p "$root/stream-load-logs" && cp "$tmp"/*.log "$root/stream-load-logs/" 2>/dev/null &&
 			echo "server logs kept in $root/stream-load-logs" >&2
@@ -73,11 +85,14 @@ cleanup() {
 	exit "$status"
 }
 stop_server() {
-	if [[ -n $server_pid ]] && kill -0 "$server_pid" 2>/dev/null; then
-		kill -TERM "$server_pid" 2>/dev/null || true
-		wait "$server_pid" 2>/dev/null || true
-	fi
-	server_pid=
+	local pid
+	for pid in "${extra_pids[@]}" $server_pid; do
+		if kill -0 "$pid" 2>/dev/null; then
+			kill -TERM "$pid" 2>/dev/null || true
+			wait "$pid" 2>/dev/null || true
+		fi
+	done
+	server_pid= extra_pids=()
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -103,7 +118,7 @@ fi
 ddb_cache=${ROADEVENTS_DYNAMODB_LOCAL_DIR:-$root/.cache/dynamodb-local}
 ddb_dir=$tmp/dynamodb-local
 ddb() { ROADEVENTS_DYNAMODB_LOCAL_DIR=$ddb_dir ROADEVENTS_DYNAMODB_LOCAL_PORT= "$root/scripts/dynamodb-local.sh" "$@"; }
-if [[ " $stores " == *" dynamodb "* ]]; then
+if [[ " $stores " == *" dynamodb "* || " $stores " == *" relay "* ]]; then
 	log "DynamoDB Local"
 	"$root/scripts/dynamodb-local.sh" install
 	mkdir -p "$ddb_dir"
@@ -115,14 +130,52 @@ if [[ " $stores " == *" dynamodb "* ]]; then
 	done
 fi
 
+# rds runs scripts/redis.sh on an instance of this script's own, as ddb does DynamoDB Local.
+rds() { ROADEVENTS_REDIS_DIR=$tmp/redis ROADEVENTS_REDIS_PORT= "$root/scripts/redis.sh" "$@"; }
+if [[ " $stores " == *" relay "* ]]; then
+	log "Redis"
+	started_redis=1
+	redis_addr=$(rds start)
+	redis_addr=${redis_addr#http://}
+	echo "Redis at $redis_addr"
+fi
+
 log "building"
 server_binary "$tmp/roadevents"
 go build -o "$tmp/streamload" ./scripts/streamload
+[[ " $stores " != *" relay "* ]] || go build -o "$tmp/streamer" ./streamer
+
+# start_relay RUN: `streamer -relay` on a free port, then SERVERS servers following its log;
+# base lists them all, server_pid is the second (measured: the first may be killed).
+start_relay() {
+	local run=$1 port i bases=() pids=()
+	export ROADEVENTS_STORE=dynamodb ROADEVENTS_TABLE="streamload-$$-$run"
+	export ROADEVENTS_RELAY_REDIS="redis://$redis_addr" ROADEVENTS_RELAY_KEY="streamload-$$-$run"
+	STREAMLOAD_API_KEY=$("$tmp/roadevents" apikey issue -org org_streamload -env live -label "stream load" 2>/dev/null)
+	export STREAMLOAD_API_KEY
+	port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	ROADEVENTS_ADDR=127.0.0.1:$port "$tmp/streamer" -relay >"$tmp/relay-$run.log" 2>&1 &
+	extra_pids+=($!)
+	# The servers follow the log once the relay's starting gap is in it (docs/architecture.md §3).
+	for _ in $(seq 1 300); do
+		[[ $(redis-cli -h "${redis_addr%:*}" -p "${redis_addr##*:}" GET "$ROADEVENTS_RELAY_KEY:last") =~ ^[1-9] ]] && break
+		sleep 0.1
+	done
+	for i in $(seq 1 "$servers"); do
+		start_roadevents "$tmp/roadevents" "$tmp/server-relay-$run-$i.log"
+		bases+=("$base") pids+=("$server_pid")
+	done
+	extra_pids+=("${pids[@]}")
+	server_pid=${pids[1]:-${pids[0]}}
+	kill_pid=${pids[0]}
+	base=$(IFS=,; echo "${bases[*]}")
+}
 
 # start_server STORE RUN: a fresh server for one run, its key in STREAMLOAD_API_KEY.
 start_server() {
 	local store=$1 run=$2 logfile
 	logfile="$tmp/server-$store-$run.log"
+	unset ROADEVENTS_RELAY_REDIS ROADEVENTS_RELAY_KEY
 	export ROADEVENTS_STORE=$store
 	if [[ $store == dynamodb ]]; then
 		export ROADEVENTS_TABLE="streamload-$$-$run"
@@ -140,7 +193,7 @@ results="$tmp/results.jsonl"
 : >"$results"
 for store in $stores; do
 	settle=5s
-	if [[ $store == dynamodb ]]; then
+	if [[ $store == dynamodb || $store == relay ]]; then
 		settle=15s
 		export AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local
 		export ROADEVENTS_STREAM_POLL_INTERVAL=$poll
@@ -148,7 +201,7 @@ for store in $stores; do
 	for n in $sizes; do
 		for run in $(seq 1 "$runs"); do
 			log "$store: $n subscribers, run $run/$runs"
-			if [[ $store == dynamodb ]]; then
+			if [[ $store == dynamodb || $store == relay ]]; then
 				# DynamoDB Local keeps every table and stream record in memory and gets markedly
 				# slower as they pile up (docs/performance.md §8), so each run gets a fresh one.
 				ddb stop >/dev/null 2>&1 || true
@@ -157,23 +210,37 @@ for store in $stores; do
 				echo "DynamoDB Local at $endpoint"
 				export AWS_ENDPOINT_URL_DYNAMODB=$endpoint AWS_ENDPOINT_URL_DYNAMODB_STREAMS=$endpoint
 			fi
-			start_server "$store" "$n-$run"
+			failover=false
+			if [[ $store == relay ]]; then
+				start_relay "$n-$run"
+				failover=true
+			else
+				start_server "$store" "$n-$run"
+			fi
 			echo "server on $base (pid $server_pid); load average before the run: $(cut -d' ' -f1-3 /proc/loadavg)"
 			# In the background and waited for, so that Ctrl-C stops the run at once.
+			: >"$tmp/err"
 			timeout 900 "$tmp/streamload" run -base "$base" -subscribers "$n" -rate "$rate" \
-				-duration "$duration" -radius "$radius" -settle "$settle" -seed "$((seed + run))" \
-				-reconnect "$reconnect" -away "$away" -server-pid "$server_pid" -label "$store" >"$tmp/out" &
+				-duration "$duration" -radius "$radius" -settle "$settle" -seed "$((seed + run))" -failover="$failover" \
+				-reconnect "$reconnect" -away "$away" -server-pid "$server_pid" -label "$store" >"$tmp/out" 2> >(tee "$tmp/err" >&2) &
 			load_pid=$!
+			if [[ $store == relay && -n $kill_after ]]; then
+				# KILL_AFTER counts from the end of the idle measurement, when publishing begins.
+				(until grep -q 'idle streams' "$tmp/err" 2>/dev/null; do sleep 0.2; done
+					sleep "$kill_after" && kill -KILL "$kill_pid" 2>/dev/null && echo "killed the first server (pid $kill_pid)") &
+			fi
 			wait "$load_pid" || echo "streamload failed" >&2
 			load_pid=
 			echo "load average after the run: $(cut -d' ' -f1-3 /proc/loadavg)"
 			grep -v '^{"phase"' "$tmp/out" || true
 			grep '^{"phase"' "$tmp/out" >>"$results" || true
 			stop_server
-			if grep -qi '"level":"ERROR"' "$tmp/server-$store-$n-$run.log"; then
-				echo "server errors:" >&2
-				grep -i '"level":"ERROR"' "$tmp/server-$store-$n-$run.log" | head -n 5 >&2 || true
-			fi
+			for f in "$tmp"/server-"$store"-"$n-$run"*.log; do
+				if grep -qi '"level":"ERROR"' "$f"; then
+					echo "server errors ($f):" >&2
+					grep -i '"level":"ERROR"' "$f" | head -n 5 >&2 || true
+				fi
+			done
 		done
 	done
 done
@@ -191,9 +258,9 @@ log "targets"
 	p95=$(sed -n 's/.*"p95_ms":\([0-9.e+-]*\).*/\1/p' <<<"$line")
 	kib=$(sed -n 's/.*"rss_per_conn_kib":\([0-9.e+-]*\).*/\1/p' <<<"$line")
 	limit=50
-	[[ $label == dynamodb ]] && limit=500
+	[[ $label == dynamodb || $label == relay ]] && limit=500
 	verdict=$(awk -v p="$p95" -v l="$limit" 'BEGIN { print (p <= l ? "met" : "MISSED") }')
-	if [[ $label == dynamodb ]]; then
+	if [[ $label == dynamodb || $label == relay ]]; then
 		# The memory target is the embedded path's; the DynamoDB server also holds the SDK's
 		# connection pools, so its figure is reported, not judged.
 		mem="no target"

@@ -27,7 +27,13 @@ import (
 
 // options are what one run measures.
 type options struct {
-	base, key   string
+	base, key string
+	// bases are the servers of base (comma-separated): subscriber i streams from bases[i%n],
+	// publishes go round the servers, and a publish a server cannot take goes to the next.
+	bases []string
+	// failover makes a subscriber whose stream ends (its server gone, or a bye) come back at
+	// once to the next server, naming the last frame it received.
+	failover    bool
 	subscribers int
 	rate        float64 // publishes a second
 	duration    time.Duration
@@ -95,6 +101,7 @@ type result struct {
 	// and those published while their subscriber was away and sent when it came back (counted
 	// as received, not timed).
 	Reconnects  int64 `json:"reconnects"`
+	Failovers   int64 `json:"failovers"` // streams that ended and came back on another server
 	Resnapshots int64 `json:"resnapshots"`
 	Duplicates  int64 `json:"duplicates"`
 	Replayed    int64 `json:"replayed"`
@@ -111,8 +118,9 @@ type subscriber struct {
 	retries   int          // opens answered bye snapshot_unavailable before one began
 	// Reconnecting (options.reconnect), read once the run is over: the publishes whose delta
 	// came, and the counts of result.
-	seen                                          map[int]bool
-	reconnects, resnapshots, duplicates, replayed int64
+	seen                                                     map[int]bool
+	reconnects, failovers, resnapshots, duplicates, replayed int64
+	server                                                   int // index in options.bases
 }
 
 // marker starts the description of every event this tool publishes; the number after it
@@ -123,6 +131,7 @@ const marker = "streamload "
 // rate for the duration, waits for the last deltas, and returns the figures.
 func run(ctx context.Context, o options, logf func(string, ...any)) (result, error) {
 	res := result{Phase: "stream", Subscribers: o.subscribers, RadiusM: o.radius, Runs: 1}
+	o.bases = strings.Split(o.base, ",")
 	rng := rand.New(rand.NewPCG(o.seed, 0x5eed))
 	city := square{Lat: o.lat, Lon: o.lon, Side: o.side}
 	ctx, cancel := context.WithCancel(ctx)
@@ -143,7 +152,7 @@ func run(ctx context.Context, o options, logf func(string, ...any)) (result, err
 	subs := make([]*subscriber, o.subscribers)
 	for i := range subs {
 		lat, lon := city.random(rng)
-		subs[i] = &subscriber{center: geo.Point{Lat: geo.Round5(lat), Lon: geo.Round5(lon)}}
+		subs[i] = &subscriber{center: geo.Point{Lat: geo.Round5(lat), Lon: geo.Round5(lon)}, server: i % len(o.bases)}
 	}
 	var (
 		sendTimes  = make([]atomic.Int64, int(o.rate*o.duration.Seconds())+o.publishers+16)
@@ -233,10 +242,11 @@ func run(ctx context.Context, o options, logf func(string, ...any)) (result, err
 			defer pubs.Done()
 			for seq := range jobs {
 				p := points[seq]
-				body := fmt.Sprintf(`{"type":"accident","lat":%v,"lon":%v,"description":"%s%s-%d"}`, p.Lat, p.Lon, marker, o.runID, seq)
+				body := fmt.Sprintf(`{"type":"accident","lat":%v,"lon":%v,"description":"%s%s-%d","client_event_id":"%s-%d"}`,
+					p.Lat, p.Lon, marker, o.runID, seq, o.runID, seq)
 				start := time.Now()
 				sendTimes[seq].Store(start.UnixNano())
-				err := publish(ctx, pubClient, o, body)
+				err := publish(ctx, pubClient, o, seq, body)
 				publishLatency[seq].Store(int64(time.Since(start)))
 				if err != nil {
 					pubErrs.Add(1)
@@ -313,6 +323,7 @@ func run(ctx context.Context, o options, logf func(string, ...any)) (result, err
 		res.Received += s.received.Load()
 		res.Dropped += s.dropped.Load()
 		res.Reconnects += s.reconnects
+		res.Failovers += s.failovers
 		res.Resnapshots += s.resnapshots
 		res.Duplicates += s.duplicates
 		res.Replayed += s.replayed
@@ -378,14 +389,21 @@ func (s *subscriber) read(ctx context.Context, client *http.Client, o options, s
 			leave.Stop()
 		}
 		body.Close()
-		if !leaving.Load() || ctx.Err() != nil {
+		switch {
+		case ctx.Err() != nil:
+			return err
+		case leaving.Load():
+			sleep(ctx, o.away)
+			s.reconnects++
+		case o.failover && lastID != "":
+			s.server = (s.server + 1) % len(o.bases)
+			s.failovers++
+		default:
 			return err
 		}
-		sleep(ctx, o.away)
 		if ctx.Err() != nil {
 			return nil
 		}
-		s.reconnects++
 	}
 }
 
@@ -398,6 +416,11 @@ func (s *subscriber) connect(ctx context.Context, client *http.Client, o options
 		fr, body, retry, err := s.open(ctx, client, o, lastID)
 		if err == nil {
 			return fr, body, nil
+		}
+		if o.failover {
+			// A server that is gone refuses the connection: the next one may not be.
+			s.server = (s.server + 1) % len(o.bases)
+			retry = true
 		}
 		if !retry || attempt == maxOpenAttempts || ctx.Err() != nil {
 			return nil, nil, err
@@ -471,7 +494,7 @@ func (s *subscriber) open(ctx context.Context, client *http.Client, o options, l
 	q.Set("lat", strconv.FormatFloat(s.center.Lat, 'f', -1, 64))
 	q.Set("lon", strconv.FormatFloat(s.center.Lon, 'f', -1, 64))
 	q.Set("radius", strconv.FormatFloat(o.radius, 'f', -1, 64))
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, o.base+"/v1/stream?"+q.Encode(), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, o.bases[s.server]+"/v1/stream?"+q.Encode(), nil)
 	if err != nil {
 		return nil, nil, false, err
 	}
@@ -540,8 +563,21 @@ func seqOf(data []byte, runID string) (int, bool) {
 	return n, err == nil
 }
 
-func publish(ctx context.Context, client *http.Client, o options, body string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, o.base+"/v1/events", strings.NewReader(body))
+// publish sends body to server seq%n, and, when that one cannot take it (gone, or 5xx), to the
+// next: the body's client_event_id makes a second try that reaches a stored event answer 200
+// with it instead of publishing it twice (docs/api.md §4.1).
+func publish(ctx context.Context, client *http.Client, o options, seq int, body string) error {
+	var err error
+	for i := range len(o.bases) {
+		if err = publishTo(ctx, client, o, o.bases[(seq+i)%len(o.bases)], body); err == nil || ctx.Err() != nil {
+			return err
+		}
+	}
+	return err
+}
+
+func publishTo(ctx context.Context, client *http.Client, o options, base, body string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/events", strings.NewReader(body))
 	if err != nil {
 		return err
 	}
@@ -553,7 +589,7 @@ func publish(ctx context.Context, client *http.Client, o options, body string) e
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusCreated {
+	if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("POST /v1/events: %d %s", resp.StatusCode, b)
 	}
 	return nil

@@ -66,7 +66,8 @@ func cli(ctx context.Context, args []string, getenv func(string) string, stdout,
 	var label string
 	fl := flag.NewFlagSet("streamload run", flag.ContinueOnError)
 	fl.SetOutput(stderr)
-	fl.StringVar(&o.base, "base", "http://127.0.0.1:8080", "base URL of the server (loopback only)")
+	fl.StringVar(&o.base, "base", "http://127.0.0.1:8080", "base URL of the server, or of several, comma-separated (loopback only)")
+	fl.BoolVar(&o.failover, "failover", false, "a subscriber whose stream ends comes back to the next server with Last-Event-ID")
 	fl.StringVar(&o.key, "key", "", "API key (default $STREAMLOAD_API_KEY)")
 	fl.IntVar(&o.subscribers, "subscribers", 1000, "SSE subscribers")
 	fl.Float64Var(&o.rate, "rate", 200, "publishes a second")
@@ -113,13 +114,15 @@ func cli(ctx context.Context, args []string, getenv func(string) string, stdout,
 }
 
 func (o options) check() error {
-	u, err := url.Parse(o.base)
-	if err != nil || u.Host == "" {
-		return fmt.Errorf("streamload: -base %q is not a URL", o.base)
-	}
-	host := u.Hostname()
-	if ip := net.ParseIP(host); !(host == "localhost" || ip != nil && ip.IsLoopback()) {
-		return fmt.Errorf("streamload: -base %q: only loopback servers are measured", o.base)
+	for _, base := range strings.Split(o.base, ",") {
+		u, err := url.Parse(base)
+		if err != nil || u.Host == "" {
+			return fmt.Errorf("streamload: -base %q is not a URL", base)
+		}
+		host := u.Hostname()
+		if ip := net.ParseIP(host); !(host == "localhost" || ip != nil && ip.IsLoopback()) {
+			return fmt.Errorf("streamload: -base %q: only loopback servers are measured", base)
+		}
 	}
 	switch {
 	case o.key == "":
@@ -148,9 +151,9 @@ func printResult(w io.Writer, r result) {
 	fmt.Fprintf(w, "%-9s %6d %6.1f %8d %8d %7d %7d | %7.1f %7.1f %7.1f %7.1f | %7.1f %7.1f %7.1f | %7.1f %7.1f %7.1f | %7.1f %7.1f | %10.1f\n",
 		r.Label, r.Subscribers, r.PublishRate, r.Expected, r.Received, r.Missing, r.Dropped, r.P50Ms, r.P95Ms, r.P99Ms, r.MaxMs,
 		r.StoreP50Ms, r.StoreP95Ms, r.StoreP99Ms, r.HubP50Ms, r.HubP95Ms, r.HubP99Ms, r.PublishP50Ms, r.PublishP95Ms, r.RSSPerConnKiB)
-	if r.Reconnects > 0 {
-		fmt.Fprintf(w, "%-9s reconnects %d: %d answered with a snapshot, %d deltas sent on coming back, %d received twice\n",
-			r.Label, r.Reconnects, r.Resnapshots, r.Replayed, r.Duplicates)
+	if r.Reconnects > 0 || r.Failovers > 0 {
+		fmt.Fprintf(w, "%-9s reconnects %d, to another server %d: %d answered with a snapshot, %d deltas sent on coming back, %d received twice\n",
+			r.Label, r.Reconnects, r.Failovers, r.Resnapshots, r.Replayed, r.Duplicates)
 	}
 	b, _ := json.Marshal(r)
 	fmt.Fprintln(w, string(b))
@@ -251,6 +254,7 @@ func medians(rs []result) []result {
 			m.OpenRetries += r.OpenRetries
 			m.StreamErrors += r.StreamErrors
 			m.Reconnects += r.Reconnects
+			m.Failovers += r.Failovers
 			m.Resnapshots += r.Resnapshots
 			m.Duplicates += r.Duplicates
 			m.Replayed += r.Replayed

@@ -463,10 +463,22 @@ func (h *Hub) Replay(ctx context.Context, s *Subscription, after uint64) (missed
 	h.mu.RLock()
 	rp, dec := h.replay, h.dec
 	h.mu.RUnlock()
-	if rp == nil || h.resumeWindow <= 0 || after > s.start {
+	if rp == nil || h.resumeWindow <= 0 {
 		return nil, 0, false
 	}
-	if after == s.start {
+	if after >= s.start {
+		// A client ahead of this hub was served by another one further along the same log
+		// (another streamer behind the relay): it has every change up to after, which this hub
+		// has yet to read, and its deltas here begin after it. A position past the log's end
+		// is no id of ours.
+		if after == s.start {
+			return nil, after, true
+		}
+		cur, err := rp.FollowAfter(ctx, after)
+		if err != nil {
+			return nil, 0, false
+		}
+		cur.Close()
 		return nil, after, true
 	}
 	if missed, upTo, ok, served := h.replayRecent(s, after); served {

@@ -51,3 +51,50 @@ func TestResumeOnAnotherStreamer(t *testing.T) {
 		t.Errorf("stats of the other streamer %+v; want one stream resumed", st)
 	}
 }
+
+// heldFeed is a Replayer whose followers stop reading while held: a streamer that lags behind
+// the others on the relay's log.
+type heldFeed struct {
+	store.Replayer
+	held chan struct{} // closed when released
+}
+
+func (f *heldFeed) Follow(ctx context.Context) (store.Cursor, error) {
+	cur, err := f.Replayer.Follow(ctx)
+	return heldCursor{Cursor: cur, held: f.held}, err
+}
+
+type heldCursor struct {
+	store.Cursor
+	held chan struct{}
+}
+
+func (c heldCursor) Next(ctx context.Context) (store.Change, error) {
+	select {
+	case <-c.held:
+	case <-ctx.Done():
+		return store.Change{}, ctx.Err()
+	}
+	return c.Cursor.Next(ctx)
+}
+
+// A client that comes back to a streamer that has not yet read as far along the log as the
+// one it left is sent no snapshot and nothing twice: it already has every change up to its
+// last frame, and its deltas begin after it as the lagging streamer catches up.
+func TestResumeOnAStreamerThatLags(t *testing.T) {
+	t.Parallel()
+	tab := tables.Embedded(t)
+	log := relayedFeed(t, tab)
+	lagging := &heldFeed{Replayer: log, held: make(chan struct{})}
+	a := newRig(t, tab, rigOptions{resumeWindow: testResumeWindow, feed: func(store.Feed) store.Feed { return log }})
+	b := newRig(t, tab, rigOptions{resumeWindow: testResumeWindow, feed: func(store.Feed) store.Feed { return lagging }})
+
+	last := leaveAfterOneDelta(t, a) // b has read nothing of it
+	s, status, body := b.open(t, query(center, 1000), b.liveKey, "Last-Event-ID", last)
+	if s == nil {
+		t.Fatalf("resume on the lagging streamer: %d %s", status, body)
+	}
+	next := a.publish(t, a.liveKey, "accident", offset(center, 40))
+	close(lagging.held)
+	expectMissed(t, s, []string{next.EventID})
+}
