@@ -39,8 +39,9 @@ type Log struct {
 }
 
 var (
-	_ store.Feed     = (*Log)(nil)
-	_ store.Replayer = (*Log)(nil)
+	_ store.Feed             = (*Log)(nil)
+	_ store.Replayer         = (*Log)(nil)
+	_ store.PositionedCursor = (*cursor)(nil)
 )
 
 // NewLog returns the Log named name on rdb, keeping about maxLen changes (DefaultMaxLen when 0).
@@ -245,6 +246,9 @@ func (c *cursor) take(m redis.XMessage) error {
 	c.buf = append(c.buf, ch)
 	return nil
 }
+
+// After is the number of the entry before the first this cursor delivers.
+func (c *cursor) After() uint64 { return c.next - 1 }
 
 // Close ends the cursor: a Next in progress returns within readBlock.
 func (c *cursor) Close() error {

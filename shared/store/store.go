@@ -235,6 +235,13 @@ type Replayer interface {
 	FollowAfter(ctx context.Context, pos uint64) (Cursor, error)
 }
 
+// PositionedCursor is a cursor of a Replayer that tells where it reads from: After is the
+// position of the change before the first it delivers (0 for a feed with none yet).
+type PositionedCursor interface {
+	Cursor
+	After() uint64
+}
+
 // ErrReplay is returned by Replayer.FollowAfter for a position it cannot read on from.
 var ErrReplay = errors.New("store: the feed cannot be read on from that position")
 

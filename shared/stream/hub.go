@@ -253,6 +253,11 @@ func (h *Hub) Run(ctx context.Context, feed store.Feed, dec Decoder) error {
 			h.mu.Lock()
 			h.replay, h.dec = rp, dec
 			h.mu.Unlock()
+			if pc, ok := cur.(store.PositionedCursor); ok && rp != nil {
+				// A subscription made before the first change is read starts where the feed
+				// was followed, a position a stream can resume from, not at 0.
+				h.pos.Store(pc.After())
+			}
 			h.setFollowing()
 			err = h.pump(ctx, cur, dec)
 			cur.Close()

@@ -69,6 +69,9 @@ type heldCursor struct {
 	held chan struct{}
 }
 
+// After tells where the log was followed, as the log's own cursor does.
+func (c heldCursor) After() uint64 { return c.Cursor.(store.PositionedCursor).After() }
+
 func (c heldCursor) Next(ctx context.Context) (store.Change, error) {
 	select {
 	case <-c.held:
@@ -97,4 +100,27 @@ func TestResumeOnAStreamerThatLags(t *testing.T) {
 	next := a.publish(t, a.liveKey, "accident", offset(center, 40))
 	close(lagging.held)
 	expectMissed(t, s, []string{next.EventID})
+}
+
+// A stream opened before its streamer has read any change resumes from its snapshot's id: the
+// snapshot stands where the streamer began to follow the log, not before the relay's gap.
+func TestResumeFromASnapshotTakenBeforeAnyChange(t *testing.T) {
+	t.Parallel()
+	tab := tables.Embedded(t)
+	log := relayedFeed(t, tab)
+	held := &heldFeed{Replayer: log, held: make(chan struct{})}
+	r := newRig(t, tab, rigOptions{resumeWindow: testResumeWindow, feed: func(store.Feed) store.Feed { return held }})
+	s, status, body := r.open(t, query(center, 1000), r.liveKey)
+	if s == nil {
+		t.Fatalf("open: %d %s", status, body)
+	}
+	snap := s.Next(t)
+	s.Close()
+	close(held.held)
+	missed := r.publish(t, r.liveKey, "accident", offset(center, 30))
+	s, status, body = r.open(t, query(center, 1000), r.liveKey, "Last-Event-ID", snap.ID)
+	if s == nil {
+		t.Fatalf("resume: %d %s", status, body)
+	}
+	expectMissed(t, s, []string{missed.EventID})
 }

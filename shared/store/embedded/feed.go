@@ -11,8 +11,8 @@ import (
 )
 
 var (
-	_ store.Cursor      = (*Cursor)(nil)
-	_ store.ImageFilter = (*Cursor)(nil)
+	_ store.PositionedCursor = (*Cursor)(nil)
+	_ store.ImageFilter      = (*Cursor)(nil)
 )
 
 // ErrCursorClosed is returned by Next on a cursor that was closed.
@@ -151,6 +151,9 @@ func (c *Cursor) fill(ctx context.Context) error {
 		return nil
 	})
 }
+
+// After is the position of the record before the first this cursor delivers (0 for none).
+func (c *Cursor) After() uint64 { return c.next - 1 }
 
 // FilterImages makes Next leave out the images of the changes whose key wants rejects: their
 // decoding is most of what reading the feed costs. Call it before the first Next.
