@@ -48,36 +48,13 @@ func TestConfigureNeedsDynamoDB(t *testing.T) {
 // streams and refuses its ticket; SIGTERM (the end of ctx)
 // says bye with reconnect to every stream, turns the health check to 503 and ends run.
 func TestStreamerOnDynamoDBLocal(t *testing.T) {
-	l := tables.NewLocal(t) // skips without DynamoDB Local: scripts/test.sh provides it
-	endpoint := os.Getenv(tables.EndpointEnv)
-	for k, v := range map[string]string{
-		"AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
-		"AWS_ENDPOINT_URL_DYNAMODB": endpoint, "AWS_ENDPOINT_URL_DYNAMODB_STREAMS": endpoint,
-	} {
-		t.Setenv(k, v)
-	}
-	// No write before the streamer follows the new table: its first writes are the ones on which
-	// DynamoDB Local answers TrimmedDataAccessException (aws/aws-sdk-java#2923), and the
-	// streamer must deliver them all the same.
-	table := dynamodb.New(l.DB, l.Name, dynamodb.Options{})
-	logger := slog.New(slog.NewJSONHandler(io.Discard, nil))
-
-	// The events group, as its Lambda would serve it, on the same table.
-	keys := apikey.New(table, apikey.Options{Logger: logger})
-	key, _, err := keys.Issue(context.Background(), apikey.IssueRequest{OrgID: "org_s", Environment: apikey.Live, Label: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	eventsAPI, err := app.New(app.Deps{Config: config.Default(), Table: table, Clock: clock.System, Logger: logger,
-		Keys: keys, Meter: metering.New(table, metering.Options{FlushInterval: -1})}, routetable.GroupEvents)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lambda := httptest.NewServer(eventsAPI.Handler())
-	defer lambda.Close()
-
+	// No write before the streamer follows the new table but the key's: the first writes are
+	// the ones on which DynamoDB Local answers TrimmedDataAccessException, and the streamer must
+	// deliver them all the same.
+	dep := newDeployment(t, "org_s")
+	keys, key, lambda, logger := dep.keys, dep.key, dep.events, dep.logger
 	cfg, err := configure(func(k string) string {
-		return map[string]string{"ROADEVENTS_STORE": "dynamodb", "ROADEVENTS_TABLE": l.Name,
+		return map[string]string{"ROADEVENTS_STORE": "dynamodb", "ROADEVENTS_TABLE": dep.table,
 			"ROADEVENTS_STREAM_POLL_INTERVAL": "50ms"}[k]
 	})
 	if err != nil {
@@ -164,6 +141,45 @@ func TestStreamerOnDynamoDBLocal(t *testing.T) {
 	}
 }
 
+// deployment is a table on DynamoDB Local with the events routes served on it as the events
+// Lambda serves them, and a live API key of one organisation.
+type deployment struct {
+	table  string
+	keys   *apikey.Keys
+	key    string
+	events *httptest.Server
+	logger *slog.Logger
+}
+
+// newDeployment points the AWS SDK at DynamoDB Local (skipping tb without it: scripts/test.sh
+// provides it) and sets up a deployment for org.
+func newDeployment(t *testing.T, org string) deployment {
+	t.Helper()
+	l := tables.NewLocal(t)
+	endpoint := os.Getenv(tables.EndpointEnv)
+	for k, v := range map[string]string{
+		"AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
+		"AWS_ENDPOINT_URL_DYNAMODB": endpoint, "AWS_ENDPOINT_URL_DYNAMODB_STREAMS": endpoint,
+	} {
+		t.Setenv(k, v)
+	}
+	table := dynamodb.New(l.DB, l.Name, dynamodb.Options{})
+	d := deployment{table: l.Name, logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}
+	d.keys = apikey.New(table, apikey.Options{Logger: d.logger})
+	var err error
+	if d.key, _, err = d.keys.Issue(context.Background(), apikey.IssueRequest{OrgID: org, Environment: apikey.Live, Label: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	eventsAPI, err := app.New(app.Deps{Config: config.Default(), Table: table, Clock: clock.System, Logger: d.logger,
+		Keys: d.keys, Meter: metering.New(table, metering.Options{FlushInterval: -1})}, routetable.GroupEvents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.events = httptest.NewServer(eventsAPI.Handler())
+	t.Cleanup(d.events.Close)
+	return d
+}
+
 func get(t *testing.T, url string) (int, []byte) {
 	t.Helper()
 	resp, err := http.Get(url)
@@ -213,32 +229,11 @@ func open(t *testing.T, url, key string) *streamtest.Stream {
 // reaches a stream on the first, and a client that leaves it and comes back to the second
 // naming its last frame is sent the events it missed, without a snapshot.
 func TestStreamersBehindTheRelay(t *testing.T) {
-	l := tables.NewLocal(t)
+	dep := newDeployment(t, "org_r")
 	log := relaytest.NewLog(t, 0)
-	endpoint := os.Getenv(tables.EndpointEnv)
-	for k, v := range map[string]string{
-		"AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
-		"AWS_ENDPOINT_URL_DYNAMODB": endpoint, "AWS_ENDPOINT_URL_DYNAMODB_STREAMS": endpoint,
-	} {
-		t.Setenv(k, v)
-	}
-	table := dynamodb.New(l.DB, l.Name, dynamodb.Options{})
-	logger := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	keys := apikey.New(table, apikey.Options{Logger: logger})
-	key, _, err := keys.Issue(context.Background(), apikey.IssueRequest{OrgID: "org_r", Environment: apikey.Live, Label: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	eventsAPI, err := app.New(app.Deps{Config: config.Default(), Table: table, Clock: clock.System, Logger: logger,
-		Keys: keys, Meter: metering.New(table, metering.Options{FlushInterval: -1})}, routetable.GroupEvents)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lambda := httptest.NewServer(eventsAPI.Handler())
-	defer lambda.Close()
-
+	key, lambda, logger := dep.key, dep.events, dep.logger
 	cfg, err := configure(func(k string) string {
-		return map[string]string{"ROADEVENTS_STORE": "dynamodb", "ROADEVENTS_TABLE": l.Name,
+		return map[string]string{"ROADEVENTS_STORE": "dynamodb", "ROADEVENTS_TABLE": dep.table,
 			"ROADEVENTS_STREAM_POLL_INTERVAL": "50ms", "ROADEVENTS_RELAY_REDIS": "redis://" + relaytest.Addr(t),
 			"ROADEVENTS_RELAY_KEY": log.Key()}[k]
 	})
@@ -275,9 +270,9 @@ func TestStreamersBehindTheRelay(t *testing.T) {
 	s.Snapshot(t)
 	published := post(t, lambda.URL+"/v1/events", key, `{"type":"accident","lat":48.1375,"lon":11.5755}`)
 	f := s.Next(t)
-	var d stream.DeltaData
+	var delta stream.DeltaData
 	var ev event.EventPublic
-	if err := json.Unmarshal(f.Data, &d); err != nil || json.Unmarshal(d.Event, &ev) != nil ||
+	if err := json.Unmarshal(f.Data, &delta); err != nil || json.Unmarshal(delta.Event, &ev) != nil ||
 		f.Event != stream.FrameEvent || ev.EventID != published["event_id"] {
 		t.Fatalf("frame %s on the first streamer; want the delta of %v", streamtest.Describe(f), published["event_id"])
 	}

@@ -107,8 +107,8 @@ const (
 	fieldGap    = "gap"
 )
 
-// last returns the last number given out, 0 when none.
-func (l *Log) last(ctx context.Context) (uint64, error) {
+// Last returns the last number given out, 0 when none.
+func (l *Log) Last(ctx context.Context) (uint64, error) {
 	v, err := l.rdb.Get(ctx, l.counterKey()).Uint64()
 	if errors.Is(err, redis.Nil) {
 		return 0, nil
@@ -121,7 +121,7 @@ func (l *Log) last(ctx context.Context) (uint64, error) {
 
 // Follow returns a cursor after the last change appended.
 func (l *Log) Follow(ctx context.Context) (store.Cursor, error) {
-	last, err := l.last(ctx)
+	last, err := l.Last(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -131,7 +131,7 @@ func (l *Log) Follow(ctx context.Context) (store.Cursor, error) {
 // FollowAfter returns a cursor at the change after pos; store.ErrReplay when pos is past the
 // last number given out or the change after it was trimmed.
 func (l *Log) FollowAfter(ctx context.Context, pos uint64) (store.Cursor, error) {
-	last, err := l.last(ctx)
+	last, err := l.Last(ctx)
 	if err != nil {
 		return nil, err
 	}

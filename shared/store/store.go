@@ -233,6 +233,9 @@ type Replayer interface {
 	// on, in order. It fails with ErrReplay when changes after pos are no longer kept, or pos
 	// is past the end of the feed.
 	FollowAfter(ctx context.Context, pos uint64) (Cursor, error)
+	// Last returns the position of the last change recorded (0 when none): every change up to
+	// it is committed.
+	Last(ctx context.Context) (uint64, error)
 }
 
 // PositionedCursor is a cursor of a Replayer that tells where it reads from: After is the

@@ -418,6 +418,7 @@ func (c *conn) begin(ctx context.Context, v Viewer, f Filter, resumeAt uint64, r
 			return true
 		}
 	}
+	recorded := c.d.Hub.recorded(ctx)
 	snap, err := c.d.Snapshots.Snapshot(ctx, v, f)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -426,9 +427,10 @@ func (c *conn) begin(ctx context.Context, v Viewer, f Filter, resumeAt uint64, r
 		c.bye(ReasonSnapshotUnavailable)
 		return false
 	}
-	// The snapshot shows every change up to the subscription's start: a delta at or before it
-	// is not sent after it (deltas), and its id tells a client that resumes from it so.
-	c.pos = c.sub.start
+	// The snapshot shows every change up to the subscription's start, and every one the feed had
+	// recorded before it was read, even those the hub has yet to dispatch: a delta at or before
+	// them is not sent after it (deltas), and its id tells a client that resumes from it so.
+	c.pos = max(c.sub.start, recorded)
 	if err := c.snapshot(snap); err != nil {
 		return false
 	}

@@ -440,6 +440,22 @@ func render(c EventChange, now time.Time) (*Queued, []side, error) {
 // replayTimeout bounds how long Replay may read the feed for one reconnecting stream.
 const replayTimeout = 10 * time.Second
 
+// recorded returns the position of the last change the feed has recorded, 0 when the feed has no
+// positions or cannot tell: a snapshot read afterwards shows every change up to it.
+func (h *Hub) recorded(ctx context.Context) uint64 {
+	h.mu.RLock()
+	rp := h.replay
+	h.mu.RUnlock()
+	if rp == nil {
+		return 0
+	}
+	pos, err := rp.Last(ctx)
+	if err != nil {
+		return 0
+	}
+	return pos
+}
+
 // forgetRecent empties the recent deltas: the changes up to pos were not dispatched.
 func (h *Hub) forgetRecent(pos uint64) {
 	h.dmu.Lock()

@@ -69,6 +69,17 @@ func (s *Store) FollowAfter(ctx context.Context, pos uint64) (store.Cursor, erro
 	return &Cursor{s: s, next: pos + 1, done: make(chan struct{})}, nil
 }
 
+// Last returns the position of the last change recorded.
+func (s *Store) Last(ctx context.Context) (uint64, error) {
+	if err := s.enter(ctx); err != nil {
+		return 0, fmt.Errorf("last position: %w", err)
+	}
+	defer s.gate.RUnlock()
+	s.viewMu.RLock()
+	defer s.viewMu.RUnlock()
+	return s.feedSeq, nil
+}
+
 // Cursor reads the embedded store's feed forward. Next and Close may be called from different
 // goroutines; Next itself is not for concurrent use.
 type Cursor struct {
