@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/roadevents/roadevents/shared/event"
 	"github.com/roadevents/roadevents/shared/eventstore"
-	"github.com/roadevents/roadevents/shared/store"
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
 )
 
@@ -68,33 +66,6 @@ func verdictByEvent(t *testing.T, tab tables.Table, listApart bool) {
 	}
 }
 
-// writeCountingTable counts the write calls made to its table: each is one round trip to
-// DynamoDB, one commit and sync on the embedded store.
-type writeCountingTable struct {
-	store.Table
-	writes atomic.Int64
-}
-
-func (c *writeCountingTable) Put(ctx context.Context, it store.Item, cond store.Condition) error {
-	c.writes.Add(1)
-	return c.Table.Put(ctx, it, cond)
-}
-
-func (c *writeCountingTable) TransactWrite(ctx context.Context, ops []store.Op) error {
-	c.writes.Add(1)
-	return c.Table.TransactWrite(ctx, ops)
-}
-
-func (c *writeCountingTable) Update(ctx context.Context, k store.Key, u store.Update, cond store.Condition) (store.Item, error) {
-	c.writes.Add(1)
-	return c.Table.Update(ctx, k, u, cond)
-}
-
-func (c *writeCountingTable) Delete(ctx context.Context, k store.Key, cond store.Condition) error {
-	c.writes.Add(1)
-	return c.Table.Delete(ctx, k, cond)
-}
-
 // A publish that merges with nothing waits for one write, the listing riding in its
 // transaction, unless ListApart asks for the listing on its own (docs/operations.md §5): what a
 // publish waits for on the embedded store is mostly its syncs (docs/performance.md §6).
@@ -108,7 +79,7 @@ func TestPublishWritesOnce(t *testing.T) {
 			t.Parallel()
 			tables.Each(t, func(t *testing.T, tab tables.Table) {
 				t.Parallel()
-				counting := &writeCountingTable{Table: tab}
+				counting := &countingTable{Table: tab}
 				s, err := eventstore.New(counting, eventstore.Options{IDKey: testIDKey, Clock: tab.Clock, ListApart: tc.listApart})
 				if err != nil {
 					t.Fatal(err)

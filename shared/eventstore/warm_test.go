@@ -2,6 +2,7 @@ package eventstore_test
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"sync/atomic"
 	"testing"
@@ -81,10 +82,12 @@ func TestWarmCacheAnswersFirstQueriesFromMemory(t *testing.T) {
 	}
 }
 
-// countingTable counts the items its Queries return, and lists partitions as its table does.
+// countingTable counts the items its Queries return and its write calls (each one round trip
+// to DynamoDB, one commit and sync on the embedded store), and lists partitions as its table
+// does.
 type countingTable struct {
 	store.Table
-	reads atomic.Int64
+	reads, writes atomic.Int64
 }
 
 func (c *countingTable) Query(ctx context.Context, q store.Query) ([]store.Item, error) {
@@ -94,5 +97,29 @@ func (c *countingTable) Query(ctx context.Context, q store.Query) ([]store.Item,
 }
 
 func (c *countingTable) Partitions(ctx context.Context, prefix string) ([]string, error) {
-	return c.Table.(store.PartitionLister).Partitions(ctx, prefix)
+	l, ok := c.Table.(store.PartitionLister)
+	if !ok {
+		return nil, errors.New("countingTable: the table cannot list its partitions")
+	}
+	return l.Partitions(ctx, prefix)
+}
+
+func (c *countingTable) Put(ctx context.Context, it store.Item, cond store.Condition) error {
+	c.writes.Add(1)
+	return c.Table.Put(ctx, it, cond)
+}
+
+func (c *countingTable) TransactWrite(ctx context.Context, ops []store.Op) error {
+	c.writes.Add(1)
+	return c.Table.TransactWrite(ctx, ops)
+}
+
+func (c *countingTable) Update(ctx context.Context, k store.Key, u store.Update, cond store.Condition) (store.Item, error) {
+	c.writes.Add(1)
+	return c.Table.Update(ctx, k, u, cond)
+}
+
+func (c *countingTable) Delete(ctx context.Context, k store.Key, cond store.Condition) error {
+	c.writes.Add(1)
+	return c.Table.Delete(ctx, k, cond)
 }

@@ -255,11 +255,13 @@ func (h *Hub) Run(ctx context.Context, feed store.Feed, dec Decoder) error {
 			h.mu.Unlock()
 			if pc, ok := cur.(store.PositionedCursor); ok && rp != nil {
 				// A subscription made before the first change is read starts where the feed
-				// was followed, a position a stream can resume from, not at 0.
+				// was followed, a position a stream can resume from, not at 0; what came
+				// before is not among the recent deltas.
 				h.pos.Store(pc.After())
+				h.forgetRecent(pc.After())
 			}
 			h.setFollowing()
-			err = h.pump(ctx, cur, dec)
+			err = h.pump(ctx, cur, dec, rp != nil)
 			cur.Close()
 			h.loseFeed()
 		}
@@ -288,18 +290,16 @@ func (h *Hub) Run(ctx context.Context, feed store.Feed, dec Decoder) error {
 // snapshot after Subscribe returns, so the snapshot already holds the write. A subscription the
 // read does see gets the delta as before. The check must never move before Next (a count read while
 // waiting for the next record would let a subscriber register between it and a later commit):
-// TestEmptyHubSkipsWithoutLosingChanges.
-func (h *Hub) pump(ctx context.Context, cur store.Cursor, dec Decoder) error {
+// TestEmptyHubSkipsWithoutLosingChanges. positioned says that cur reads a store.Replayer, whose
+// positions the hub notes for resuming streams.
+func (h *Hub) pump(ctx context.Context, cur store.Cursor, dec Decoder, positioned bool) error {
 	kf, _ := dec.(KeyFilter)
 	if f, ok := cur.(store.ImageFilter); ok && kf != nil {
 		f.FilterImages(kf.Wants)
 	}
 	rd, _ := dec.(RevocationDecoder)
-	h.mu.RLock()
-	positioned := h.replay != nil
-	h.mu.RUnlock()
 	keepRecent := positioned && h.resumeWindow > 0
-	for first := true; ; first = false {
+	for {
 		ch, err := cur.Next(ctx)
 		if err != nil {
 			return fmt.Errorf("stream hub: read change feed: %w", err)
@@ -313,9 +313,6 @@ func (h *Hub) pump(ctx context.Context, cur store.Cursor, dec Decoder) error {
 				return fmt.Errorf("stream hub: change feed position %q: %w", ch.Seq, err)
 			}
 			h.pos.Store(pos)
-			if first && keepRecent {
-				h.forgetRecent(pos - 1) // what came before this feed was followed is unknown
-			}
 		}
 		if kf != nil && !kf.Wants(ch.Key) {
 			continue
@@ -492,14 +489,11 @@ func (h *Hub) Replay(ctx context.Context, s *Subscription, after uint64) (missed
 		// (another streamer behind the relay): it has every change up to after, which this hub
 		// has yet to read, and its deltas here begin after it. A position past the log's end
 		// is no id of ours.
-		if after == s.start {
-			return nil, after, true
+		if after > s.start {
+			if last, err := rp.Last(ctx); err != nil || after > last {
+				return nil, 0, false
+			}
 		}
-		cur, err := rp.FollowAfter(ctx, after)
-		if err != nil {
-			return nil, 0, false
-		}
-		cur.Close()
 		return nil, after, true
 	}
 	if missed, upTo, ok, served := h.replayRecent(s, after); served {

@@ -29,11 +29,14 @@ func (s *Store) Follow(ctx context.Context) (store.Cursor, error) {
 		return nil, fmt.Errorf("follow: %w", err)
 	}
 	defer s.gate.RUnlock()
-	// The last position ever assigned, even if trimmed since.
+	return &Cursor{s: s, next: s.lastSeq() + 1, done: make(chan struct{})}, nil
+}
+
+// lastSeq is the last position ever assigned, even if trimmed since.
+func (s *Store) lastSeq() uint64 {
 	s.viewMu.RLock()
-	last := s.feedSeq
-	s.viewMu.RUnlock()
-	return &Cursor{s: s, next: last + 1, done: make(chan struct{})}, nil
+	defer s.viewMu.RUnlock()
+	return s.feedSeq
 }
 
 var _ store.Replayer = (*Store)(nil)
@@ -46,9 +49,7 @@ func (s *Store) FollowAfter(ctx context.Context, pos uint64) (store.Cursor, erro
 		return nil, fmt.Errorf("follow after %d: %w", pos, err)
 	}
 	defer s.gate.RUnlock()
-	s.viewMu.RLock()
-	last := s.feedSeq
-	s.viewMu.RUnlock()
+	last := s.lastSeq()
 	if pos > last {
 		return nil, fmt.Errorf("%w: position %d is past the feed's end, %d", store.ErrReplay, pos, last)
 	}
@@ -75,9 +76,7 @@ func (s *Store) Last(ctx context.Context) (uint64, error) {
 		return 0, fmt.Errorf("last position: %w", err)
 	}
 	defer s.gate.RUnlock()
-	s.viewMu.RLock()
-	defer s.viewMu.RUnlock()
-	return s.feedSeq, nil
+	return s.lastSeq(), nil
 }
 
 // Cursor reads the embedded store's feed forward. Next and Close may be called from different

@@ -91,7 +91,7 @@ func (s *Store) Partitions(ctx context.Context, prefix string) ([]string, error)
 			k, _ := c.Seek(append(start, prefix...))
 			for k != nil && len(k) >= 2+n && bytes.HasPrefix(k, start) && bytes.HasPrefix(k[2:], []byte(prefix)) {
 				out = append(out, string(k[2:2+n]))
-				next := successor(k[:2+n])
+				next := prefixEnd(k[:2+n])
 				if next == nil {
 					break
 				}
@@ -107,18 +107,6 @@ func (s *Store) Partitions(ctx context.Context, prefix string) ([]string, error)
 		return nil, fmt.Errorf("partitions %q: %w", prefix, err)
 	}
 	return out, nil
-}
-
-// successor returns the least key above every key that begins with p, nil when there is none.
-func successor(p []byte) []byte {
-	next := bytes.Clone(p)
-	for i := len(next) - 1; i >= 0; i-- {
-		if next[i] < 0xff {
-			next[i]++
-			return next[:i+1]
-		}
-	}
-	return nil
 }
 
 func query(c cursor, q store.Query, now int64) ([]store.Item, error) {

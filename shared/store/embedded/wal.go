@@ -55,8 +55,8 @@ const (
 	walPrealloc     = 1 << 20  // zeros are written ahead of the records in steps of this size
 )
 
-// walZeros is what preallocate writes.
-var walZeros = make([]byte, walPrealloc)
+// walZeros is what preallocate writes: an array, which takes no memory until it is read.
+var walZeros [walPrealloc]byte
 
 var walCRC = crc32.MakeTable(crc32.Castagnoli)
 
@@ -304,7 +304,7 @@ func (w *wal) append(payload []byte) (uint64, error) {
 func (w *wal) preallocate(need int64) error {
 	end := w.alloc
 	for end < need {
-		if _, err := w.f.WriteAt(walZeros, end); err != nil {
+		if _, err := w.f.WriteAt(walZeros[:], end); err != nil {
 			return fmt.Errorf("write-ahead log: preallocate: %w", err)
 		}
 		end += walPrealloc
