@@ -37,8 +37,7 @@ func TestResumeOnAnotherStreamer(t *testing.T) {
 	t.Parallel()
 	tab := tables.Embedded(t)
 	log := relayedFeed(t, tab)
-	viaLog := rigOptions{resumeWindow: testResumeWindow, feed: func(store.Feed) store.Feed { return log }}
-	a, b := newRig(t, tab, viaLog), newRig(t, tab, viaLog)
+	a, b := newRig(t, tab, following(log)), newRig(t, tab, following(log))
 
 	last := leaveAfterOneDelta(t, a)
 	want := missWhileAway(t, a)
@@ -51,6 +50,14 @@ func TestResumeOnAnotherStreamer(t *testing.T) {
 		t.Errorf("stats of the other streamer %+v; want one stream resumed", st)
 	}
 }
+
+// following is a rig whose hub follows feed (a streamer behind the relay), resuming streams.
+func following(feed store.Feed) rigOptions {
+	return rigOptions{resumeWindow: testResumeWindow, feed: func(store.Feed) store.Feed { return feed }}
+}
+
+// hold returns f held: its followers read nothing until held is closed.
+func hold(f store.Replayer) *heldFeed { return &heldFeed{Replayer: f, held: make(chan struct{})} }
 
 // heldFeed is a Replayer whose followers stop reading while held: a streamer that lags behind
 // the others on the relay's log.
@@ -88,9 +95,8 @@ func TestResumeOnAStreamerThatLags(t *testing.T) {
 	t.Parallel()
 	tab := tables.Embedded(t)
 	log := relayedFeed(t, tab)
-	lagging := &heldFeed{Replayer: log, held: make(chan struct{})}
-	a := newRig(t, tab, rigOptions{resumeWindow: testResumeWindow, feed: func(store.Feed) store.Feed { return log }})
-	b := newRig(t, tab, rigOptions{resumeWindow: testResumeWindow, feed: func(store.Feed) store.Feed { return lagging }})
+	lagging := hold(log)
+	a, b := newRig(t, tab, following(log)), newRig(t, tab, following(lagging))
 
 	last := leaveAfterOneDelta(t, a) // b has read nothing of it
 	s, status, body := b.open(t, query(center, 1000), b.liveKey, "Last-Event-ID", last)
@@ -108,8 +114,8 @@ func TestResumeFromASnapshotTakenBeforeAnyChange(t *testing.T) {
 	t.Parallel()
 	tab := tables.Embedded(t)
 	log := relayedFeed(t, tab)
-	held := &heldFeed{Replayer: log, held: make(chan struct{})}
-	r := newRig(t, tab, rigOptions{resumeWindow: testResumeWindow, feed: func(store.Feed) store.Feed { return held }})
+	held := hold(log)
+	r := newRig(t, tab, following(held))
 	s, status, body := r.open(t, query(center, 1000), r.liveKey)
 	if s == nil {
 		t.Fatalf("open: %d %s", status, body)

@@ -284,7 +284,7 @@ func TestSnapshotCoversWhatTheHubHasYetToRead(t *testing.T) {
 	t.Parallel()
 	var held *heldFeed
 	r := newRig(t, tables.Embedded(t), rigOptions{resumeWindow: testResumeWindow, feed: func(f store.Feed) store.Feed {
-		held = &heldFeed{Replayer: f.(store.Replayer), held: make(chan struct{})}
+		held = hold(f.(store.Replayer))
 		return held
 	}})
 	shown := r.publish(t, r.liveKey, "accident", offset(center, 100))
