@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs Redis for the stream relay's tests (shared/relay, docs/architecture.md §3): on AWS the
-# relay writes to ElastiCache for Valkey, which speaks the same protocol; here Debian's
-# redis-server, installed with apt when missing, on loopback on a free port, without
-# persistence. The starting, stopping and pid/address bookkeeping are scripts/lib/service.sh's.
+# relay writes to ElastiCache Serverless for Valkey, which speaks the same protocol; here
+# Debian's redis-server, installed with apt when missing, on loopback on a free port, without
+# persistence. Like ElastiCache Serverless it runs in cluster mode with every slot on one node,
+# so a command whose keys lie in two slots fails here as it would there. The starting, stopping and pid/address bookkeeping are scripts/lib/service.sh's.
 #
 # Usage: scripts/redis.sh start|stop|address|pid|install
 #   start    install if needed, start (unless already running), print http://127.0.0.1:PORT
@@ -40,20 +41,24 @@ install() {
     die "apt-get install redis-server failed; see $logfile"
 }
 
-# answers succeeds when the address answers PING (service.sh passes http://127.0.0.1:PORT).
+# answers succeeds once the server serves keys (service.sh passes http://127.0.0.1:PORT): a
+# fresh cluster node owns no slot, so the first call gives it all of them; the cluster state
+# turns ok a moment later.
 answers() {
-  local hostport=${1#*://}
-  { exec 8<>"/dev/tcp/${hostport%:*}/${hostport##*:}"; } 2>/dev/null || return 1
-  printf 'PING\r\n' >&8
-  local reply
-  read -r -t 2 reply <&8 || { exec 8>&-; return 1; }
-  exec 8>&-
-  [[ $reply == +PONG* ]]
+  local hostport=${1#*://} port
+  port=${hostport##*:}
+  [[ $(redis-cli -p "$port" PING 2>/dev/null) == PONG ]] || return 1
+  redis-cli -p "$port" CLUSTER INFO | grep -q '^cluster_slots_assigned:16384' ||
+    redis-cli -p "$port" CLUSTER ADDSLOTSRANGE 0 16383 >/dev/null
+  redis-cli -p "$port" CLUSTER INFO | grep -q '^cluster_state:ok'
 }
 
-# service_command is service.sh's hook: loopback only, nothing written to disk.
+# service_command is service.sh's hook: loopback only, no data written to disk (the cluster
+# file only records the node's slots, and the last start's is removed).
 service_command() {
-  cmd=(redis-server --bind 127.0.0.1 --port "$1" --save "" --appendonly no --daemonize no --protected-mode yes)
+  rm -f "$dir"/nodes-*.conf
+  cmd=(redis-server --bind 127.0.0.1 --port "$1" --save "" --appendonly no --daemonize no --protected-mode yes
+    --cluster-enabled yes --cluster-config-file "$dir/nodes-$1.conf")
 }
 
 service_main "$@"

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -64,6 +65,10 @@ func (c *Config) readStream(getenv func(string) string) error {
 	}
 	setString(&c.Stream.Relay, getenv("ROADEVENTS_RELAY_REDIS"))
 	setString(&c.Stream.RelayKey, getenv("ROADEVENTS_RELAY_KEY"))
+	if strings.ContainsAny(c.Stream.RelayKey, "{}") {
+		// The relay's counter shares the stream's hash slot through braces of its own.
+		return fmt.Errorf("config: ROADEVENTS_RELAY_KEY: want a Redis key without braces, got %q", c.Stream.RelayKey)
+	}
 	if c.Stream.Relay != "" && !validRedisURL(c.Stream.Relay) {
 		// The value is not echoed: a refused one may hold a password.
 		return fmt.Errorf("config: ROADEVENTS_RELAY_REDIS: want redis://host:port or rediss://host:port, without credentials")

@@ -44,6 +44,12 @@ func TestStreamFromEnv(t *testing.T) {
 			t.Errorf("the refusal %q repeats the password", err)
 		}
 	}
+	// The relay's counter takes the key in braces, to share its hash slot in a cluster.
+	for _, v := range []string{"{roadevents}:changes", "changes}"} {
+		if _, err := config.FromEnv(env(map[string]string{"ROADEVENTS_RELAY_KEY": v})); err == nil {
+			t.Errorf("ROADEVENTS_RELAY_KEY=%q accepted; want an error", v)
+		}
+	}
 	// Past the embedded store's feed retention (24 h) nothing is left to resume from.
 	for _, v := range []string{"soon", "-1s", "25h"} {
 		if _, err := config.FromEnv(env(map[string]string{"ROADEVENTS_STREAM_RESUME_WINDOW": v})); err == nil {

@@ -31,7 +31,9 @@ const DefaultMaxLen = 1_000_000
 var ErrGap = errors.New("relay: changes may be missing here (the relay restarted)")
 
 // Log is a Redis Stream of change records, numbered 1, 2, 3... as entry ids n-0. A second key
-// holds the last number given out.
+// holds the last number given out. Both keys lie in one hash slot, since one script writes
+// both and a cluster (ElastiCache Serverless is one) refuses a script whose keys it would have
+// to split.
 type Log struct {
 	rdb    *redis.Client
 	key    string
@@ -52,7 +54,9 @@ func NewLog(rdb *redis.Client, name string, maxLen int64) *Log {
 	return &Log{rdb: rdb, key: name, maxLen: maxLen}
 }
 
-func (l *Log) counterKey() string { return l.key + ":last" }
+// counterKey is "{name}:last": a cluster places a key by the part between braces alone when it
+// has one, so this lies in the slot of name, which has none (config refuses braces in it).
+func (l *Log) counterKey() string { return "{" + l.key + "}:last" }
 
 // Key is the name of the Log's Redis Stream.
 func (l *Log) Key() string { return l.key }

@@ -64,7 +64,9 @@ func TestRelayCarriesChangesInOrder(t *testing.T) {
 	}
 	defer cur.Close()
 	startRelay(t, tab, log)
-	if _, err := cur.Next(context.Background()); !errors.Is(err, relay.ErrGap) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := cur.Next(ctx); !errors.Is(err, relay.ErrGap) {
 		t.Fatalf("first entry: %v; want the relay's starting gap", err)
 	}
 	cur.Close()
