@@ -139,7 +139,7 @@ func runRelay(ctx context.Context, cfg config.Config, logger *slog.Logger, ln ne
 		if ctx.Err() != nil {
 			return nil
 		}
-		logger.Error("relay: following the table's changes again", "error", err.Error(), "retry_in", relayRetry.String())
+		logger.Error(relay.RestartMessage, "error", err.Error(), "retry_in", relayRetry.String())
 		select {
 		case <-ctx.Done():
 			return nil

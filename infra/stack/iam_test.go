@@ -105,7 +105,7 @@ func equalStatements(a, b []stack.ItemStatement) bool {
 }
 
 // TestLeastPrivilege (docs/security.md §6): each function's role, and the streamer's task role,
-// holds exactly its group's grants of shared/routetable, which shared/app's tests hold to
+// holds exactly its group's grants (the relay's, the table's stream) of shared/routetable, which shared/app's tests hold to
 // what the group's routes call: each item action on the partition-key prefixes that need it
 // (dynamodb:LeadingKeys), never a scan nor table management; only the secrets it reads; only
 // the KMS actions the sealer calls (no ReEncrypt, no data keys); SES only where it mails; its
@@ -196,15 +196,28 @@ func TestLeastPrivilege(t *testing.T) {
 			}
 			task := s.logicalID(s.main.Streamer.TaskDefinition().TaskRole())
 			check("streamer", task, routetable.GroupStream)
-			var stream []string
-			for _, st := range s.of(task) {
-				if strings.Contains(jsonOf(st.m["Resource"]), "StreamArn") {
-					stream = append(stream, st.actions()...)
+			// The relay reads the table's stream and its description, nothing else; the
+			// streamers follow the relay's log and read no stream.
+			rights := func(role string) (stream, other []string) {
+				for _, st := range s.of(role) {
+					if strings.Contains(jsonOf(st.m["Resource"]), "StreamArn") {
+						stream = append(stream, st.actions()...)
+					} else {
+						other = append(other, st.actions()...)
+					}
 				}
+				slices.Sort(stream)
+				return stream, other
 			}
-			slices.Sort(stream)
+			if stream, _ := rights(task); len(stream) != 0 {
+				t.Errorf("streamer's rights on the table's stream %v; want none (the relay reads it)", stream)
+			}
+			stream, other := rights(s.logicalID(s.main.Relay.TaskDefinition().TaskRole()))
 			if want := []string{"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"}; !slices.Equal(stream, want) {
-				t.Errorf("streamer's rights on the table's stream %v; want %v", stream, want)
+				t.Errorf("relay's rights on the table's stream %v; want %v", stream, want)
+			}
+			if !slices.Equal(other, []string{"dynamodb:DescribeTable"}) {
+				t.Errorf("relay's other rights %v; want dynamodb:DescribeTable only", other)
 			}
 		})
 	}

@@ -26,17 +26,18 @@ import (
 const (
 	// StreamerPort is where the streamer container listens (ROADEVENTS_ADDR).
 	StreamerPort = 8080
-	// StreamerMaxTasks: DynamoDB Streams serves about 2 readers per shard, and every task
-	// reads every shard.
-	StreamerMaxTasks = 2
+	// StreamerMaxTasks bounds the stream tier. The tasks follow the relay's log, not the
+	// table's stream, so the bound is one of cost: ten tasks hold some 100 000 streams
+	// (docs/performance.md §8).
+	StreamerMaxTasks = 10
 	// IdleTimeoutSeconds is the load balancer's idle timeout: above the stream's 20 s
 	// keepalive (docs/api.md §5), so an idle stream is never cut between two keepalives.
 	IdleTimeoutSeconds = 120
-	// StreamerScaleOutConnections: past this many open connections on the load balancer a
-	// second task starts. One task served well beyond this in the load test
-	// (docs/performance.md §8); the second is for availability as much as capacity. The
-	// count includes CloudFront's few kept-alive connections for the API's requests.
-	StreamerScaleOutConnections = 4000
+	// StreamerScaleOutStreams: past this many streams per task another task starts; below
+	// half of it one stops. One process held 10 000 in the load test (docs/performance.md
+	// §8) on a full machine; a task has half a core. The count is estimated from the load
+	// balancer's connections, which include CloudFront's few kept-alive ones for the API.
+	StreamerScaleOutStreams = 3000
 )
 
 // ListenerRule is one rule of the load balancer's listener: a request whose path matches one
@@ -250,13 +251,22 @@ func (s *Stack) addOrigin(st awscdk.Stack, p Props, removal awscdk.RemovalPolicy
 }
 
 // addStreamer runs streamer/ on Fargate (docs/architecture.md §3) as the load balancer's
-// target for GET /v1/stream, scaling on open connections up to StreamerMaxTasks.
+// target for GET /v1/stream, each task following the relay's log (addRelay), scaling on the
+// streams per task up to StreamerMaxTasks.
 func (s *Stack) addStreamer(st awscdk.Stack, p Props, removal awscdk.RemovalPolicy) {
 	cluster := awsecs.NewCluster(st, jsii.String("Cluster"), &awsecs.ClusterProps{
 		Vpc:                            s.Vpc,
 		ContainerInsightsV2:            awsecs.ContainerInsights_ENABLED,
 		EnableFargateCapacityProviders: jsii.Bool(false),
 	})
+	// One image for the streamers and the relay (`streamer -relay`).
+	image := awsecs.ContainerImage_FromAsset(jsii.String(p.RepoRoot), &awsecs.AssetImageProps{
+		File: jsii.String("streamer/Dockerfile"),
+		// The tasks are Graviton; the Dockerfile cross-compiles, so an amd64 machine
+		// builds this without emulation.
+		Platform: awsecrassets.Platform_LINUX_ARM64(),
+	})
+	relayURL := s.addRelay(st, p, removal, cluster, image)
 	task := awsecs.NewFargateTaskDefinition(st, jsii.String("StreamerTask"), &awsecs.FargateTaskDefinitionProps{
 		Cpu:            jsii.Number(512),
 		MemoryLimitMiB: jsii.Number(1024),
@@ -266,24 +276,19 @@ func (s *Stack) addStreamer(st awscdk.Stack, p Props, removal awscdk.RemovalPoli
 		},
 	})
 	task.AddContainer(jsii.String("streamer"), &awsecs.ContainerDefinitionOptions{
-		Image: awsecs.ContainerImage_FromAsset(jsii.String(p.RepoRoot), &awsecs.AssetImageProps{
-			File: jsii.String("streamer/Dockerfile"),
-			// The tasks are Graviton; the Dockerfile cross-compiles, so an amd64 machine
-			// builds this without emulation.
-			Platform: awsecrassets.Platform_LINUX_ARM64(),
-		}),
+		Image:        image,
 		PortMappings: &[]*awsecs.PortMapping{{ContainerPort: jsii.Number(StreamerPort)}},
 		// No secret: the stream neither derives ids nor checks codes (its grants name none).
 		Environment: &map[string]*string{
-			"ROADEVENTS_STORE":      jsii.String("dynamodb"),
-			"ROADEVENTS_TABLE":      s.Table.TableName(),
-			"ROADEVENTS_STREAM_ARN": s.Table.TableStreamArn(),
-			"ROADEVENTS_ADDR":       jsii.String(fmt.Sprintf("0.0.0.0:%d", StreamerPort)),
+			"ROADEVENTS_STORE":       jsii.String("dynamodb"),
+			"ROADEVENTS_TABLE":       s.Table.TableName(),
+			"ROADEVENTS_RELAY_REDIS": relayURL,
+			"ROADEVENTS_ADDR":        jsii.String(fmt.Sprintf("0.0.0.0:%d", StreamerPort)),
 		},
 		Logging: awsecs.LogDriver_AwsLogs(&awsecs.AwsLogDriverProps{LogGroup: logGroup(st, "StreamerLogs", p, removal), StreamPrefix: jsii.String("streamer")}),
 	})
 	accept(task.ExecutionRole(), "AwsSolutions-IAM5", "ecr:GetAuthorizationToken has no resource to name: it is granted on \"*\" or not at all")
-	accept(task, "AwsSolutions-ECS2", "the container's environment holds the table's name and stream, and its address: configuration, not secrets")
+	accept(task, "AwsSolutions-ECS2", "the container's environment holds the table's name, the cache's address and its own: configuration, not secrets")
 	s.Streamer = awsecs.NewFargateService(st, jsii.String("Streamer"), &awsecs.FargateServiceProps{
 		Cluster:        cluster,
 		TaskDefinition: task,
@@ -311,9 +316,12 @@ func (s *Stack) addStreamer(st awscdk.Stack, p Props, removal awscdk.RemovalPoli
 		},
 	})
 	s.TargetGroups[routetable.GroupStream] = tg
+	s.CacheSecurityGroup.AddIngressRule(awsec2.Peer_SecurityGroupId(firstSecurityGroup(s.Streamer), nil),
+		awsec2.Port_Tcp(jsii.Number(RelayCachePort)), jsii.String("the streamers read the log"), nil)
 
-	// The stream: its grants on the items (keys, tickets, the area index, usage), its
-	// stream's records, and the table's description, which the store reads at start.
+	// The stream: its grants on the items (keys, tickets, the area index, usage) and the
+	// table's description, which the store reads at start. Not the table's stream: the
+	// relay reads it.
 	role := task.TaskRole()
 	grantItems(role, s.Table, routetable.GroupStream.Grants())
 	role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
@@ -321,25 +329,47 @@ func (s *Stack) addStreamer(st awscdk.Stack, p Props, removal awscdk.RemovalPoli
 		Actions:   jsii.Strings("dynamodb:DescribeTable"),
 		Resources: jsii.Strings(*s.Table.TableArn()),
 	}))
-	role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Sid:       jsii.String("ReadStream"),
-		Actions:   jsii.Strings("dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"),
-		Resources: jsii.Strings(*s.Table.TableStreamArn()),
-	}))
 
 	scaling := s.Streamer.AutoScaleTaskCount(&awsapplicationautoscaling.EnableScalingProps{
 		MinCapacity: jsii.Number(1),
 		MaxCapacity: jsii.Number(StreamerMaxTasks),
 	})
-	scaling.ScaleOnMetric(jsii.String("Connections"), &awsapplicationautoscaling.BasicStepScalingPolicyProps{
-		Metric: s.LoadBalancer.Metrics().ActiveConnectionCount(&awscloudwatch.MetricOptions{
-			Period: awscdk.Duration_Minutes(jsii.Number(1)), Statistic: jsii.String("Maximum"),
-		}),
+	scaling.ScaleOnMetric(jsii.String("StreamsPerTask"), &awsapplicationautoscaling.BasicStepScalingPolicyProps{
+		Metric: s.streamsPerTask(),
 		ScalingSteps: &[]*awsapplicationautoscaling.ScalingInterval{
-			{Upper: jsii.Number(StreamerScaleOutConnections / 2), Change: jsii.Number(-1)},
-			{Lower: jsii.Number(StreamerScaleOutConnections), Change: jsii.Number(1)},
+			{Upper: jsii.Number(StreamerScaleOutStreams / 2), Change: jsii.Number(-1)},
+			{Lower: jsii.Number(StreamerScaleOutStreams), Upper: jsii.Number(2 * StreamerScaleOutStreams), Change: jsii.Number(1)},
+			// A crowd arriving at once (a major incident) gets tasks faster.
+			{Lower: jsii.Number(2 * StreamerScaleOutStreams), Change: jsii.Number(3)},
 		},
 		AdjustmentType: awsapplicationautoscaling.AdjustmentType_CHANGE_IN_CAPACITY,
-		Cooldown:       awscdk.Duration_Minutes(jsii.Number(5)),
+		Cooldown:       awscdk.Duration_Minutes(jsii.Number(3)),
+	})
+}
+
+// streamsPerTask estimates the open streams per streamer task: the load balancer counts each
+// stream twice (CloudFront's connection to it and its own to the task), divided by the tasks
+// running (Container Insights; one when that metric is missing).
+func (s *Stack) streamsPerTask() awscloudwatch.IMetric {
+	minute := awscdk.Duration_Minutes(jsii.Number(1))
+	return awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
+		Expression: jsii.String("conns / (2 * FILL(tasks, 1))"),
+		Label:      jsii.String("streams per streamer task"),
+		Period:     minute,
+		UsingMetrics: &map[string]awscloudwatch.IMetric{
+			"conns": s.LoadBalancer.Metrics().ActiveConnectionCount(&awscloudwatch.MetricOptions{Period: minute, Statistic: jsii.String("Sum")}),
+			"tasks": runningTasks(s.Streamer),
+		},
+	})
+}
+
+// runningTasks is a service's running task count (Container Insights), per minute.
+func runningTasks(svc awsecs.FargateService) awscloudwatch.Metric {
+	return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
+		Namespace:     jsii.String("ECS/ContainerInsights"),
+		MetricName:    jsii.String("RunningTaskCount"),
+		DimensionsMap: &map[string]*string{"ClusterName": svc.Cluster().ClusterName(), "ServiceName": svc.ServiceName()},
+		Period:        awscdk.Duration_Minutes(jsii.Number(1)),
+		Statistic:     jsii.String("Average"),
 	})
 }

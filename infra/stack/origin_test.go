@@ -2,15 +2,18 @@ package stack_test
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
 	"sort"
 	"strings"
 	"testing"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsecs"
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/roadevents/roadevents/infra/stack"
+	"github.com/roadevents/roadevents/shared/relay"
 	"github.com/roadevents/roadevents/shared/routetable"
 )
 
@@ -150,7 +153,7 @@ func TestRoutesReachTheirGroup(t *testing.T) {
 					t.Errorf("%s target group attributes %s; want multi-value headers", g, jsonOf(p["TargetGroupAttributes"]))
 				}
 			}
-			_, service := s.only(t, "AWS::ECS::Service")
+			service := props(s.resources("AWS::ECS::Service")[s.logicalID(s.main.Streamer)])
 			if got := ref(asList(service["LoadBalancers"])[0].(map[string]any)["TargetGroupArn"]); targets[got] != routetable.GroupStream {
 				t.Errorf("the streamer's service registers in %q; want the stream's target group", got)
 			}
@@ -292,9 +295,9 @@ func TestOrigin(t *testing.T) {
 }
 
 // TestStreamer: the load balancer outlives the keepalive, the streamer's target group checks
-// /health, its service scales on connections up to the tasks one table's stream allows, its
-// tasks reach AWS through their public addresses (no NAT gateway), and the container gets no
-// secret.
+// /health, its service scales on the streams per task up to StreamerMaxTasks, its tasks reach
+// AWS through their public addresses (no NAT gateway), follow the relay's log rather than the
+// table's stream, and the container gets no secret.
 func TestStreamer(t *testing.T) {
 	s := synth(t)[dev]
 	must(t, "idle timeout", func() {
@@ -312,13 +315,40 @@ func TestStreamer(t *testing.T) {
 			"HealthCheckPath": "/health", "TargetType": "ip", "Port": stack.StreamerPort,
 		})
 	})
-	must(t, "at most 2 tasks", func() {
+	must(t, "up to StreamerMaxTasks", func() {
 		s.template.HasResourceProperties(jsii.String("AWS::ApplicationAutoScaling::ScalableTarget"), map[string]any{
-			"MaxCapacity": stack.StreamerMaxTasks,
+			"MinCapacity": 1, "MaxCapacity": stack.StreamerMaxTasks,
 		})
 	})
-	must(t, "scaling on connections", func() {
-		s.template.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{"MetricName": "ActiveConnectionCount"})
+	if stack.StreamerMaxTasks <= 2 {
+		t.Errorf("at most %d streamer tasks; the relay lets the tier pass the two readers a shard of the table's stream allows", stack.StreamerMaxTasks)
+	}
+	// The scaling alarms divide the load balancer's connections (two a stream) by the
+	// running tasks.
+	scaling := 0
+	for id, a := range s.resources("AWS::CloudWatch::Alarm") {
+		metrics := jsonOf(props(a)["Metrics"])
+		if !strings.Contains(metrics, "conns / (2 * FILL(tasks, 1))") {
+			continue
+		}
+		scaling++
+		for _, want := range []string{`"MetricName":"ActiveConnectionCount"`, `"Stat":"Sum"`, `"MetricName":"RunningTaskCount"`, `"Namespace":"ECS/ContainerInsights"`} {
+			if !strings.Contains(metrics, want) {
+				t.Errorf("scaling alarm %s metrics %s; want %s", id, metrics, want)
+			}
+		}
+	}
+	if scaling != 2 {
+		t.Errorf("%d alarms on the streams per task; want 2 (scale out, scale in)", scaling)
+	}
+	must(t, "scale out at StreamerScaleOutStreams", func() {
+		s.template.HasResourceProperties(jsii.String("AWS::ApplicationAutoScaling::ScalingPolicy"), map[string]any{
+			"StepScalingPolicyConfiguration": assertions.Match_ObjectLike(&map[string]any{
+				"StepAdjustments": assertions.Match_ArrayWith(&[]any{
+					map[string]any{"MetricIntervalLowerBound": 0, "MetricIntervalUpperBound": stack.StreamerScaleOutStreams, "ScalingAdjustment": 1},
+				}),
+			}),
+		})
 	})
 	must(t, "public addresses, no NAT", func() {
 		s.template.HasResourceProperties(jsii.String("AWS::ECS::Service"), map[string]any{
@@ -326,22 +356,124 @@ func TestStreamer(t *testing.T) {
 		})
 		s.template.ResourceCountIs(jsii.String("AWS::EC2::NatGateway"), jsii.Number(0))
 	})
-	_, task := s.only(t, "AWS::ECS::TaskDefinition")
-	containers := asList(task["ContainerDefinitions"])
-	if len(containers) != 1 {
-		t.Fatalf("%d containers; want 1", len(containers))
-	}
-	c := containers[0].(map[string]any)
+	task := s.resources("AWS::ECS::TaskDefinition")[s.logicalID(s.main.Streamer.TaskDefinition())]
+	c := s.container(t, task)
 	if c["Secrets"] != nil {
 		t.Errorf("the streamer gets secrets %s; want none (routetable.GroupStream's grants name none)", jsonOf(c["Secrets"]))
 	}
 	env := jsonOf(c["Environment"])
-	for _, want := range []string{`"Name":"ROADEVENTS_STREAM_ARN"`, fmt.Sprintf(`{"Name":"ROADEVENTS_ADDR","Value":"0.0.0.0:%d"}`, stack.StreamerPort)} {
+	for _, want := range []string{`"Name":"ROADEVENTS_RELAY_REDIS"`, fmt.Sprintf(`{"Name":"ROADEVENTS_ADDR","Value":"0.0.0.0:%d"}`, stack.StreamerPort)} {
 		if !strings.Contains(env, want) {
 			t.Errorf("streamer environment %s; want %s", env, want)
 		}
 	}
-	if task["RuntimePlatform"].(map[string]any)["CpuArchitecture"] != "ARM64" {
-		t.Errorf("streamer platform %s; want ARM64", jsonOf(task["RuntimePlatform"]))
+	if strings.Contains(env, "ROADEVENTS_STREAM_ARN") {
+		t.Errorf("streamer environment %s names the table's stream; the streamers follow the relay's log", env)
 	}
+	if props(task)["RuntimePlatform"].(map[string]any)["CpuArchitecture"] != "ARM64" {
+		t.Errorf("streamer platform %s; want ARM64", jsonOf(props(task)["RuntimePlatform"]))
+	}
+}
+
+// TestRelay (docs/operations.md §6.2): one serverless Valkey cache in the isolated subnets,
+// reached on its port from the relay's and the streamers' tasks only, and its address a
+// rediss:// URL in both; one relay task, never two at once, running `streamer -relay` on the
+// table's stream; alarms when it is not running or keeps restarting.
+func TestRelay(t *testing.T) {
+	for _, stage := range mainStages {
+		t.Run(stage, func(t *testing.T) {
+			s := synth(t)[stage]
+			_, cache := s.only(t, "AWS::ElastiCache::ServerlessCache")
+			if cache["Engine"] != "valkey" {
+				t.Errorf("cache engine %v; want valkey", cache["Engine"])
+			}
+			if name, _ := cache["ServerlessCacheName"].(string); !regexp.MustCompile(`^[a-z][a-z0-9-]{0,39}$`).MatchString(name) {
+				t.Errorf("cache name %q; ElastiCache wants 1 to 40 lower-case letters, digits and hyphens, a letter first", name)
+			}
+			isolated := map[string]bool{}
+			for _, id := range *s.main.Vpc.IsolatedSubnets() {
+				isolated[s.logicalID(id)] = true
+			}
+			subnets := asList(cache["SubnetIds"])
+			for _, sn := range subnets {
+				if !isolated[ref(sn)] {
+					t.Errorf("cache subnet %s; want the isolated subnets only", jsonOf(sn))
+				}
+			}
+			if len(subnets) < 2 {
+				t.Errorf("cache in %d subnets; want one per zone, two at least", len(subnets))
+			}
+			groups := asList(cache["SecurityGroupIds"])
+			if len(groups) != 1 {
+				t.Fatalf("cache security groups %s; want one", jsonOf(groups))
+			}
+			cacheSG := ref(groups[0])
+			// Its ingress rules, inline and on their own.
+			rules := asList(props(s.resources("AWS::EC2::SecurityGroup")[cacheSG])["SecurityGroupIngress"])
+			for _, r := range s.resources("AWS::EC2::SecurityGroupIngress") {
+				if ref(props(r)["GroupId"]) == cacheSG {
+					rules = append(rules, props(r))
+				}
+			}
+			sources := map[string]bool{}
+			for _, r := range rules {
+				p := r.(map[string]any)
+				if p["FromPort"] != float64(stack.RelayCachePort) || p["ToPort"] != float64(stack.RelayCachePort) || p["CidrIp"] != nil {
+					t.Errorf("cache ingress %s; want port %d from a security group", jsonOf(p), stack.RelayCachePort)
+				}
+				sources[ref(p["SourceSecurityGroupId"])] = true
+			}
+			want := map[string]bool{}
+			for _, svc := range []awsecs.FargateService{s.main.Relay, s.main.Streamer} {
+				want[s.logicalID((*svc.Connections().SecurityGroups())[0])] = true
+			}
+			if !maps.Equal(sources, want) {
+				t.Errorf("cache reached from %v; want the relay's and the streamers' security groups %v", sources, want)
+			}
+
+			task := s.resources("AWS::ECS::TaskDefinition")[s.logicalID(s.main.Relay.TaskDefinition())]
+			c := s.container(t, task)
+			if got := jsonOf(c["Command"]); got != `["-relay"]` {
+				t.Errorf("relay command %s; want [\"-relay\"]", got)
+			}
+			env := jsonOf(c["Environment"])
+			for _, want := range []string{`"Name":"ROADEVENTS_STREAM_ARN"`, `"Name":"ROADEVENTS_RELAY_REDIS","Value":{"Fn::Join":["",["rediss://",{"Fn::GetAtt":["` + *s.stack.GetLogicalId(s.main.Cache)} {
+				if !strings.Contains(env, want) {
+					t.Errorf("relay environment %s; want %s", env, want)
+				}
+			}
+			streamer := jsonOf(s.container(t, s.resources("AWS::ECS::TaskDefinition")[s.logicalID(s.main.Streamer.TaskDefinition())])["Environment"])
+			if !strings.Contains(streamer, `"rediss://",{"Fn::GetAtt":["`+*s.stack.GetLogicalId(s.main.Cache)) {
+				t.Errorf("streamer environment %s; want the cache's address over TLS", streamer)
+			}
+			svc := props(s.resources("AWS::ECS::Service")[s.logicalID(s.main.Relay)])
+			if jsonOf(svc["DesiredCount"]) != "1" || jsonOf(svc["DeploymentConfiguration"].(map[string]any)["MaximumPercent"]) != "100" {
+				t.Errorf("relay service %s; want one task and never a second beside it (MaximumPercent 100)", jsonOf(svc))
+			}
+			for _, a := range []string{"RelayNotRunning", "RelayRestarting"} {
+				found := false
+				for id, alarm := range s.resources("AWS::CloudWatch::Alarm") {
+					found = found || strings.HasPrefix(id, a) && len(asList(props(alarm)["AlarmActions"])) == 1
+				}
+				if !found {
+					t.Errorf("no alarm %s with an action", a)
+				}
+			}
+			must(t, "restart count", func() {
+				s.template.HasResourceProperties(jsii.String("AWS::Logs::MetricFilter"), map[string]any{
+					"FilterPattern": assertions.Match_StringLikeRegexp(jsii.String(regexp.QuoteMeta(relay.RestartMessage))),
+				})
+			})
+		})
+	}
+}
+
+// container is the one container of a task definition resource, or fails t.
+func (s *synthesized) container(t *testing.T, task map[string]any) map[string]any {
+	t.Helper()
+	containers := asList(props(task)["ContainerDefinitions"])
+	if len(containers) != 1 {
+		t.Fatalf("%d containers; want 1", len(containers))
+	}
+	return containers[0].(map[string]any)
 }

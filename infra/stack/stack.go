@@ -34,6 +34,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsec2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsecs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awselasticache"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awselasticloadbalancingv2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
@@ -285,6 +286,11 @@ type Stack struct {
 	// Rules are the listener's rules by priority - 1 (ListenerRules).
 	Rules    []awselasticloadbalancingv2.ApplicationListenerRule
 	Streamer awsecs.FargateService
+	// Relay is the one task that copies the table's stream into Cache's log, which the
+	// streamers follow.
+	Relay              awsecs.FargateService
+	Cache              awselasticache.CfnServerlessCache
+	CacheSecurityGroup awsec2.SecurityGroup
 
 	SiteBucket   awss3.Bucket
 	LogBucket    awss3.Bucket
@@ -400,6 +406,17 @@ func (s *Stack) addAlarms(st awscdk.Stack, p Props) {
 		TreatMissingData:   awscloudwatch.TreatMissingData_BREACHING,
 	})
 	noHealthy.AddAlarmAction(action)
+	// The relay: not running, or failing again and again. Either way the streams get no
+	// change (docs/operations.md §6.2).
+	relayDown := awscloudwatch.NewAlarm(st, jsii.String("RelayNotRunning"), &awscloudwatch.AlarmProps{
+		Metric:             runningTasks(s.Relay),
+		Threshold:          jsii.Number(1),
+		EvaluationPeriods:  jsii.Number(3),
+		ComparisonOperator: awscloudwatch.ComparisonOperator_LESS_THAN_THRESHOLD,
+		TreatMissingData:   awscloudwatch.TreatMissingData_BREACHING,
+	})
+	relayDown.AddAlarmAction(action)
+	alarm(st, "RelayRestarting", relayMetric("RelayRestarts"), 1, 3, action)
 	// The load balancer's own 5xx: a function that failed or was throttled, no healthy
 	// streamer. Clients saw 503s (docs/operations.md §5).
 	alarm(st, "FrontDoorErrors", s.LoadBalancer.Metrics().HttpCodeElb(awselasticloadbalancingv2.HttpCodeElb_ELB_5XX_COUNT,

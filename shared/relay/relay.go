@@ -7,6 +7,10 @@ import (
 	"github.com/roadevents/roadevents/shared/store"
 )
 
+// RestartMessage is what the relay logs each time it follows the table's changes again after
+// a failure; on AWS a metric counts these lines (docs/operations.md §6.2).
+const RestartMessage = "relay: following the table's changes again"
+
 // maxBatch bounds the changes of one append.
 const maxBatch = 256
 
