@@ -16,11 +16,12 @@
 # Environment (defaults in brackets):
 #   STORES ["embedded dynamodb"]   SUBSCRIBERS ["1000 10000"]   RUNS [3]
 #   RATE [200]  DURATION [20s]  RADIUS [1000]  SEED [1]  KEEP_LOG (set: keep the server logs)
-#   STORES may also name relay: DynamoDB Local, Redis, `streamer -relay` and SERVERS [3] servers
-#   following the relay's log (docs/architecture.md §3), the subscribers spread over them, each
-#   coming back to the next server when its stream ends; KILL_AFTER (seconds, unset: never) kills
-#   the first server with SIGKILL that long after publishing starts, and its clients must resume
-#   on the others without losing or repeating a delta.
+#   STORES may also name relay: DynamoDB Local, Redis, `streamer -relay` and SERVERS [3] streamer
+#   processes (the container's binary) following the relay's log (docs/architecture.md §3), the
+#   subscribers spread over them, each coming back to the next streamer when its stream ends, the
+#   publishes sent to a server of its own on the same table; KILL_AFTER (seconds, unset: never)
+#   kills the first streamer with SIGKILL that long after publishing starts, and its clients must
+#   resume on the others without losing or repeating a delta.
 #   RECONNECT [0]: every subscriber drops its stream after about this long and resumes it with
 #   Last-Event-ID after AWAY [1s], again and again (0: never); the missed deltas must all come,
 #   once each, without a snapshot (docs/api.md §10.2, Stream, resuming)
@@ -145,8 +146,31 @@ server_binary "$tmp/roadevents"
 go build -o "$tmp/streamload" ./scripts/streamload
 [[ " $stores " != *" relay "* ]] || go build -o "$tmp/streamer" ./streamer
 
-# start_relay RUN: `streamer -relay`, then SERVERS servers following its log;
-# base lists them all, server_pid is the second (measured: the first may be killed).
+# start_streamer LOGFILE starts a streamer on a free loopback port and returns once GET /health
+# answers, with server_pid and base set.
+start_streamer() {
+	local logfile=$1
+	ROADEVENTS_ADDR=127.0.0.1:0 "$tmp/streamer" >"$logfile" 2>&1 &
+	server_pid=$!
+	base=
+	for _ in $(seq 1 300); do
+		base=$(sed -n 's/.*"msg":"streamer listening","addr":"\([^"]*\)".*/http:\/\/\1/p' "$logfile" | head -n 1)
+		[[ -n $base ]] && break
+		kill -0 "$server_pid" 2>/dev/null || { cat "$logfile" >&2; echo "the streamer exited" >&2; exit 1; }
+		sleep 0.1
+	done
+	[[ -n $base ]] || { cat "$logfile" >&2; echo "the streamer did not report its address" >&2; exit 1; }
+	for _ in $(seq 1 300); do
+		curl -fsS "$base/health" >/dev/null 2>&1 && return
+		sleep 0.1
+	done
+	echo "GET $base/health failed" >&2
+	exit 1
+}
+
+# start_relay RUN: `streamer -relay`, a server to publish to (publish_base), then SERVERS
+# streamers following the log; base lists the streamers, server_pid is the second (measured:
+# the first may be killed).
 start_relay() {
 	local run=$1 i bases=() pids=()
 	export ROADEVENTS_STORE=dynamodb ROADEVENTS_TABLE="streamload-$$-$run"
@@ -158,11 +182,14 @@ start_relay() {
 	extra_pids+=($!)
 	# The servers follow the log once the relay's starting gap is in it (docs/architecture.md §3).
 	for _ in $(seq 1 300); do
-		[[ $(redis-cli -h "${redis_addr%:*}" -p "${redis_addr##*:}" GET "$ROADEVENTS_RELAY_KEY:last") =~ ^[1-9] ]] && break
+		[[ $(redis-cli -h "${redis_addr%:*}" -p "${redis_addr##*:}" GET "{$ROADEVENTS_RELAY_KEY}:last") =~ ^[1-9] ]] && break
 		sleep 0.1
 	done
+	start_roadevents "$tmp/roadevents" "$tmp/server-relay-$run-publish.log"
+	publish_base=$base
+	extra_pids+=("$server_pid")
 	for i in $(seq 1 "$servers"); do
-		start_roadevents "$tmp/roadevents" "$tmp/server-relay-$run-$i.log"
+		start_streamer "$tmp/server-relay-$run-$i.log"
 		bases+=("$base") pids+=("$server_pid")
 	done
 	extra_pids+=("${pids[@]}")
@@ -211,6 +238,7 @@ for store in $stores; do
 				export AWS_ENDPOINT_URL_DYNAMODB=$endpoint AWS_ENDPOINT_URL_DYNAMODB_STREAMS=$endpoint
 			fi
 			failover=false
+			publish_base=
 			if [[ $store == relay ]]; then
 				start_relay "$n-$run"
 				failover=true
@@ -221,7 +249,7 @@ for store in $stores; do
 			# In the background and waited for, so that Ctrl-C stops the run at once.
 			: >"$tmp/err"
 			timeout 900 "$tmp/streamload" run -base "$base" -subscribers "$n" -rate "$rate" \
-				-duration "$duration" -radius "$radius" -settle "$settle" -seed "$((seed + run))" -failover="$failover" \
+				-duration "$duration" -radius "$radius" -settle "$settle" -seed "$((seed + run))" -failover="$failover" ${publish_base:+-publish "$publish_base"} \
 				-reconnect "$reconnect" -away "$away" -server-pid "$server_pid" -label "$store" >"$tmp/out" 2> >(tee "$tmp/err" >&2) &
 			load_pid=$!
 			if [[ $store == relay && -n $kill_after ]]; then

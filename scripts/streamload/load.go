@@ -28,9 +28,12 @@ import (
 // options are what one run measures.
 type options struct {
 	base, key string
-	// bases are the servers of base (comma-separated): subscriber i streams from bases[i%n],
-	// publishes go round the servers, and a publish a server cannot take goes to the next.
+	// bases are the servers of base (comma-separated): subscriber i streams from bases[i%n].
 	bases []string
+	// publish lists the servers publishes go to (comma-separated; base when empty): round
+	// them, and a publish a server cannot take goes to the next.
+	publish   string
+	publishTo []string
 	// failover makes a subscriber whose stream ends (its server gone, or a bye) come back at
 	// once to the next server, naming the last frame it received.
 	failover    bool
@@ -51,6 +54,8 @@ type options struct {
 	serverPID       int
 	seed            uint64
 	runID           string
+	// publishing, when set, is called as publishing begins (a test kills a server then).
+	publishing func()
 }
 
 // result is one run's figures; its JSON line starts with {"phase" for scripts.
@@ -132,6 +137,10 @@ const marker = "streamload "
 func run(ctx context.Context, o options, logf func(string, ...any)) (result, error) {
 	res := result{Phase: "stream", Subscribers: o.subscribers, RadiusM: o.radius, Runs: 1}
 	o.bases = strings.Split(o.base, ",")
+	o.publishTo = o.bases
+	if o.publish != "" {
+		o.publishTo = strings.Split(o.publish, ",")
+	}
 	rng := rand.New(rand.NewPCG(o.seed, 0x5eed))
 	city := square{Lat: o.lat, Lon: o.lon, Side: o.side}
 	ctx, cancel := context.WithCancel(ctx)
@@ -228,6 +237,9 @@ func run(ctx context.Context, o options, logf func(string, ...any)) (result, err
 	for i := range points {
 		lat, lon := city.random(rng)
 		points[i] = geo.Point{Lat: geo.Round5(lat), Lon: geo.Round5(lon)}
+	}
+	if o.publishing != nil {
+		o.publishing()
 	}
 	jobs := make(chan int, o.publishers)
 	publishLatency := make([]atomic.Int64, n)
@@ -563,13 +575,13 @@ func seqOf(data []byte, runID string) (int, bool) {
 	return n, err == nil
 }
 
-// publish sends body to server seq%n, and, when that one cannot take it (gone, or 5xx), to the
-// next: the body's client_event_id makes a second try that reaches a stored event answer 200
-// with it instead of publishing it twice (docs/api.md §4.1).
+// publish sends body to publishing server seq%n, and, when that one cannot take it (gone, or
+// 5xx), to the next: the body's client_event_id makes a second try that reaches a stored event
+// answer 200 with it instead of publishing it twice (docs/api.md §4.1).
 func publish(ctx context.Context, client *http.Client, o options, seq int, body string) error {
 	var err error
-	for i := range len(o.bases) {
-		if err = publishTo(ctx, client, o, o.bases[(seq+i)%len(o.bases)], body); err == nil || ctx.Err() != nil {
+	for i := range len(o.publishTo) {
+		if err = publishTo(ctx, client, o, o.publishTo[(seq+i)%len(o.publishTo)], body); err == nil || ctx.Err() != nil {
 			return err
 		}
 	}

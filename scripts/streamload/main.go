@@ -67,6 +67,7 @@ func cli(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fl := flag.NewFlagSet("streamload run", flag.ContinueOnError)
 	fl.SetOutput(stderr)
 	fl.StringVar(&o.base, "base", "http://127.0.0.1:8080", "base URL of the server, or of several, comma-separated (loopback only)")
+	fl.StringVar(&o.publish, "publish", "", "base URL of the server(s) to publish to, comma-separated (default: -base's)")
 	fl.BoolVar(&o.failover, "failover", false, "a subscriber whose stream ends comes back to the next server with Last-Event-ID")
 	fl.StringVar(&o.key, "key", "", "API key (default $STREAMLOAD_API_KEY)")
 	fl.IntVar(&o.subscribers, "subscribers", 1000, "SSE subscribers")
@@ -114,14 +115,18 @@ func cli(ctx context.Context, args []string, getenv func(string) string, stdout,
 }
 
 func (o options) check() error {
-	for _, base := range strings.Split(o.base, ",") {
+	servers := strings.Split(o.base, ",")
+	if o.publish != "" {
+		servers = append(servers, strings.Split(o.publish, ",")...)
+	}
+	for _, base := range servers {
 		u, err := url.Parse(base)
 		if err != nil || u.Host == "" {
-			return fmt.Errorf("streamload: -base %q is not a URL", base)
+			return fmt.Errorf("streamload: server %q is not a URL", base)
 		}
 		host := u.Hostname()
 		if ip := net.ParseIP(host); !(host == "localhost" || ip != nil && ip.IsLoopback()) {
-			return fmt.Errorf("streamload: -base %q: only loopback servers are measured", base)
+			return fmt.Errorf("streamload: server %q: only loopback servers are measured", base)
 		}
 	}
 	switch {
