@@ -254,7 +254,7 @@ for store in $stores; do
 			load_pid=$!
 			if [[ $store == relay && -n $kill_after ]]; then
 				# KILL_AFTER counts from the end of the idle measurement, when publishing begins.
-				(until grep -q 'idle streams' "$tmp/err" 2>/dev/null; do sleep 0.2; done
+				(until grep -q 'streamload: publishing' "$tmp/err" 2>/dev/null; do sleep 0.2; done
 					sleep "$kill_after" && kill -KILL "$kill_pid" 2>/dev/null && echo "killed the first server (pid $kill_pid)") &
 			fi
 			wait "$load_pid" || echo "streamload failed" >&2
