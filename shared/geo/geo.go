@@ -229,3 +229,24 @@ func (g arc) angleTo(p vec) float64 {
 	}
 	return min(angle(p, g.a), angle(p, g.b))
 }
+
+// Destination returns the point metres from p along the initial bearing (degrees clockwise
+// from north) on a great circle. The open-data formats draw a point event as a short line
+// (docs/interop.md §3).
+func Destination(p Point, bearing, metres float64) Point {
+	lat1, lon1 := p.Lat*degToRad, p.Lon*degToRad
+	theta, delta := bearing*degToRad, metres/EarthRadius
+	lat2 := math.Asin(math.Sin(lat1)*math.Cos(delta) + math.Cos(lat1)*math.Sin(delta)*math.Cos(theta))
+	lon2 := lon1 + math.Atan2(math.Sin(theta)*math.Sin(delta)*math.Cos(lat1), math.Cos(delta)-math.Sin(lat1)*math.Sin(lat2))
+	lon := math.Mod(lon2/degToRad+540, 360) - 180
+	return Point{Lat: lat2 / degToRad, Lon: lon}
+}
+
+// Bearing returns the initial bearing from a to b, in degrees clockwise from north, 0 to 360.
+func Bearing(a, b Point) float64 {
+	lat1, lat2 := a.Lat*degToRad, b.Lat*degToRad
+	dLon := (b.Lon - a.Lon) * degToRad
+	y := math.Sin(dLon) * math.Cos(lat2)
+	x := math.Cos(lat1)*math.Sin(lat2) - math.Sin(lat1)*math.Cos(lat2)*math.Cos(dLon)
+	return math.Mod(math.Atan2(y, x)/degToRad+360, 360)
+}

@@ -306,3 +306,23 @@ func TestChordSquaredOrdersAsDistance(t *testing.T) {
 		t.Errorf("ChordSquared of half the circumference = %v; want +Inf (nothing is farther)", got)
 	}
 }
+
+// Destination and Bearing undo each other: a point 50 m along a bearing lies 50 m away, in
+// that bearing, across the antimeridian too.
+func TestDestinationAndBearing(t *testing.T) {
+	t.Parallel()
+	for _, p := range []geo.Point{{Lat: 48.137, Lon: 11.575}, {Lat: -33.9, Lon: 151.2}, {Lat: 0, Lon: 179.9999}, {Lat: 64.1, Lon: -21.9}} {
+		for _, bearing := range []float64{0, 45, 90, 180, 271, 359} {
+			q := geo.Destination(p, bearing, 50)
+			if d := geo.Distance(p, q); math.Abs(d-50) > 0.01 {
+				t.Errorf("Destination(%v, %v, 50) = %v, %.3f m away; want 50", p, bearing, q, d)
+			}
+			if b := geo.Bearing(p, q); math.Abs(math.Remainder(b-bearing, 360)) > 0.01 {
+				t.Errorf("Bearing(%v, %v) = %.3f; want %v", p, q, b, bearing)
+			}
+			if !q.Valid() {
+				t.Errorf("Destination(%v, %v, 50) = %v: not a valid position", p, bearing, q)
+			}
+		}
+	}
+}
