@@ -511,6 +511,9 @@ func (g *grantsTour) tourEveryRoute() {
 	}
 	ev := "/v1/events/" + publish("48.85", "a")
 	g.call("GET", "/v1/events?lat=48.85&lon=2.35&radius=5000", bravoKey, "", http.StatusOK, "query")
+	for _, format := range []string{"cifs", "wzdx", "tdx", "datex2"} {
+		g.call("GET", "/v1/exports/"+format+"?bbox=2.30,48.80,2.40,48.90", bravoKey, "", http.StatusOK, "export "+format)
+	}
 	g.call("GET", ev, bravoKey, "", http.StatusOK, "get")
 	g.call("GET", ev, alphaKey, "", http.StatusOK, "Alpha reads its own event: beyond its plan's included reads")
 	g.call("POST", ev+"/revisions", alphaKey, `{"lat":48.8501,"lon":2.35}`, http.StatusOK, "revise")

@@ -26,14 +26,14 @@ import (
 // harness is the service with the events group, served over HTTP on one table, with the
 // table's fake clock: what a client of /v1/events meets.
 type harness struct {
-	t     *testing.T
+	t     testing.TB
 	tab   tables.Table
 	url   string
 	keys  *apikey.Keys
 	meter *metering.Meter
 }
 
-func newHarness(t *testing.T, tab tables.Table) *harness {
+func newHarness(t testing.TB, tab tables.Table) *harness {
 	t.Helper()
 	return newHarnessOf(t, tab, tab.Adapter == tables.AdapterDynamoDB)
 }
@@ -46,7 +46,7 @@ func newProcess(t *testing.T, tab tables.Table) *harness {
 }
 
 // newHarnessOf builds the harness; shared configures it as a process sharing its table.
-func newHarnessOf(t *testing.T, tab tables.Table, shared bool) *harness {
+func newHarnessOf(t testing.TB, tab tables.Table, shared bool) *harness {
 	t.Helper()
 	discard := slog.New(slog.NewJSONHandler(io.Discard, nil))
 	keys := apikey.New(tab, apikey.Options{Clock: tab.Clock, Logger: discard})
@@ -123,7 +123,7 @@ type publicEvent struct {
 }
 
 // event decodes an EventPublic answer, failing unless the status is want.
-func (r reply) event(t *testing.T, want int) publicEvent {
+func (r reply) event(t testing.TB, want int) publicEvent {
 	t.Helper()
 	r.expect(t, want)
 	var e publicEvent
@@ -134,7 +134,7 @@ func (r reply) event(t *testing.T, want int) publicEvent {
 }
 
 // list decodes a GET /v1/events answer, failing unless it is 200.
-func (r reply) list(t *testing.T) []publicEvent {
+func (r reply) list(t testing.TB) []publicEvent {
 	t.Helper()
 	r.expect(t, http.StatusOK)
 	var out []publicEvent
@@ -144,14 +144,14 @@ func (r reply) list(t *testing.T) []publicEvent {
 	return out
 }
 
-func (r reply) expect(t *testing.T, status int) {
+func (r reply) expect(t testing.TB, status int) {
 	t.Helper()
 	apitest.Client{T: t}.Expect(r.Response, status, nil, r.what)
 }
 
 // detail checks a handler error (docs/api.md §7 shape 1: {"detail": <string>}) and returns the
 // sentence.
-func (r reply) detail(t *testing.T, status int) string {
+func (r reply) detail(t testing.TB, status int) string {
 	t.Helper()
 	return apitest.Client{T: t}.ExpectDetail(r.Response, status, r.what)
 }
@@ -165,7 +165,7 @@ type problem struct {
 
 // problems checks a validation error (docs/api.md §7 shape 2: {"detail": [{type, loc, msg,
 // input}]}) and returns its items.
-func (r reply) problems(t *testing.T) []problem {
+func (r reply) problems(t testing.TB) []problem {
 	t.Helper()
 	var out []problem
 	for _, it := range (apitest.Client{T: t}.ExpectProblems(r.Response, r.what)) {
@@ -175,7 +175,7 @@ func (r reply) problems(t *testing.T) []problem {
 }
 
 // hasProblem reports whether r is a validation error holding want.
-func (r reply) hasProblem(t *testing.T, want problem) {
+func (r reply) hasProblem(t testing.TB, want problem) {
 	t.Helper()
 	got := r.problems(t)
 	if !slices.Contains(got, want) {

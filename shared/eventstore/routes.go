@@ -38,6 +38,8 @@ type Deps struct {
 	DefaultRadius float64
 	// Reputations gives the publisher's band in the evidence document; nil answers "unknown".
 	Reputations Reputations
+	// Exporter publishes the open-data exports; DefaultExporter when its name is empty.
+	Exporter Exporter
 }
 
 // Public sentences of the handler errors (docs/api.md §7, shape 1).
@@ -60,7 +62,10 @@ func Routes(d Deps) []httpapi.Route {
 	if d.DefaultRadius <= 0 {
 		d.DefaultRadius = 1000
 	}
-	h := &handlers{store: d.Store, meter: d.Meter, clock: d.Clock, bands: d.Reputations}
+	if d.Exporter.Name == "" {
+		d.Exporter = DefaultExporter
+	}
+	h := &handlers{store: d.Store, meter: d.Meter, clock: d.Clock, bands: d.Reputations, exporter: d.Exporter}
 	tags := []string{"events"}
 	security := []httpapi.Security{httpapi.SecurityAPIKey}
 	eventID := schema.Path("event_id", schema.String().Describe("ev_ followed by 26 characters of lower-case base32.")).
@@ -70,7 +75,7 @@ func Routes(d Deps) []httpapi.Route {
 		"under a credential of the other environment.")
 	busy := httpapi.ErrorResponse("The event kept changing under concurrent writes; retry with backoff.")
 	public := event.EventPublicSchema
-	return []httpapi.Route{
+	return append([]httpapi.Route{
 		{
 			Method: http.MethodPost, Path: "/v1/events", OperationID: "publishEvent", Tags: tags, Security: security,
 			Summary: "Publish a road event",
@@ -197,14 +202,15 @@ func Routes(d Deps) []httpapi.Route {
 			},
 			Handler: httpapi.JSON(http.StatusOK, asCaller(h.signal)),
 		},
-	}
+	}, exportRoutes(h, d.MaxRadius, d.DefaultRadius)...)
 }
 
 type handlers struct {
-	store *Store
-	meter Meter
-	clock clock.Clock
-	bands Reputations
+	store    *Store
+	meter    Meter
+	clock    clock.Clock
+	bands    Reputations
+	exporter Exporter
 }
 
 // callerOf returns the authenticated caller; a route reached without one is a wiring mistake

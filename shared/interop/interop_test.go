@@ -386,3 +386,24 @@ func TestRenderIsDeterministic(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkRender500 renders 500 events, a mix of every type, in each format:
+//
+//	go test -run '^$' -bench Render500 ./shared/interop
+func BenchmarkRender500(b *testing.B) {
+	var evs []event.EventPublic
+	for len(evs) < 500 {
+		evs = append(evs, sample()...)
+	}
+	evs = evs[:500]
+	for _, f := range interop.Formats {
+		b.Run(string(f), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, _, err := interop.Render(f, evs, publisher); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -70,6 +70,10 @@ var table = map[Group][]Route{
 		{"POST", "/v1/events/{event_id}/close"},
 		{"GET", "/v1/events/{event_id}/evidence"},
 		{"POST", "/v1/events/{event_id}/signals"},
+		{"GET", "/v1/exports/cifs"},
+		{"GET", "/v1/exports/wzdx"},
+		{"GET", "/v1/exports/tdx"},
+		{"GET", "/v1/exports/datex2"},
 		{"POST", "/v1/stream/tickets"},
 	},
 	GroupConsoleAuth: {

@@ -63,6 +63,7 @@ func NewAPI(b Base, middleware ...httpapi.RouteMiddleware) *httpapi.API {
 var tags = []httpapi.Tag{
 	{Name: "meta", Description: "What the service is, its health, this document, the event taxonomy and the limits. Open."},
 	{Name: "events", Description: "Publish, query, revise, close and signal road events, and mint stream tickets. API key."},
+	{Name: "exports", Description: "The active events around a point or in a box as Waze CIFS, WZDx, TDx or DATEX II SRTI documents. API key."},
 	{Name: "stream", Description: "Live changes of the events around a point, as server-sent events. API key or stream ticket."},
 	{Name: "console auth", Description: "Sign-in by e-mailed code and TOTP, recovery codes, the profile and sign-out."},
 	{Name: "console organisations", Description: "Organisations, their members, invitations and audit log."},
