@@ -43,9 +43,9 @@ func sample() []event.EventPublic {
 	}
 	out[0].Severity, out[0].RoadRef, out[0].Description = ptr("high"), ptr("A9"), ptr("two cars, right lane")
 	out[0].Verification = "confirmed"
-	out[3].Subtype = ptr("gusts")                              // weather_hazard
+	out[3].Subtype = ptr("gusts")                                                                                                      // weather_hazard
 	out[4].Geometry = &event.LineString{Type: "LineString", Coordinates: [][2]float64{{11.5, 48.14}, {11.51, 48.145}, {11.52, 48.15}}} // congestion
-	out[12].Subtype, out[12].Environment = ptr("mobile_crew"), "sandbox"                             // roadworks
+	out[12].Subtype, out[12].Environment = ptr("mobile_crew"), "sandbox"                                                               // roadworks
 	return out
 }
 
