@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/roadevents/roadevents/shared/event"
+	"github.com/roadevents/roadevents/shared/geo"
 )
 
 // cifsFeed is a Waze CIFS document in JSON (docs/interop.md §4).
@@ -59,9 +60,12 @@ func renderCIFS(events []event.EventPublic) ([]byte, int, error) {
 
 // polyline is CIFS's line: "lat lon" pairs, latitude first, separated by spaces, in the
 // direction of travel.
-func polyline(ev *event.EventPublic) string {
+func polyline(ev *event.EventPublic) string { return latLonList(line(ev)) }
+
+// latLonList writes positions as "lat lon lat lon ...", the order of CIFS and of GML in WGS 84.
+func latLonList(pts []geo.Point) string {
 	var b strings.Builder
-	for i, p := range line(ev) {
+	for i, p := range pts {
 		if i > 0 {
 			b.WriteByte(' ')
 		}

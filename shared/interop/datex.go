@@ -51,8 +51,8 @@ type datexValue struct {
 var probability = map[string]string{"confirmed": "certain", "unverified": "probable", "disputed": "riskOf"}
 
 // renderDATEX writes a situation publication of the SRTI profile: one situation per event,
-// holding one record of the class its type maps to, located at its point with its heading as
-// bearing. A sandbox event is marked as test information.
+// holding one record of the class its type maps to, located by datexLocation. A sandbox event
+// is marked as test information.
 func renderDATEX(events []event.EventPublic, p Publisher) ([]byte, int, error) {
 	pub := datexPublication{
 		Lang: "en", PublicationTime: p.Now.UTC().Format(time.RFC3339),
@@ -66,10 +66,6 @@ func renderDATEX(events []event.EventPublic, p Publisher) ([]byte, int, error) {
 		if !ok {
 			omitted++
 			continue
-		}
-		point := map[string]any{"pointCoordinates": map[string]float64{"latitude": ev.Lat, "longitude": ev.Lon}}
-		if ev.Heading != nil {
-			point["bearing"] = *ev.Heading
 		}
 		var kind any = datexValue{rec.Value}
 		if rec.List {
@@ -89,7 +85,7 @@ func renderDATEX(events []event.EventPublic, p Publisher) ([]byte, int, error) {
 					"overallStartTime": seconds(start(ev)), "overallEndTime": seconds(ev.ExpiresAt),
 				},
 			},
-			"locationReference": map[string]any{"locPointLocation": map[string]any{"pointByCoordinates": point}},
+			"locationReference": datexLocation(ev),
 		}
 		status := "real"
 		if ev.Environment == "sandbox" {
@@ -102,6 +98,23 @@ func renderDATEX(events []event.EventPublic, p Publisher) ([]byte, int, error) {
 	}
 	b, err := json.Marshal(datexDocument{Payload: datexPayload{ModelBaseVersion: "3", ProfileName: "SRTI", Publication: pub}})
 	return b, omitted, err
+}
+
+// datexLocation is a line event's GML line string (posList: "lat lon" pairs, with the event's
+// point for display), or a point event's point with its heading as bearing.
+func datexLocation(ev *event.EventPublic) map[string]any {
+	at := map[string]float64{"latitude": ev.Lat, "longitude": ev.Lon}
+	if hasLine(ev) {
+		return map[string]any{"locLinearLocation": map[string]any{
+			"coordinatesForDisplay": at,
+			"gmlLineString":         map[string]any{"srsDimension": 2, "posList": latLonList(line(ev))},
+		}}
+	}
+	point := map[string]any{"pointCoordinates": at}
+	if ev.Heading != nil {
+		point["bearing"] = *ev.Heading
+	}
+	return map[string]any{"locPointLocation": map[string]any{"pointByCoordinates": point}}
 }
 
 // versionNumber is a record's versionG: the Unix second of its last change, which grows with

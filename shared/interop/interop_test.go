@@ -3,6 +3,7 @@ package interop_test
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -32,7 +33,7 @@ func sample() []event.EventPublic {
 	for i, typ := range taxonomy.IDs() {
 		ev := event.EventPublic{
 			EventID: "ev_" + strings.Repeat(string(rune('a'+i)), 26), SchemaVersion: 1, Type: typ,
-			Lat: 48.1 + float64(i)/100, Lon: 11.5, CreatedAt: "2026-11-27T11:00:00.123456789Z",
+			Lat: geo.Round5(48.1 + float64(i)/100), Lon: 11.5, CreatedAt: "2026-11-27T11:00:00.123456789Z",
 			ExpiresAt: "2026-11-27T13:00:00.123456789Z", SourceKind: "publisher", Status: "active",
 			Verification: "unverified", Confidence: 0.6, Environment: "live",
 		}
@@ -51,7 +52,7 @@ func sample() []event.EventPublic {
 
 // The types each format says (docs/interop.md §2), the others left out and counted.
 var says = map[interop.Format][]string{
-	interop.CIFS: {"accident", "stopped_vehicle", "object_on_road", "weather_hazard", "congestion", "road_damage", "people_on_road",
+	interop.CIFS: {"accident", "stopped_vehicle", "object_on_road", "weather_hazard", "congestion", "road_damage",
 		"police_check", "road_closure", "infrastructure_fault", "roadworks"},
 	interop.WZDx:   {"roadworks"},
 	interop.TDx:    {"accident", "stopped_vehicle", "weather_hazard"}, // weather: gusts only
@@ -362,7 +363,17 @@ func TestDATEXFollowsTheSchema(t *testing.T) {
 			if found != 1 {
 				t.Errorf("%s %s: %d type members; want 1", ev.EventID, class, found)
 			}
-			point := r["locationReference"].(map[string]any)["locPointLocation"].(map[string]any)["pointByCoordinates"].(map[string]any)
+			loc := r["locationReference"].(map[string]any)
+			if linear, ok := loc["locLinearLocation"].(map[string]any); ok {
+				posList := linear["gmlLineString"].(map[string]any)["posList"].(string)
+				display := linear["coordinatesForDisplay"].(map[string]any)
+				if ev.Geometry == nil || !regexp.MustCompile(`^[-+]?[0-9]*\.?[0-9]+(\s[-+]?[0-9]*\.?[0-9]+){3,}$`).MatchString(posList) ||
+					display["latitude"] != ev.Lat || display["longitude"] != ev.Lon {
+					t.Errorf("%s: linear location %v; want a line event's posList and its point for display", ev.EventID, linear)
+				}
+				continue
+			}
+			point := loc["locPointLocation"].(map[string]any)["pointByCoordinates"].(map[string]any)
 			coords := point["pointCoordinates"].(map[string]any)
 			if coords["latitude"] != ev.Lat || coords["longitude"] != ev.Lon {
 				t.Errorf("%s: coordinates %v; want %v %v", ev.EventID, coords, ev.Lat, ev.Lon)
@@ -405,5 +416,73 @@ func BenchmarkRender500(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// docs/interop.md §9: a document we export reads back as the same events: for each format,
+// every event it carries comes back with its type, point, line and validity (to the second),
+// keyed by its id.
+func TestExportReadsBack(t *testing.T) {
+	t.Parallel()
+	evs := sample()
+	for _, f := range interop.Formats {
+		body, _, err := interop.Render(f, evs, publisher)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs, skipped, err := interop.Parse(f, body)
+		if err != nil || skipped != 0 || len(recs) != len(says[f]) {
+			t.Fatalf("%s: read %d records, skipped %d, err %v; want %d, none skipped", f, len(recs), skipped, err, len(says[f]))
+		}
+		for _, rec := range recs {
+			ev := find(evs, rec.UpstreamID)
+			if rec.In.Type != ev.Type || rec.In.Lat != ev.Lat || rec.In.Lon != ev.Lon {
+				t.Errorf("%s %s: read %s at %v %v; want %s at %v %v", f, ev.EventID, rec.In.Type, rec.In.Lat, rec.In.Lon, ev.Type, ev.Lat, ev.Lon)
+			}
+			if (rec.In.Geometry == nil) != (ev.Geometry == nil) || rec.In.Geometry != nil && !slices.Equal(rec.In.Geometry.Coordinates, ev.Geometry.Coordinates) {
+				t.Errorf("%s %s: read line %v; want %v", f, ev.EventID, rec.In.Geometry, ev.Geometry)
+			}
+			start, _ := time.Parse(time.RFC3339, "2026-11-27T11:00:00Z")
+			end, _ := time.Parse(time.RFC3339, "2026-11-27T13:00:00Z")
+			if !rec.Start.Equal(start) || !rec.End.Equal(end) {
+				t.Errorf("%s %s: valid %v to %v; want %v to %v", f, ev.EventID, rec.Start, rec.End, start, end)
+			}
+			if ev.Heading != nil && ev.Geometry == nil && f != interop.WZDx && f != interop.TDx {
+				if rec.In.Heading == nil || math.Abs(math.Remainder(float64(*rec.In.Heading-*ev.Heading), 360)) > 2 {
+					t.Errorf("%s %s: heading read %v; want about %d", f, ev.EventID, rec.In.Heading, *ev.Heading)
+				}
+			}
+		}
+	}
+}
+
+// docs/interop.md §9: bad data never breaks a document: records that cannot be ours are
+// skipped and counted, the others read; a document not of the format is an error.
+func TestParseSkipsWhatItCannotRead(t *testing.T) {
+	t.Parallel()
+	cifs := `{"incidents":[
+	 {"incident":{"id":"a1","type":"ACCIDENT","polyline":"48.1 11.5 48.1004 11.5","street":"B2","starttime":"2026-11-27T10:00:00+01:00","direction":"ONE_DIRECTION"}},
+	 {"incident":{"id":"a2","type":"CHIT_CHAT","polyline":"48.1 11.5 48.1004 11.5"}},
+	 {"incident":{"id":"","type":"ACCIDENT","polyline":"48.1 11.5 48.1004 11.5"}},
+	 {"incident":{"id":"a4","type":"JAM","polyline":"48.1 11.5 91 11.5"}},
+	 {"incident":{"id":"a5","type":"JAM","polyline":"48.1 11.5 48.2"}},
+	 {"incident":{"id":"a6","type":"ROAD_CLOSED","subtype":"ROAD_CLOSED_HAZARD","polyline":"48.1 11.5 48.11 11.5 48.12 11.51","description":"bridge"}}]}`
+	recs, skipped, err := interop.Parse(interop.CIFS, []byte(cifs))
+	if err != nil || skipped != 4 || len(recs) != 2 {
+		t.Fatalf("read %d, skipped %d, err %v; want 2 read, 4 skipped", len(recs), skipped, err)
+	}
+	if r := recs[0]; r.UpstreamID != "a1" || r.In.Type != "accident" || r.In.Lat != 48.1004 || r.In.Heading == nil || *r.In.Heading != 0 ||
+		r.In.RoadRef == nil || *r.In.RoadRef != "B2" || !r.Start.Equal(time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)) || !r.End.IsZero() {
+		t.Errorf("first record %+v; want a northbound accident at its polyline's end on B2 from 09:00 UTC, no end", r)
+	}
+	if r := recs[1]; r.In.Type != "road_closure" || r.In.Geometry == nil || len(r.In.Geometry.Coordinates) != 3 || r.In.Lat != 48.1 {
+		t.Errorf("second record %+v; want a closure along its 3-point line", r)
+	}
+	for _, f := range interop.Formats {
+		for _, doc := range []string{"not json", `{"something":"else"}`, `[]`} {
+			if _, _, err := interop.Parse(f, []byte(doc)); !errors.Is(err, interop.ErrDocument) {
+				t.Errorf("Parse(%s, %q) = %v; want ErrDocument", f, doc, err)
+			}
+		}
 	}
 }

@@ -7,7 +7,8 @@ package interop
 type cifsCode struct{ Type, Subtype string }
 
 // cifsCodes maps type, then subtype ("" for none or one not listed), to CIFS. Wrong-way
-// vehicles and speed cameras have no CIFS type.
+// vehicles, people on the road and speed cameras have no CIFS code: a bare HAZARD_ON_ROAD is
+// read back as an object on the road (cifsTypes).
 var cifsCodes = map[string]map[string]cifsCode{
 	"accident": {"": {"ACCIDENT", "ACCIDENT_MINOR"}},
 	"stopped_vehicle": {
@@ -22,24 +23,24 @@ var cifsCodes = map[string]map[string]cifsCode{
 		"":            {"HAZARD", "HAZARD_ON_ROAD_ICE"},
 		"fog_bank":    {"HAZARD", "HAZARD_WEATHER_FOG"},
 		"aquaplaning": {"HAZARD", "HAZARD_WEATHER_FLOOD"},
-		"gusts":       {"HAZARD", ""},
+		"snow":        {"HAZARD", "HAZARD_WEATHER_HEAVY_SNOW"},
+		"hail":        {"HAZARD", "HAZARD_WEATHER_HAIL"},
+		"gusts":       {"HAZARD", "HAZARD_WEATHER"},
 	},
 	"congestion": {
 		"":                   {"JAM", "JAM_HEAVY_TRAFFIC"},
 		"stationary_traffic": {"JAM", "JAM_STAND_STILL_TRAFFIC"},
 	},
-	"road_damage":    {"": {"HAZARD", "HAZARD_ON_ROAD_POT_HOLE"}},
-	"people_on_road": {"": {"HAZARD", "HAZARD_ON_ROAD"}},
-	"police_check":   {"": {"POLICE", "POLICE_VISIBLE"}},
+	"road_damage":  {"": {"HAZARD", "HAZARD_ON_ROAD_POT_HOLE"}},
+	"police_check": {"": {"POLICE", "POLICE_VISIBLE"}},
 	"road_closure": {
 		"":     {"ROAD_CLOSED", "ROAD_CLOSED_HAZARD"},
 		"lane": {"HAZARD", "HAZARD_ON_ROAD_LANE_CLOSED"},
 	},
 	"infrastructure_fault": {
-		"":               {"HAZARD", "HAZARD_ON_ROAD"},
-		"signal_failure": {"HAZARD", "HAZARD_ON_ROAD_TRAFFIC_LIGHT_FAULT"},
-		"missing_sign":   {"HAZARD", "HAZARD_ON_SHOULDER_MISSING_SIGN"},
-		"turned_sign":    {"HAZARD", "HAZARD_ON_SHOULDER_MISSING_SIGN"},
+		"":             {"HAZARD", "HAZARD_ON_ROAD_TRAFFIC_LIGHT_FAULT"},
+		"missing_sign": {"HAZARD", "HAZARD_ON_SHOULDER_MISSING_SIGN"},
+		"turned_sign":  {"HAZARD", "HAZARD_ON_SHOULDER_MISSING_SIGN"},
 	},
 	"roadworks": {"": {"HAZARD", "HAZARD_ON_ROAD_CONSTRUCTION"}},
 }
