@@ -147,25 +147,11 @@ go build -o "$tmp/streamload" ./scripts/streamload
 [[ " $stores " != *" relay "* ]] || go build -o "$tmp/streamer" ./streamer
 
 # start_streamer LOGFILE starts a streamer on a free loopback port and returns once GET /health
-# answers, with server_pid and base set.
+# answers (it follows the log), with server_pid and base set.
 start_streamer() {
-	local logfile=$1
-	ROADEVENTS_ADDR=127.0.0.1:0 "$tmp/streamer" >"$logfile" 2>&1 &
+	ROADEVENTS_ADDR=127.0.0.1:0 "$tmp/streamer" >"$1" 2>&1 &
 	server_pid=$!
-	base=
-	for _ in $(seq 1 300); do
-		base=$(sed -n 's/.*"msg":"streamer listening","addr":"\([^"]*\)".*/http:\/\/\1/p' "$logfile" | head -n 1)
-		[[ -n $base ]] && break
-		kill -0 "$server_pid" 2>/dev/null || { cat "$logfile" >&2; echo "the streamer exited" >&2; exit 1; }
-		sleep 0.1
-	done
-	[[ -n $base ]] || { cat "$logfile" >&2; echo "the streamer did not report its address" >&2; exit 1; }
-	for _ in $(seq 1 300); do
-		curl -fsS "$base/health" >/dev/null 2>&1 && return
-		sleep 0.1
-	done
-	echo "GET $base/health failed" >&2
-	exit 1
+	await_server "$1" 's/.*"msg":"streamer listening","addr":"\([^"]*\)".*/http:\/\/\1/p'
 }
 
 # start_relay RUN: `streamer -relay`, a server to publish to (publish_base), then SERVERS

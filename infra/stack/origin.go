@@ -267,15 +267,7 @@ func (s *Stack) addStreamer(st awscdk.Stack, p Props, removal awscdk.RemovalPoli
 		Platform: awsecrassets.Platform_LINUX_ARM64(),
 	})
 	relayURL := s.addRelay(st, p, removal, cluster, image)
-	task := awsecs.NewFargateTaskDefinition(st, jsii.String("StreamerTask"), &awsecs.FargateTaskDefinitionProps{
-		Cpu:            jsii.Number(512),
-		MemoryLimitMiB: jsii.Number(1024),
-		RuntimePlatform: &awsecs.RuntimePlatform{
-			CpuArchitecture:       awsecs.CpuArchitecture_ARM64(),
-			OperatingSystemFamily: awsecs.OperatingSystemFamily_LINUX(),
-		},
-	})
-	task.AddContainer(jsii.String("streamer"), &awsecs.ContainerDefinitionOptions{
+	task := gravitonTask(st, "StreamerTask", 512, 1024, "streamer", &awsecs.ContainerDefinitionOptions{
 		Image:        image,
 		PortMappings: &[]*awsecs.PortMapping{{ContainerPort: jsii.Number(StreamerPort)}},
 		// No secret: the stream neither derives ids nor checks codes (its grants name none).
@@ -287,19 +279,10 @@ func (s *Stack) addStreamer(st awscdk.Stack, p Props, removal awscdk.RemovalPoli
 		},
 		Logging: awsecs.LogDriver_AwsLogs(&awsecs.AwsLogDriverProps{LogGroup: logGroup(st, "StreamerLogs", p, removal), StreamPrefix: jsii.String("streamer")}),
 	})
-	accept(task.ExecutionRole(), "AwsSolutions-IAM5", "ecr:GetAuthorizationToken has no resource to name: it is granted on \"*\" or not at all")
 	accept(task, "AwsSolutions-ECS2", "the container's environment holds the table's name, the cache's address and its own: configuration, not secrets")
-	s.Streamer = awsecs.NewFargateService(st, jsii.String("Streamer"), &awsecs.FargateServiceProps{
-		Cluster:        cluster,
-		TaskDefinition: task,
-		DesiredCount:   jsii.Number(1),
-		AssignPublicIp: jsii.Bool(true),
-		VpcSubnets:     &awsec2.SubnetSelection{SubnetType: awsec2.SubnetType_PUBLIC},
-		// A draining task says bye to every stream at once (streamer/main.go), so the
-		// deregistration delay only needs to cover that.
-		MinHealthyPercent: jsii.Number(100),
-		CircuitBreaker:    &awsecs.DeploymentCircuitBreaker{Rollback: jsii.Bool(true)},
-	})
+	// A draining task says bye to every stream at once (streamer/main.go), so the
+	// deregistration delay only needs to cover that.
+	s.Streamer = publicService(st, "Streamer", cluster, task, 100, 200)
 	tg := awselasticloadbalancingv2.NewApplicationTargetGroup(st, jsii.String("StreamTargets"), &awselasticloadbalancingv2.ApplicationTargetGroupProps{
 		Vpc:                 s.Vpc,
 		Port:                jsii.Number(StreamerPort),
@@ -344,6 +327,39 @@ func (s *Stack) addStreamer(st awscdk.Stack, p Props, removal awscdk.RemovalPoli
 		},
 		AdjustmentType: awsapplicationautoscaling.AdjustmentType_CHANGE_IN_CAPACITY,
 		Cooldown:       awscdk.Duration_Minutes(jsii.Number(3)),
+	})
+}
+
+// gravitonTask is a Fargate task definition on arm64 with cpu units and memory MiB, running
+// container.
+func gravitonTask(st awscdk.Stack, id string, cpu, memory float64, name string, container *awsecs.ContainerDefinitionOptions) awsecs.FargateTaskDefinition {
+	task := awsecs.NewFargateTaskDefinition(st, jsii.String(id), &awsecs.FargateTaskDefinitionProps{
+		Cpu:            jsii.Number(cpu),
+		MemoryLimitMiB: jsii.Number(memory),
+		RuntimePlatform: &awsecs.RuntimePlatform{
+			CpuArchitecture:       awsecs.CpuArchitecture_ARM64(),
+			OperatingSystemFamily: awsecs.OperatingSystemFamily_LINUX(),
+		},
+	})
+	task.AddContainer(jsii.String(name), container)
+	// The execution role exists once a container needs it.
+	accept(task.ExecutionRole(), "AwsSolutions-IAM5", "ecr:GetAuthorizationToken has no resource to name: it is granted on \"*\" or not at all")
+	return task
+}
+
+// publicService runs one task of task in the public subnets with a public address (the way
+// out to AWS's APIs without a NAT gateway), deploying between minHealthy and maxHealthy
+// percent of it and rolling back a deployment that does not become healthy.
+func publicService(st awscdk.Stack, id string, cluster awsecs.Cluster, task awsecs.FargateTaskDefinition, minHealthy, maxHealthy float64) awsecs.FargateService {
+	return awsecs.NewFargateService(st, jsii.String(id), &awsecs.FargateServiceProps{
+		Cluster:           cluster,
+		TaskDefinition:    task,
+		DesiredCount:      jsii.Number(1),
+		AssignPublicIp:    jsii.Bool(true),
+		VpcSubnets:        &awsec2.SubnetSelection{SubnetType: awsec2.SubnetType_PUBLIC},
+		MinHealthyPercent: jsii.Number(minHealthy),
+		MaxHealthyPercent: jsii.Number(maxHealthy),
+		CircuitBreaker:    &awsecs.DeploymentCircuitBreaker{Rollback: jsii.Bool(true)},
 	})
 }
 

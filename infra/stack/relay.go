@@ -55,16 +55,8 @@ func (s *Stack) addRelay(st awscdk.Stack, p Props, removal awscdk.RemovalPolicy,
 		jsii.String("rediss://"), s.Cache.AttrEndpointAddress(), jsii.String(":"), s.Cache.AttrEndpointPort(),
 	})
 
-	task := awsecs.NewFargateTaskDefinition(st, jsii.String("RelayTask"), &awsecs.FargateTaskDefinitionProps{
-		Cpu:            jsii.Number(256),
-		MemoryLimitMiB: jsii.Number(512),
-		RuntimePlatform: &awsecs.RuntimePlatform{
-			CpuArchitecture:       awsecs.CpuArchitecture_ARM64(),
-			OperatingSystemFamily: awsecs.OperatingSystemFamily_LINUX(),
-		},
-	})
 	logs := logGroup(st, "RelayLogs", p, removal)
-	task.AddContainer(jsii.String("relay"), &awsecs.ContainerDefinitionOptions{
+	task := gravitonTask(st, "RelayTask", 256, 512, "relay", &awsecs.ContainerDefinitionOptions{
 		Image:   image,
 		Command: jsii.Strings("-relay"),
 		Environment: &map[string]*string{
@@ -76,7 +68,6 @@ func (s *Stack) addRelay(st awscdk.Stack, p Props, removal awscdk.RemovalPolicy,
 		},
 		Logging: awsecs.LogDriver_AwsLogs(&awsecs.AwsLogDriverProps{LogGroup: logs, StreamPrefix: jsii.String("relay")}),
 	})
-	accept(task.ExecutionRole(), "AwsSolutions-IAM5", "ecr:GetAuthorizationToken has no resource to name: it is granted on \"*\" or not at all")
 	accept(task, "AwsSolutions-ECS2", "the container's environment holds the table's name and stream and the cache's address: configuration, not secrets")
 	// The relay reads the table's stream and nothing else of the table: the description
 	// (the store reads it at start) and the stream's records.
@@ -91,19 +82,10 @@ func (s *Stack) addRelay(st awscdk.Stack, p Props, removal awscdk.RemovalPolicy,
 		Actions:   jsii.Strings("dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"),
 		Resources: jsii.Strings(*s.Table.TableStreamArn()),
 	}))
-	s.Relay = awsecs.NewFargateService(st, jsii.String("Relay"), &awsecs.FargateServiceProps{
-		Cluster:        cluster,
-		TaskDefinition: task,
-		DesiredCount:   jsii.Number(1),
-		AssignPublicIp: jsii.Bool(true),
-		VpcSubnets:     &awsec2.SubnetSelection{SubnetType: awsec2.SubnetType_PUBLIC},
-		// Never two relays at once: each would append every change, and every stream would
-		// get it twice. A deployment stops the old task before it starts the new one; the
-		// new one starts the log with a gap, and the streams take a snapshot there.
-		MinHealthyPercent: jsii.Number(0),
-		MaxHealthyPercent: jsii.Number(100),
-		CircuitBreaker:    &awsecs.DeploymentCircuitBreaker{Rollback: jsii.Bool(true)},
-	})
+	// Never two relays at once: each would append every change, and every stream would get
+	// it twice. A deployment stops the old task before it starts the new one; the new one
+	// starts the log with a gap, and the streams take a snapshot there.
+	s.Relay = publicService(st, "Relay", cluster, task, 0, 100)
 	s.CacheSecurityGroup.AddIngressRule(awsec2.Peer_SecurityGroupId(firstSecurityGroup(s.Relay), nil),
 		awsec2.Port_Tcp(jsii.Number(RelayCachePort)), jsii.String("the relay appends to the log"), nil)
 

@@ -20,15 +20,23 @@ start_roadevents() {
 	shift 2
 	"$bin" -addr 127.0.0.1:0 "$@" >"$logfile" 2>&1 &
 	server_pid=$!
+	await_server "$logfile" 's/^road events service on \(http:[^ ]*\).*/\1/p'
+}
+
+# await_server LOGFILE SCRIPT waits until the server server_pid has printed its address into
+# LOGFILE (the sed SCRIPT prints it as a URL) and GET /health answers, and sets base. It exits
+# the script when the server does not come up.
+await_server() {
+	local logfile=$1 script=$2
 	base=
 	for _ in $(seq 1 300); do
-		base=$(sed -n 's/^road events service on \(http:[^ ]*\).*/\1/p' "$logfile" | head -n 1)
+		base=$(sed -n "$script" "$logfile" | head -n 1)
 		[[ -n $base ]] && break
 		kill -0 "$server_pid" 2>/dev/null || { cat "$logfile" >&2; echo "the server exited" >&2; exit 1; }
 		sleep 0.1
 	done
 	[[ -n $base ]] || { cat "$logfile" >&2; echo "the server did not report its address" >&2; exit 1; }
-	for _ in $(seq 1 100); do
+	for _ in $(seq 1 300); do
 		curl -fsS "$base/health" >/dev/null 2>&1 && return
 		sleep 0.1
 	done

@@ -40,7 +40,7 @@ type Options struct {
 	// Timeout bounds a fetch; DefaultTimeout when 0.
 	Timeout time.Duration
 	// AllowPrivate lets feeds live on private and loopback addresses: for tests, and for a
-	// deployment whose feeds are inside its own network (ROADEVENTS_FEEDS_ALLOW_PRIVATE).
+	// deployment whose feeds are inside its own network.
 	AllowPrivate bool
 }
 
