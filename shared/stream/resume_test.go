@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -162,8 +163,20 @@ func TestResumeFallsBackToASnapshot(t *testing.T) {
 			return "ev_" + last
 		}},
 		{"more missed than a connection queues", rigOptions{resumeWindow: testResumeWindow}, func(t *testing.T, r *rig, last string) string {
+			// A watcher 30 km away gets a marker published last: once it has it, the hub has
+			// dispatched every change before it, so the gap is measured against all of them
+			// (a hub still behind would send the rest live).
+			away := offset(center, 30000)
+			w, _ := r.mustOpen(t, query(away, 1000), r.liveKey)
+			defer w.Close()
 			for i := range stream.QueueSize + 1 {
 				r.publish(t, r.liveKey, "accident", offset(center, float64(i%900)))
+			}
+			marker := r.publish(t, r.liveKey, "accident", away)
+			for {
+				if f := w.Next(t); strings.Contains(string(f.Data), marker.EventID) {
+					break
+				}
 			}
 			return last
 		}},
