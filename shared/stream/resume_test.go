@@ -129,6 +129,30 @@ func TestResumeSendsWhatWasMissed(t *testing.T) {
 	}
 }
 
+// watcher is a stream 30 km from the rig's centre.
+type watcher struct{ *streamtest.Stream }
+
+func watchFarAway(t *testing.T, r *rig) watcher {
+	t.Helper()
+	w, _ := r.mustOpen(t, query(offset(center, 30000), 1000), r.liveKey)
+	t.Cleanup(w.Close)
+	return watcher{w}
+}
+
+// caughtUp returns once the hub has dispatched every change made so far: the watcher gets a
+// marker published now, after all of them. A hub still behind the feed when a client resumes
+// counts what it missed against what it has dispatched, and sends the rest live, in order,
+// rather than a snapshot; the fallbacks are about changes the hub has seen.
+func (w watcher) caughtUp(t *testing.T, r *rig) {
+	t.Helper()
+	marker := r.publish(t, r.liveKey, "accident", offset(center, 30000))
+	for {
+		if f := w.Next(t); strings.Contains(string(f.Data), marker.EventID) {
+			return
+		}
+	}
+}
+
 func mustInt(t *testing.T, s string) int64 {
 	t.Helper()
 	n, err := strconv.ParseInt(s, 10, 64)
@@ -163,20 +187,8 @@ func TestResumeFallsBackToASnapshot(t *testing.T) {
 			return "ev_" + last
 		}},
 		{"more missed than a connection queues", rigOptions{resumeWindow: testResumeWindow}, func(t *testing.T, r *rig, last string) string {
-			// A watcher 30 km away gets a marker published last: once it has it, the hub has
-			// dispatched every change before it, so the gap is measured against all of them
-			// (a hub still behind would send the rest live).
-			away := offset(center, 30000)
-			w, _ := r.mustOpen(t, query(away, 1000), r.liveKey)
-			defer w.Close()
 			for i := range stream.QueueSize + 1 {
 				r.publish(t, r.liveKey, "accident", offset(center, float64(i%900)))
-			}
-			marker := r.publish(t, r.liveKey, "accident", away)
-			for {
-				if f := w.Next(t); strings.Contains(string(f.Data), marker.EventID) {
-					break
-				}
 			}
 			return last
 		}},
@@ -193,7 +205,9 @@ func TestResumeFallsBackToASnapshot(t *testing.T) {
 			t.Parallel()
 			r := newRig(t, tables.Embedded(t), tc.opts)
 			last := leaveAfterOneDelta(t, r)
+			w := watchFarAway(t, r)
 			id := tc.away(t, r, last)
+			w.caughtUp(t, r)
 			s, status, body := r.open(t, query(center, 1000), r.liveKey, "Last-Event-ID", id)
 			if s == nil {
 				t.Fatalf("reconnect: %d %s", status, body)
