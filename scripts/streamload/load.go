@@ -103,11 +103,14 @@ type result struct {
 	// were answered with a snapshot instead of the deltas they missed, the deltas received twice,
 	// and those published while their subscriber was away and sent when it came back (counted
 	// as received, not timed).
-	Reconnects  int64 `json:"reconnects"`
-	Failovers   int64 `json:"failovers"` // streams that ended and came back on another server
-	Resnapshots int64 `json:"resnapshots"`
-	Duplicates  int64 `json:"duplicates"`
-	Replayed    int64 `json:"replayed"`
+	Reconnects int64 `json:"reconnects"`
+	Failovers  int64 `json:"failovers"` // streams that ended and came back on another server
+	// Opened counts the streams open on each server of -base once all are open (an open
+	// retried after a 5xx goes to the next server with -failover).
+	Opened      []int64 `json:"opened_per_server"`
+	Resnapshots int64   `json:"resnapshots"`
+	Duplicates  int64   `json:"duplicates"`
+	Replayed    int64   `json:"replayed"`
 }
 
 // subscriber is one open stream.
@@ -208,6 +211,11 @@ func run(ctx context.Context, o options, logf func(string, ...any)) (result, err
 		res.OpenRetries += int64(s.retries)
 	}
 	res.OpenErrors = openErrors.Load()
+	// Every open has returned: the subscribers' servers are settled until a stream ends.
+	res.Opened = make([]int64, len(o.bases))
+	for _, s := range subs {
+		res.Opened[s.server]++
+	}
 	logf("%d streams open in %.1f s (%d refused, %d opens retried after a 5xx or bye snapshot_unavailable)",
 		o.subscribers, res.OpenSeconds, res.OpenErrors, res.OpenRetries)
 	if res.OpenErrors > 0 {
