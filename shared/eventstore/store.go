@@ -338,7 +338,11 @@ func (s *Store) Publish(ctx context.Context, c Caller, in event.EventIn) (event.
 // verdict cannot find.
 func (s *Store) publishOnce(ctx context.Context, c Caller, id string, in event.EventIn) (event.Event, error) {
 	now := s.clock.Now()
-	ev := event.New(in, c.Org, c.Environment, id, now)
+	return s.publishNew(ctx, event.New(in, c.Org, c.Environment, id, now), now)
+}
+
+// publishNew stores the new event ev, made at now: publishOnce's work once the event is built.
+func (s *Store) publishNew(ctx context.Context, ev event.Event, now time.Time) (event.Event, error) {
 	p, err := s.place(ctx, ev, now)
 	if err != nil {
 		return event.Event{}, err
@@ -388,7 +392,7 @@ func (s *Store) Revise(ctx context.Context, c Caller, id string, in event.Revisi
 	}
 	defer s.lock(id)()
 	for attempt := 1; ; attempt++ {
-		ev, err := s.reviseOnce(ctx, c, id, in)
+		ev, err := s.reviseOnce(ctx, c, id, in, nil)
 		if err == nil || !collided(err) {
 			return ev, err
 		}
@@ -398,8 +402,9 @@ func (s *Store) Revise(ctx context.Context, c Caller, id string, in event.Revisi
 	}
 }
 
-// reviseOnce makes one attempt at a revision, on the event as it reads it now.
-func (s *Store) reviseOnce(ctx context.Context, c Caller, id string, in event.RevisionIn) (event.Event, error) {
+// reviseOnce makes one attempt at a revision, on the event as it reads it now; adjust, when
+// set, changes the revised event further before it is written (an import's expiry).
+func (s *Store) reviseOnce(ctx context.Context, c Caller, id string, in event.RevisionIn, adjust func(*event.Event)) (event.Event, error) {
 	ev, cells, err := s.load(ctx, id)
 	if err != nil {
 		return event.Event{}, err
@@ -412,6 +417,9 @@ func (s *Store) reviseOnce(ctx context.Context, c Caller, id string, in event.Re
 	before := ev.ExpiresAt
 	if _, err := ev.Revise(in, now); err != nil {
 		return event.Event{}, overError(err, ev, now)
+	}
+	if adjust != nil {
+		adjust(&ev)
 	}
 	p, err := s.place(ctx, ev, now)
 	if err != nil {
