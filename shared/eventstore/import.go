@@ -94,6 +94,11 @@ func (s *Store) importOnce(ctx context.Context, c Caller, id string, p Provenanc
 	}
 	in = in.Normalize()
 	expires := importExpiry(stored.Type, stored.CreatedAt, rec.End, now)
+	if t, _ := taxonomy.Lookup(stored.Type); rec.End.IsZero() && stored.ExpiresAt.After(now.Add(t.TTL/2)) {
+		// A record without an end lives while its feed lists it: its lifetime is renewed once
+		// half of it has passed, not at every poll.
+		expires = stored.ExpiresAt
+	}
 	if sameImport(stored, in, rec, expires) {
 		return stored, ImportUnchanged, nil
 	}
@@ -123,7 +128,8 @@ func provenance(ev *event.Event, p Provenance, rec interop.Record) {
 }
 
 // importExpiry is when an imported event leaves the map: the record's end, or its type's
-// lifetime from now without one, at most its type's ceiling from its creation.
+// lifetime from now without one (renewed while the feed lists it), at most its type's ceiling
+// from its creation.
 func importExpiry(typ string, created, end, now time.Time) time.Time {
 	t, _ := taxonomy.Lookup(typ)
 	if end.IsZero() {

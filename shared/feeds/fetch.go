@@ -1,6 +1,7 @@
-// Package feeds fetches the open-data feeds organisations import (docs/interop.md §10): one
-// conditional GET at a time, bounded in size and time, and never to an address inside the
-// deployment's own network unless the deployment allows it.
+// Package feeds follows the open-data feeds organisations import: Fetch gets a document (one
+// conditional GET, bounded in size and time, never to an address inside the deployment's own
+// network unless it allows that; docs/interop.md §10), and Sync polls a feed once, importing
+// its records and ending the events of those that left it (§12).
 package feeds
 
 import (

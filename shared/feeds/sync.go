@@ -1,0 +1,119 @@
+package feeds
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/roadevents/roadevents/shared/event"
+	"github.com/roadevents/roadevents/shared/eventstore"
+	"github.com/roadevents/roadevents/shared/interop"
+)
+
+// Feed is a feed as a poll needs it: where, in which format, for which organisation and
+// environment, under which licence.
+type Feed struct {
+	ID, Org, Environment string
+	URL                  string
+	Format               interop.Format
+	License              string
+}
+
+// State is what one poll of a feed hands to the next.
+type State struct {
+	Validators Validators
+	// Known maps the ids of the records of the last document read to their events.
+	Known map[string]string
+}
+
+// Health is what one poll did, for the feed's page in the console.
+type Health struct {
+	At time.Time
+	// Err is why the poll read nothing (fetch or document); the feed's events stay as they
+	// were until their own expiry.
+	Err string
+	// NotModified: the document was the one of the last poll.
+	NotModified bool
+	// Created, Revised and Unchanged count the records imported; Skipped those that could not
+	// be ours; Ended the events of records that left the feed (closed now) or whose end
+	// passed since the last poll.
+	Created, Revised, Unchanged, Skipped, Ended int
+}
+
+// Importer is what a poll writes through (*eventstore.Store).
+type Importer interface {
+	Import(ctx context.Context, c eventstore.Caller, p eventstore.Provenance, rec interop.Record) (event.Event, eventstore.ImportOutcome, error)
+	Close(ctx context.Context, c eventstore.Caller, id string) (event.Event, error)
+	FeedEventID(org, feedID, upstreamID string) string
+}
+
+var _ Importer = (*eventstore.Store)(nil)
+
+// Sync polls feed once (docs/interop.md §12): it fetches the document conditionally on st,
+// imports each record, ends the events of records that left the document or whose end has
+// passed, and returns the state for the next poll with what it did. Bad data never stops a
+// poll: a record that cannot be imported is skipped and counted, and a document that cannot
+// be fetched or read leaves every event as it was.
+func Sync(ctx context.Context, f *Fetcher, imp Importer, now time.Time, feed Feed, st State) (State, Health) {
+	h := Health{At: now}
+	doc, err := f.Fetch(ctx, feed.URL, st.Validators)
+	if err != nil {
+		h.Err = err.Error()
+		return st, h
+	}
+	if doc.NotModified {
+		h.NotModified = true
+		return st, h
+	}
+	recs, skipped, err := interop.Parse(feed.Format, doc.Body)
+	if err != nil {
+		h.Err = err.Error()
+		return st, h
+	}
+	h.Skipped = skipped
+	c := eventstore.Caller{Org: feed.Org, Environment: feed.Environment}
+	p := eventstore.Provenance{FeedID: feed.ID, License: feed.License, Fetched: now}
+	next := State{Validators: doc.Validators, Known: map[string]string{}}
+	for _, rec := range recs {
+		if _, dup := next.Known[rec.UpstreamID]; dup {
+			h.Skipped++
+			continue
+		}
+		id := imp.FeedEventID(feed.Org, feed.ID, rec.UpstreamID)
+		_, outcome, err := imp.Import(ctx, c, p, rec)
+		switch {
+		case errors.Is(err, eventstore.ErrRecordOver):
+			// Its event expired with the record's end, or is closed now if the end moved
+			// earlier.
+			if _, known := st.Known[rec.UpstreamID]; known {
+				end(ctx, imp, c, id)
+				h.Ended++
+			}
+			continue
+		case err != nil:
+			h.Skipped++
+			continue
+		}
+		next.Known[rec.UpstreamID] = id
+		switch outcome {
+		case eventstore.ImportCreated:
+			h.Created++
+		case eventstore.ImportRevised:
+			h.Revised++
+		default:
+			h.Unchanged++
+		}
+	}
+	for upstream, id := range st.Known {
+		if _, still := next.Known[upstream]; !still && end(ctx, imp, c, id) {
+			h.Ended++
+		}
+	}
+	return next, h
+}
+
+// end closes the event of a record that left its feed; false when it was over already.
+func end(ctx context.Context, imp Importer, c eventstore.Caller, id string) bool {
+	_, err := imp.Close(ctx, c, id)
+	return err == nil
+}
