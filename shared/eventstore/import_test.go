@@ -3,8 +3,8 @@ package eventstore_test
 import (
 	"context"
 	"encoding/json"
-	"net/http"
 	"errors"
+	"net/http"
 	"testing"
 	"time"
 
