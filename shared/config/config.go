@@ -50,6 +50,8 @@ type Config struct {
 	Billing Billing
 	// Reputation holds the thresholds of the publisher reputation rule (reputation.go).
 	Reputation Reputation
+	// Export names the publisher of the open-data exports (export.go).
+	Export Export
 
 	// EventIDKey is the HMAC key event ids are derived from (docs/api.md §10.2: an id derived from
 	// organisation and client_event_id). Every process serving one table must share it, or a
@@ -102,6 +104,7 @@ func Default() Config {
 		Stream:      DefaultStream,
 		Billing:     DefaultBilling,
 		Reputation:  DefaultReputation,
+		Export:      DefaultExport,
 	}
 }
 
@@ -154,6 +157,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		return c, err
 	}
 	if err := c.readStream(getenv); err != nil {
+		return c, err
+	}
+	if err := c.readExport(getenv); err != nil {
 		return c, err
 	}
 	if err := c.readBilling(getenv); err != nil {

@@ -57,3 +57,21 @@ func TestStreamFromEnv(t *testing.T) {
 		}
 	}
 }
+
+// docs/interop.md §7: the exports' publisher and DATEX II country are deployment values.
+func TestExportFromEnv(t *testing.T) {
+	t.Parallel()
+	c, err := config.FromEnv(env(nil))
+	if err != nil || c.Export != config.DefaultExport || c.Export.Country != "EU" {
+		t.Fatalf("default Export = %+v, %v; want the defaults, country EU", c.Export, err)
+	}
+	c, err = config.FromEnv(env(map[string]string{"ROADEVENTS_EXPORT_PUBLISHER": "Autobahn Süd", "ROADEVENTS_EXPORT_COUNTRY": "DE"}))
+	if err != nil || c.Export != (config.Export{Publisher: "Autobahn Süd", Country: "DE"}) {
+		t.Errorf("Export = %+v, %v; want the variables' values", c.Export, err)
+	}
+	for k, v := range map[string]string{"ROADEVENTS_EXPORT_COUNTRY": "de", "ROADEVENTS_EXPORT_PUBLISHER": strings.Repeat("x", 101)} {
+		if _, err := config.FromEnv(env(map[string]string{k: v})); err == nil {
+			t.Errorf("%s=%q accepted; want an error", k, v)
+		}
+	}
+}

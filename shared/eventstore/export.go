@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/roadevents/roadevents/shared/config"
 	"github.com/roadevents/roadevents/shared/event"
 	"github.com/roadevents/roadevents/shared/geo"
 	"github.com/roadevents/roadevents/shared/httpapi"
@@ -23,13 +24,14 @@ import (
 // their type (docs/interop.md §7).
 const OmittedHeader = "Roadevents-Omitted"
 
-// Exporter says who publishes the exports (interop.Publisher, without its time).
+// Exporter says who publishes the exports (interop.Publisher, without its time): the
+// deployment's ROADEVENTS_EXPORT_PUBLISHER and ROADEVENTS_EXPORT_COUNTRY (config.Export).
 type Exporter struct {
 	Name, SourceID, Country string
 }
 
 // DefaultExporter is the exports' publisher when the deployment names none.
-var DefaultExporter = Exporter{Name: "Road events network", SourceID: "roadevents", Country: "EU"}
+var DefaultExporter = Exporter{Name: config.DefaultExport.Publisher, SourceID: "roadevents", Country: config.DefaultExport.Country}
 
 // exportFormats describes each export route (docs/interop.md §7).
 var exportFormats = []struct {

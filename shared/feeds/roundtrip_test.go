@@ -34,6 +34,7 @@ func TestExportPolledAsAFeed(t *testing.T) {
 		keys := apikey.New(source, apikey.Options{Clock: source.Clock, Logger: discard})
 		cfg := config.Default()
 		cfg.EventIDKey = idKey
+		cfg.Export = config.Export{Publisher: "Autobahn Süd", Country: "DE"}
 		api := apptest.New(t, app.Deps{Config: cfg, Table: source, Clock: source.Clock, Logger: discard, Keys: keys,
 			Meter: metering.New(source, metering.Options{Clock: source.Clock, Logger: discard, FlushInterval: -1})}, routetable.GroupEvents)
 		srv := httptest.NewServer(api.Handler())
@@ -83,6 +84,11 @@ func TestExportPolledAsAFeed(t *testing.T) {
 				t.Fatal(err)
 			}
 			doc := call("GET", "/v1/exports/"+string(f)+"?lat=48.137&lon=11.575&radius=5000", "")
+			// The deployment's publisher names the document (docs/interop.md §7).
+			if want := map[interop.Format]string{interop.WZDx: `"publisher":"Autobahn Süd"`, interop.TDx: `"publisher":"Autobahn Süd"`,
+				interop.DATEX2: `"country":"DE"`}[f]; !strings.Contains(string(doc), want) {
+				t.Errorf("%s export names no %s", f, want)
+			}
 			up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(doc) }))
 			feed := feeds.Feed{ID: "fd_" + string(f), Org: "org_mirror", Environment: apikey.Live, URL: up.URL, Format: f}
 			st, h := feeds.Sync(context.Background(), fetcher, s, dest.Clock.Now(), feed, feeds.State{})

@@ -56,6 +56,7 @@ func Routes(d tenants.Deps, evs *eventstore.Store, ledger *reputation.Ledger, ti
 		Clock:       d.Clock,
 		MaxRadius:   d.Config.Limits.MaxQueryRadiusM,
 		Reputations: ledger,
+		Exporter:    eventstore.Exporter{Name: d.Config.Export.Publisher, SourceID: "roadevents", Country: d.Config.Export.Country},
 	})
 	routes = append(routes, stream.TicketRoutes(stream.Deps{
 		Tickets:   tickets,
