@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/roadevents/roadevents/shared/config"
 	"github.com/roadevents/roadevents/shared/event"
 	"github.com/roadevents/roadevents/shared/geo"
 	"github.com/roadevents/roadevents/shared/httpapi"
@@ -23,15 +22,6 @@ import (
 // OmittedHeader counts the events an export left out because its format has no word for
 // their type (docs/interop.md §7).
 const OmittedHeader = "Roadevents-Omitted"
-
-// Exporter says who publishes the exports (interop.Publisher, without its time): the
-// deployment's ROADEVENTS_EXPORT_PUBLISHER and ROADEVENTS_EXPORT_COUNTRY (config.Export).
-type Exporter struct {
-	Name, SourceID, Country string
-}
-
-// DefaultExporter is the exports' publisher when the deployment names none.
-var DefaultExporter = Exporter{Name: config.DefaultExport.Publisher, SourceID: "roadevents", Country: config.DefaultExport.Country}
 
 // exportFormats describes each export route (docs/interop.md §7).
 var exportFormats = []struct {
@@ -121,9 +111,9 @@ func (h *handlers) export(f interop.Format, maxRadius float64) func(w http.Respo
 			w.WriteHeader(http.StatusNotModified)
 			return nil
 		}
-		body, omitted, err := interop.Render(f, events, interop.Publisher{
-			Name: h.exporter.Name, SourceID: h.exporter.SourceID, Country: h.exporter.Country, Now: h.clock.Now(),
-		})
+		pub := h.publisher
+		pub.Now = h.clock.Now()
+		body, omitted, err := interop.Render(f, events, pub)
 		if err != nil {
 			return err
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/roadevents/roadevents/shared/event"
 	"github.com/roadevents/roadevents/shared/geo"
 	"github.com/roadevents/roadevents/shared/httpapi"
+	"github.com/roadevents/roadevents/shared/interop"
 	"github.com/roadevents/roadevents/shared/metering"
 	"github.com/roadevents/roadevents/shared/schema"
 	"github.com/roadevents/roadevents/shared/taxonomy"
@@ -38,8 +39,9 @@ type Deps struct {
 	DefaultRadius float64
 	// Reputations gives the publisher's band in the evidence document; nil answers "unknown".
 	Reputations Reputations
-	// Exporter publishes the open-data exports; DefaultExporter when its name is empty.
-	Exporter Exporter
+	// Publisher names who publishes the open-data exports (config.Export); its time is
+	// each answer's.
+	Publisher interop.Publisher
 }
 
 // Public sentences of the handler errors (docs/api.md §7, shape 1).
@@ -62,10 +64,7 @@ func Routes(d Deps) []httpapi.Route {
 	if d.DefaultRadius <= 0 {
 		d.DefaultRadius = 1000
 	}
-	if d.Exporter.Name == "" {
-		d.Exporter = DefaultExporter
-	}
-	h := &handlers{store: d.Store, meter: d.Meter, clock: d.Clock, bands: d.Reputations, exporter: d.Exporter}
+	h := &handlers{store: d.Store, meter: d.Meter, clock: d.Clock, bands: d.Reputations, publisher: d.Publisher}
 	tags := []string{"events"}
 	security := []httpapi.Security{httpapi.SecurityAPIKey}
 	eventID := schema.Path("event_id", schema.String().Describe("ev_ followed by 26 characters of lower-case base32.")).
@@ -206,11 +205,11 @@ func Routes(d Deps) []httpapi.Route {
 }
 
 type handlers struct {
-	store    *Store
-	meter    Meter
-	clock    clock.Clock
-	bands    Reputations
-	exporter Exporter
+	store     *Store
+	meter     Meter
+	clock     clock.Clock
+	bands     Reputations
+	publisher interop.Publisher
 }
 
 // callerOf returns the authenticated caller; a route reached without one is a wiring mistake

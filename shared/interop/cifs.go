@@ -76,12 +76,12 @@ func latLonList(pts []geo.Point) string {
 	return b.String()
 }
 
-// seconds writes an RFC 3339 time to the second, with its offset: the form the formats'
-// examples use (ours carry nanoseconds).
+// seconds writes one of our times (RFC 3339, nanoseconds, UTC) to the second, the form every
+// format's examples use; WZDx and TDx want UTC, and CIFS and DATEX II take its "Z" offset.
 func seconds(s string) string {
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
+	t := parseTime(s)
+	if t.IsZero() {
 		return s
 	}
-	return t.Format(time.RFC3339)
+	return t.UTC().Format(time.RFC3339)
 }

@@ -56,7 +56,7 @@ var probability = map[string]string{"confirmed": "certain", "unverified": "proba
 func renderDATEX(events []event.EventPublic, p Publisher) ([]byte, int, error) {
 	pub := datexPublication{
 		Lang: "en", PublicationTime: p.Now.UTC().Format(time.RFC3339),
-		Creator:    datexCreator{Country: p.Country, NationalIdentifier: p.SourceID},
+		Creator:    datexCreator{Country: p.Country, NationalIdentifier: SourceID},
 		Situations: make([]datexSituation, 0, len(events)),
 	}
 	omitted := 0
@@ -71,12 +71,12 @@ func renderDATEX(events []event.EventPublic, p Publisher) ([]byte, int, error) {
 		if rec.List {
 			kind = []datexValue{{rec.Value}}
 		}
-		versionTime := seconds(version(ev))
 		record := map[string]any{
-			"idG":                         ev.EventID,
-			"versionG":                    versionNumber(versionTime),
+			"idG": ev.EventID,
+			// The Unix second of the last change: it grows with each revision.
+			"versionG":                    strconv.FormatInt(parseTime(version(ev)).Unix(), 10),
 			"situationRecordCreationTime": seconds(ev.CreatedAt),
-			"situationRecordVersionTime":  versionTime,
+			"situationRecordVersionTime":  seconds(version(ev)),
 			"probabilityOfOccurrence":     datexValue{probability[ev.Verification]},
 			rec.Member:                    kind,
 			"validity": map[string]any{
@@ -115,14 +115,4 @@ func datexLocation(ev *event.EventPublic) map[string]any {
 		point["bearing"] = *ev.Heading
 	}
 	return map[string]any{"locPointLocation": map[string]any{"pointByCoordinates": point}}
-}
-
-// versionNumber is a record's versionG: the Unix second of its last change, which grows with
-// each revision.
-func versionNumber(versionTime string) string {
-	t, err := time.Parse(time.RFC3339, versionTime)
-	if err != nil {
-		return "1"
-	}
-	return strconv.FormatInt(t.Unix(), 10)
 }

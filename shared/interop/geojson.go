@@ -86,7 +86,7 @@ func renderGeoJSON(f Format, events []event.EventPublic, p Publisher) ([]byte, i
 	feed := geoFeed{
 		FeedInfo: feedInfo{
 			Publisher: p.Name, Version: wzdxVersion, UpdateDate: p.Now.UTC().Format(time.RFC3339),
-			DataSources: []dataSource{{ID: p.SourceID, OrganizationName: p.Name}},
+			DataSources: []dataSource{{ID: SourceID, OrganizationName: p.Name}},
 		},
 		Type:     "FeatureCollection",
 		Features: make([]geoFeature, 0, len(events)),
@@ -99,10 +99,10 @@ func renderGeoJSON(f Format, events []event.EventPublic, p Publisher) ([]byte, i
 		ev := &events[i]
 		props := roadEvent{
 			CoreDetails: coreDetails{
-				DataSourceID: p.SourceID, RoadNames: []string{unnamedRoad}, Direction: cardinal(ev.Heading),
-				Description: deref(ev.Description), CreationDate: utc(ev.CreatedAt), UpdateDate: utc(version(ev)),
+				DataSourceID: SourceID, RoadNames: []string{unnamedRoad}, Direction: cardinal(ev.Heading),
+				Description: deref(ev.Description), CreationDate: seconds(ev.CreatedAt), UpdateDate: seconds(version(ev)),
 			},
-			StartDate: utc(start(ev)), EndDate: utc(ev.ExpiresAt),
+			StartDate: seconds(start(ev)), EndDate: seconds(ev.ExpiresAt),
 			// Confirmed by the network: reporters beyond the publisher saw it.
 			IsStartDateVerified: ev.Verification == "confirmed",
 			// The event's own point was where a vehicle saw the hazard: a line's first
@@ -154,13 +154,4 @@ func typeDescription(ev *event.EventPublic) string {
 		return ev.Type + " (" + *ev.Subtype + ")"
 	}
 	return ev.Type
-}
-
-// utc writes an RFC 3339 time in UTC to the second, as WZDx and TDx ask.
-func utc(s string) string {
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return s
-	}
-	return t.UTC().Format(time.RFC3339)
 }

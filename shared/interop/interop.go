@@ -35,12 +35,14 @@ func (f Format) ContentType() string {
 	return "application/json"
 }
 
-// Publisher says who produces a document: the service, and when.
+// SourceID names the service as a data source: WZDx/TDx data_source_id, DATEX II
+// nationalIdentifier.
+const SourceID = "roadevents"
+
+// Publisher says who produces a document: the deployment, and when.
 type Publisher struct {
 	// Name is the publishing organisation's name (WZDx/TDx feed_info.publisher).
 	Name string
-	// SourceID names the data source (WZDx/TDx data_source_id, DATEX II nationalIdentifier).
-	SourceID string
 	// Country is DATEX II's publicationCreator country, two letters.
 	Country string
 	// Now is the document's time (feed_info.update_date, publicationTime).

@@ -22,7 +22,7 @@ import (
 	"github.com/roadevents/roadevents/shared/taxonomy"
 )
 
-var publisher = interop.Publisher{Name: "Road events network", SourceID: "roadevents", Country: "EU",
+var publisher = interop.Publisher{Name: "Road events network", Country: "EU",
 	Now: time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)}
 
 func ptr[T any](v T) *T { return &v }

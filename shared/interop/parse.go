@@ -304,7 +304,7 @@ func parseDATEX(doc []byte) ([]Record, int, error) {
 					} `json:"locationReference"`
 				}
 				json.Unmarshal(raw, &rec)
-				code, ok := byValue[""]
+				code := byValue[""] // what a record of the class is when its value tells nothing finer
 				for member, v := range r {
 					if strings.HasSuffix(member, "Type") && member != "trafficConstrictionType" {
 						var one value
@@ -313,7 +313,7 @@ func parseDATEX(doc []byte) ([]Record, int, error) {
 							one = list[0]
 						}
 						if c, found := byValue[one.Value]; found {
-							code, ok = c, true
+							code = c
 						}
 					}
 				}
@@ -329,16 +329,13 @@ func parseDATEX(doc []byte) ([]Record, int, error) {
 						heading = ptr(int(*b))
 					}
 				}
-				if rec.ID == "" || !ok || len(pts) == 0 || !validLine(pts) {
+				if rec.ID == "" || len(pts) == 0 || !validLine(pts) {
 					skipped++
 					continue
 				}
-				in := event.EventIn{Type: code.Type, Lat: pts[0].Lat, Lon: pts[0].Lon, Heading: heading}
-				if code.Subtype != "" {
-					in.Subtype = ptr(code.Subtype)
-				}
-				if len(pts) > 1 {
-					in = eventIn(code, pts, false)
+				in := eventIn(code, pts, false)
+				if len(pts) == 1 {
+					in.Heading = heading
 				}
 				out = append(out, Record{UpstreamID: rec.ID, In: in,
 					Start: parseTime(rec.Validity.Span.Start), End: parseTime(rec.Validity.Span.End), Updated: parseTime(rec.Version)})

@@ -14,6 +14,7 @@ import (
 	"github.com/roadevents/roadevents/shared/config"
 	"github.com/roadevents/roadevents/shared/eventstore"
 	"github.com/roadevents/roadevents/shared/httpapi"
+	"github.com/roadevents/roadevents/shared/interop"
 	"github.com/roadevents/roadevents/shared/orgs"
 	"github.com/roadevents/roadevents/shared/ratelimit"
 	"github.com/roadevents/roadevents/shared/reputation"
@@ -56,7 +57,7 @@ func Routes(d tenants.Deps, evs *eventstore.Store, ledger *reputation.Ledger, ti
 		Clock:       d.Clock,
 		MaxRadius:   d.Config.Limits.MaxQueryRadiusM,
 		Reputations: ledger,
-		Exporter:    eventstore.Exporter{Name: d.Config.Export.Publisher, SourceID: "roadevents", Country: d.Config.Export.Country},
+		Publisher:   interop.Publisher{Name: d.Config.Export.Publisher, Country: d.Config.Export.Country},
 	})
 	routes = append(routes, stream.TicketRoutes(stream.Deps{
 		Tickets:   tickets,
