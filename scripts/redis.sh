@@ -55,10 +55,12 @@ answers() {
 
 # service_command is service.sh's hook: loopback only, no data written to disk (the cluster
 # file only records the node's slots, and the last start's is removed).
+# The cluster bus gets a free port of its own: by default it is the port plus 10 000, which does
+# not exist above 55 535 (Redis then refuses to start).
 service_command() {
   rm -f "$dir"/nodes-*.conf
   cmd=(redis-server --bind 127.0.0.1 --port "$1" --save "" --appendonly no --daemonize no --protected-mode yes
-    --cluster-enabled yes --cluster-config-file "$dir/nodes-$1.conf")
+    --cluster-enabled yes --cluster-config-file "$dir/nodes-$1.conf" --cluster-port "$(free_port)")
 }
 
 service_main "$@"
