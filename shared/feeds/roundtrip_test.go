@@ -96,20 +96,20 @@ func TestExportPolledAsAFeed(t *testing.T) {
 			if h.Err != "" || h.Skipped != 0 || h.Created == 0 {
 				t.Fatalf("%s: poll %+v; want every record imported", f, h)
 			}
-			for upstream, id := range st.Known {
+			for id := range st.Known {
 				got, err := s.Get(context.Background(), eventstore.Caller{Org: "org_mirror", Environment: apikey.Live}, id)
 				if err != nil {
 					t.Fatal(err)
 				}
-				i := slices.IndexFunc(published, func(e event.EventPublic) bool { return e.EventID == upstream })
+				i := slices.IndexFunc(published, func(e event.EventPublic) bool { return s.FeedEventID("org_mirror", feed.ID, e.EventID) == id })
 				if i < 0 {
-					t.Fatalf("%s: record %s is no published event", f, upstream)
+					t.Fatalf("%s: event %s is of no published event", f, id)
 				}
 				want, pub := published[i], got.Public(dest.Clock.Now())
 				expires, _ := time.Parse(time.RFC3339Nano, want.ExpiresAt)
 				if pub.Type != want.Type || pub.Lat != want.Lat || pub.Lon != want.Lon || !sameLine(pub.Geometry, want.Geometry) ||
 					!got.ExpiresAt.Equal(expires.Truncate(time.Second)) || pub.SourceKind != "feed" {
-					t.Errorf("%s: %s read back as %+v; want %+v", f, upstream, pub, want)
+					t.Errorf("%s: %s read back as %+v; want %+v", f, id, pub, want)
 				}
 			}
 		}

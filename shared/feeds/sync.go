@@ -22,9 +22,13 @@ type Feed struct {
 // State is what one poll of a feed hands to the next.
 type State struct {
 	Validators Validators
-	// Known maps the ids of the records of the last document read to their events.
-	Known map[string]string
+	// Known holds the events of the records of the last document read.
+	Known map[string]bool
 }
+
+// MaxRecords bounds the records imported from one document; those past it are skipped and
+// counted (docs/interop.md §12). It keeps a feed's state within one item of the table.
+const MaxRecords = 5000
 
 // Health is what one poll did, for the feed's page in the console.
 type Health struct {
@@ -73,19 +77,19 @@ func Sync(ctx context.Context, f *Fetcher, imp Importer, now time.Time, feed Fee
 	h.Skipped = skipped
 	c := eventstore.Caller{Org: feed.Org, Environment: feed.Environment}
 	p := eventstore.Provenance{FeedID: feed.ID, License: feed.License, Fetched: now}
-	next := State{Validators: doc.Validators, Known: map[string]string{}}
-	for _, rec := range recs {
-		if _, dup := next.Known[rec.UpstreamID]; dup {
+	next := State{Validators: doc.Validators, Known: map[string]bool{}}
+	for i, rec := range recs {
+		id := imp.FeedEventID(feed.Org, feed.ID, rec.UpstreamID)
+		if next.Known[id] || i >= MaxRecords {
 			h.Skipped++
 			continue
 		}
-		id := imp.FeedEventID(feed.Org, feed.ID, rec.UpstreamID)
 		_, outcome, err := imp.Import(ctx, c, p, rec)
 		switch {
 		case errors.Is(err, eventstore.ErrRecordOver):
 			// Its event expired with the record's end, or is closed now if the end moved
 			// earlier.
-			if _, known := st.Known[rec.UpstreamID]; known {
+			if st.Known[id] {
 				end(ctx, imp, c, id)
 				h.Ended++
 			}
@@ -94,7 +98,7 @@ func Sync(ctx context.Context, f *Fetcher, imp Importer, now time.Time, feed Fee
 			h.Skipped++
 			continue
 		}
-		next.Known[rec.UpstreamID] = id
+		next.Known[id] = true
 		switch outcome {
 		case eventstore.ImportCreated:
 			h.Created++
@@ -104,8 +108,8 @@ func Sync(ctx context.Context, f *Fetcher, imp Importer, now time.Time, feed Fee
 			h.Unchanged++
 		}
 	}
-	for upstream, id := range st.Known {
-		if _, still := next.Known[upstream]; !still && end(ctx, imp, c, id) {
+	for id := range st.Known {
+		if !next.Known[id] && end(ctx, imp, c, id) {
 			h.Ended++
 		}
 	}

@@ -1,0 +1,135 @@
+package feeds
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/roadevents/roadevents/shared/clock"
+	"github.com/roadevents/roadevents/shared/event"
+	"github.com/roadevents/roadevents/shared/eventstore"
+)
+
+// Poller limits.
+const (
+	// Parallel is how many feeds one pass polls at once.
+	Parallel = 4
+	// Tick is how often the in-process poller looks for due feeds (go run .); on AWS a schedule
+	// invokes a pass every minute (docs/operations.md §5).
+	Tick = 15 * time.Second
+	// passMargin is what a pass keeps of its deadline: it claims no feed once less is left,
+	// so that a Lambda does not stop in the middle of a poll.
+	passMargin = 45 * time.Second
+)
+
+// Poller polls the feeds that are due (docs/interop.md §13): each once, its state and
+// health recorded, a deleted one's events ended.
+type Poller struct {
+	Registry *Registry
+	Fetcher  *Fetcher
+	Importer Importer
+	Clock    clock.Clock
+	Logger   *slog.Logger
+}
+
+// Pass polls every feed due now, Parallel at a time, and returns how many it polled. Feeds
+// another poller holds are left to it. An error is the table's: the feeds not polled are
+// due at the next pass.
+func (p *Poller) Pass(ctx context.Context) (int, error) {
+	due, err := p.Registry.due(ctx, p.now())
+	if err != nil {
+		return 0, err
+	}
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		polled   int
+		firstErr error
+	)
+	slots := make(chan struct{}, Parallel)
+	for _, f := range due {
+		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < passMargin {
+			break
+		}
+		slots <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			ok, err := p.one(ctx, f)
+			mu.Lock()
+			defer mu.Unlock()
+			if ok {
+				polled++
+			}
+			if err != nil && firstErr == nil {
+				firstErr = err
+			}
+		}()
+	}
+	wg.Wait()
+	return polled, firstErr
+}
+
+// Run makes a pass at every tick until ctx ends, logging what fails: the in-process
+// schedule of go run ..
+func (p *Poller) Run(ctx context.Context, tick <-chan time.Time) {
+	for {
+		if _, err := p.Pass(ctx); err != nil && ctx.Err() == nil {
+			p.logger().Warn("feeds: a poll pass failed; its feeds are due at the next", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick:
+		}
+	}
+}
+
+// one polls f, if it can claim it; false when another poller has it.
+func (p *Poller) one(ctx context.Context, f Registered) (bool, error) {
+	now := p.now()
+	ok, err := p.Registry.claim(ctx, f, now)
+	if !ok || err != nil {
+		return false, err
+	}
+	st, err := p.Registry.state(ctx, f)
+	if err != nil {
+		return false, err
+	}
+	if f.Deleted {
+		return true, p.retire(ctx, f, st)
+	}
+	st, h := Sync(ctx, p.Fetcher, p.Importer, now, f.Feed, st)
+	if h.Err != "" {
+		p.logger().Info("feeds: a poll read nothing", "org", f.Org, "feed", f.ID, "err", h.Err)
+	}
+	return true, p.Registry.record(ctx, f, st, h)
+}
+
+// retire ends the events of a deleted feed's records, then forgets the feed.
+func (p *Poller) retire(ctx context.Context, f Registered, st State) error {
+	c := eventstore.Caller{Org: f.Org, Environment: f.Environment}
+	for id := range st.Known {
+		_, err := p.Importer.Close(ctx, c, id)
+		if err != nil && !errors.Is(err, event.ErrOver) && !errors.Is(err, eventstore.ErrNotFound) {
+			return err
+		}
+	}
+	return p.Registry.forget(ctx, f)
+}
+
+func (p *Poller) now() time.Time {
+	if p.Clock == nil {
+		return time.Now()
+	}
+	return p.Clock.Now()
+}
+
+func (p *Poller) logger() *slog.Logger {
+	if p.Logger == nil {
+		return slog.Default()
+	}
+	return p.Logger
+}
