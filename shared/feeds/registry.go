@@ -136,8 +136,10 @@ const (
 	attrETag, attrLastModified, attrKnown, attrStateURL                      = "etag", "last_modified", "known", "state_url"
 )
 
-func feedKey(org, id string) store.Key  { return store.Key{PK: partition, SK: skFeed + org + "#" + id} }
-func stateKey(org, id string) store.Key { return store.Key{PK: partition, SK: skState + org + "#" + id} }
+func feedKey(org, id string) store.Key { return store.Key{PK: partition, SK: skFeed + org + "#" + id} }
+func stateKey(org, id string) store.Key {
+	return store.Key{PK: partition, SK: skState + org + "#" + id}
+}
 
 // Create registers a feed of org from d, due at once, and writes it to the audit log.
 func (r *Registry) Create(ctx context.Context, org string, a Actor, d Draft) (Registered, error) {
@@ -146,7 +148,7 @@ func (r *Registry) Create(ctx context.Context, org string, a Actor, d Draft) (Re
 	}
 	now := r.clock.Now().UTC()
 	f := Registered{
-		Feed: Feed{ID: "fd_" + strings.ToLower(rand.Text()[:16]), Org: org, Environment: "sandbox"},
+		Feed:     Feed{ID: "fd_" + strings.ToLower(rand.Text()[:16]), Org: org, Environment: "sandbox"},
 		Interval: DefaultInterval, CreatedAt: now, CreatedByEmail: a.Email, UpdatedAt: now, NextPollAt: now,
 	}
 	if err := f.apply(d); err != nil {

@@ -233,7 +233,9 @@ func TestRegistryRefusesBadFeeds(t *testing.T) {
 	tab := tables.Embedded(t)
 	r := newPollRig(t, tab)
 	ctx := context.Background()
-	good := func() feeds.Draft { return feeds.Draft{URL: ptr("https://feeds.example/cifs.json"), Format: ptr("cifs")} }
+	good := func() feeds.Draft {
+		return feeds.Draft{URL: ptr("https://feeds.example/cifs.json"), Format: ptr("cifs")}
+	}
 	for name, mutate := range map[string]func(*feeds.Draft){
 		"no URL":                func(d *feeds.Draft) { d.URL = nil },
 		"no format":             func(d *feeds.Draft) { d.Format = nil },
