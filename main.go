@@ -25,6 +25,7 @@ import (
 	"github.com/roadevents/roadevents/shared/clock"
 	"github.com/roadevents/roadevents/shared/config"
 	"github.com/roadevents/roadevents/shared/daemon"
+	"github.com/roadevents/roadevents/shared/feeds"
 	"github.com/roadevents/roadevents/shared/httpapi"
 	"github.com/roadevents/roadevents/web"
 )
@@ -146,6 +147,12 @@ func run(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 				b.RunOverageReports(ctx, ticker.C)
 			})
 		}
+		// The organisations' feeds are polled in process (docs/interop.md §13).
+		p.Go(func(ctx context.Context) {
+			ticker := time.NewTicker(feeds.Tick)
+			defer ticker.Stop()
+			api.Feeds().Run(ctx, ticker.C)
+		})
 		p.Go(func(ctx context.Context) {
 			start := time.Now()
 			n, err := api.WarmAreaCache(ctx)

@@ -30,6 +30,7 @@ import (
 	"github.com/roadevents/roadevents/shared/clock"
 	"github.com/roadevents/roadevents/shared/config"
 	"github.com/roadevents/roadevents/shared/eventstore"
+	"github.com/roadevents/roadevents/shared/feeds"
 	"github.com/roadevents/roadevents/shared/httpapi"
 	"github.com/roadevents/roadevents/shared/mail"
 	"github.com/roadevents/roadevents/shared/metering"
@@ -89,6 +90,8 @@ type API struct {
 	billing *billing.Service
 	// events warms its area cache (WarmAreaCache), which is no route either.
 	events *eventstore.Store
+	// feeds polls the organisations' feeds into events (Feeds).
+	feeds *feeds.Poller
 }
 
 // New builds an API serving groups (all of them when none are named). It fails on a missing
@@ -156,7 +159,7 @@ func New(d Deps, groups ...routetable.Group) (*API, error) {
 		hub:     d.Hub,
 		timers:  d.StreamTimers,
 	}
-	a := &API{billing: bill, events: evs}
+	a := &API{billing: bill, events: evs, feeds: eventsgroup.NewPoller(td, evs, t.Orgs)}
 	a.doc = groupapi.NewAPI(td.Base, t.Middleware(d.Keys, b.tickets)...)
 	a.doc.Handle(a.routes(b, routetable.All...)...)
 	a.served = a.doc
@@ -216,6 +219,10 @@ func (a *API) Routes() []httpapi.Route { return a.served.Routes() }
 
 // OpenAPI returns the document describing every group.
 func (a *API) OpenAPI() []byte { return a.doc.OpenAPI() }
+
+// Feeds returns the poller of the organisations' feeds, for the process to run on its schedule
+// (docs/interop.md §13).
+func (a *API) Feeds() *feeds.Poller { return a.feeds }
 
 // Billing returns the billing service, for the overage job (billing.Service.ReportOverage),
 // which no route runs: main.go's hourly ticker does, as the billing function's scheduled

@@ -27,6 +27,7 @@ import (
 	"github.com/roadevents/roadevents/shared/clock"
 	"github.com/roadevents/roadevents/shared/config"
 	"github.com/roadevents/roadevents/shared/consoleauth"
+	"github.com/roadevents/roadevents/shared/consolefeeds"
 	"github.com/roadevents/roadevents/shared/consoletest"
 	"github.com/roadevents/roadevents/shared/event"
 	"github.com/roadevents/roadevents/shared/mail"
@@ -298,6 +299,7 @@ func grantsConfig(secrets []string, stripeURL string) config.Config {
 	cfg.Reputation = config.Reputation{MinHistory: 2, VerdictPercent: 80, WindowDays: 30}
 	cfg.Billing.Team.PriceID, cfg.Billing.Team.MeteredPriceID = "price_team", "price_team_reads"
 	cfg.Billing.Team.IncludedReads = 1 // so that the overage job has reads to report
+	cfg.Feeds.AllowPrivate = true      // the tour's feed is on loopback
 	for _, s := range secrets {
 		switch s {
 		case routetable.SecretEventIDKey:
@@ -538,6 +540,32 @@ func (g *grantsTour) tourEveryRoute() {
 	g.streamSnapshot("&ticket="+ticket, "")
 	apitest.Eventually(t, "the streams end", func() bool { return g.hub.Stats().Subscribers == 0 })
 	g.groups[routetable.GroupStream].finish()
+
+	// console-orgs' feed registry, and the events group's scheduled job that polls a feed,
+	// then ends the events of the deleted feed (docs/interop.md §13).
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		io.WriteString(w, `{"incidents":[{"incident":{"id":"r1","type":"HAZARD","subtype":"HAZARD_ON_ROAD_OBJECT",`+
+			`"polyline":"48.8000 2.3500 48.8003 2.3500","street":"A1"}}]}`)
+	}))
+	defer upstream.Close()
+	r = g.call("POST", op+"/feeds", owner, apitest.JSON(map[string]string{"url": upstream.URL, "format": "cifs", "environment": "live"}),
+		http.StatusCreated, "register a feed")
+	feed := op + "/feeds/" + apitest.Decode[consolefeeds.FeedPublic](t, r).FeedID
+	g.call("GET", op+"/feeds", carol, "", http.StatusNotFound, "carol, who left, lists no feed")
+	g.call("GET", op+"/feeds", owner, "", http.StatusOK, "feeds")
+	g.call("PATCH", feed, owner, `{"name":"A1 north"}`, http.StatusOK, "rename the feed")
+	g.call("POST", feed+"/poll", owner, "", http.StatusOK, "poll it now")
+	poll := func(want int) {
+		events := g.groups[routetable.GroupEvents]
+		if n, err := events.api.Feeds().Pass(context.Background()); err != nil || n != want {
+			t.Fatalf("a poll pass: %d feeds, %v; want %d", n, err, want)
+		}
+		events.finish()
+	}
+	poll(1)
+	g.call("GET", feed, owner, "", http.StatusOK, "the feed's health")
+	g.call("DELETE", feed, owner, "", http.StatusOK, "delete the feed")
+	poll(1)
 
 	// console-orgs' panels, now that there is activity.
 	for _, p := range []string{"/audit", "/usage", "/vitality", "/reputation"} {

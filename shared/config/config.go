@@ -52,6 +52,8 @@ type Config struct {
 	Reputation Reputation
 	// Export names the publisher of the open-data exports (export.go).
 	Export Export
+	// Feeds configures the import of open-data feeds (feeds.go).
+	Feeds Feeds
 
 	// EventIDKey is the HMAC key event ids are derived from (docs/api.md §10.2: an id derived from
 	// organisation and client_event_id). Every process serving one table must share it, or a
@@ -160,6 +162,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		return c, err
 	}
 	if err := c.readExport(getenv); err != nil {
+		return c, err
+	}
+	if err := c.readFeeds(getenv); err != nil {
 		return c, err
 	}
 	if err := c.readBilling(getenv); err != nil {

@@ -75,3 +75,17 @@ func TestExportFromEnv(t *testing.T) {
 		}
 	}
 }
+
+// docs/interop.md §10: feeds on private addresses only where the deployment allows them.
+func TestFeedsFromEnv(t *testing.T) {
+	t.Parallel()
+	if c, err := config.FromEnv(env(nil)); err != nil || c.Feeds.AllowPrivate {
+		t.Fatalf("default Feeds = %+v, %v; want private addresses refused", c.Feeds, err)
+	}
+	if c, err := config.FromEnv(env(map[string]string{"ROADEVENTS_FEEDS_ALLOW_PRIVATE": "true"})); err != nil || !c.Feeds.AllowPrivate {
+		t.Errorf("ROADEVENTS_FEEDS_ALLOW_PRIVATE=true: %+v, %v; want them allowed", c.Feeds, err)
+	}
+	if _, err := config.FromEnv(env(map[string]string{"ROADEVENTS_FEEDS_ALLOW_PRIVATE": "sometimes"})); err == nil {
+		t.Error("ROADEVENTS_FEEDS_ALLOW_PRIVATE=sometimes accepted; want an error")
+	}
+}

@@ -98,8 +98,8 @@ type Actor struct {
 //
 // # Storage layout
 //
-//	pk "feeds"  sk "feed#<org_id>#<feed_id>"   the feed, its schedule and its health
-//	pk "feeds"  sk "state#<org_id>#<feed_id>"  what its last poll hands the next (State)
+//	pk "feed#registry"  sk "feed#<org_id>#<feed_id>"   the feed, its schedule and its health
+//	pk "feed#registry"  sk "state#<org_id>#<feed_id>"  what its last poll hands the next (State)
 //
 // One partition holds every feed, so the poller finds the due ones with one query on
 // either store (docs/architecture.md §2); an organisation lists its own by prefix. The
@@ -119,7 +119,7 @@ func NewRegistry(table store.Table, log *audit.Log, c clock.Clock) *Registry {
 }
 
 const (
-	partition = "feeds"
+	partition = "feed#registry"
 	skFeed    = "feed#"
 	skState   = "state#"
 )
@@ -211,6 +211,9 @@ func (r *Registry) Update(ctx context.Context, org, id string, a Actor, d Draft)
 		return Registered{}, err
 	}
 	before := f
+	if d.Environment != nil && *d.Environment != f.Environment {
+		return Registered{}, fmt.Errorf("%w: a feed's environment is fixed", ErrInvalid)
+	}
 	if err := f.apply(d); err != nil {
 		return Registered{}, err
 	}

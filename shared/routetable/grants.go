@@ -104,6 +104,8 @@ var grants = map[Group]Grants{
 			// usage and last_used_at; a verdict reads the organisation and its owners and
 			// writes its audit entry (docs/network.md §2)
 			{"org#", []ItemAction{GetItem, Query, PutItem, UpdateItem}},
+			// the feed poller, the group's scheduled job (docs/interop.md §13)
+			{"feed#", []ItemAction{GetItem, Query, PutItem, UpdateItem, DeleteItem}},
 		},
 		Secrets:   []string{SecretEventIDKey},
 		SendsMail: true, // a verdict's e-mail to the publisher's owners
@@ -140,6 +142,7 @@ var grants = map[Group]Grants{
 			{"ratelimit#console-invites-recipient#", []ItemAction{UpdateItem}},
 			{"ratelimit#console-key-issuance#", []ItemAction{UpdateItem}},
 			{"ratelimit#console-totp-attempts#", []ItemAction{UpdateItem}},
+			{"feed#", []ItemAction{GetItem, Query, PutItem, UpdateItem}}, // the feed registry
 		},
 		KMS:       []KMSAction{KMSDecrypt}, // the TOTP step-up of key issuance
 		SendsMail: true,                    // invitations, notices of issued keys

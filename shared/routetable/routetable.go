@@ -16,8 +16,8 @@ const (
 	GroupMeta        Group = "meta"
 	GroupEvents      Group = "events"
 	GroupConsoleAuth Group = "console-auth"
-	// GroupConsoleOrgs is organisations, members, invitations, audit, keys, usage, vitality
-	// and the publisher reputation.
+	// GroupConsoleOrgs is organisations, members, invitations, audit, keys, usage, vitality,
+	// the publisher reputation and the feed registry.
 	GroupConsoleOrgs Group = "console-orgs"
 	// GroupBilling is plans, the billing summary, checkout, portal and the Stripe webhook.
 	GroupBilling Group = "billing"
@@ -110,6 +110,12 @@ var table = map[Group][]Route{
 		{"GET", "/console/orgs/{org_id}/usage"},
 		{"GET", "/console/orgs/{org_id}/vitality"},
 		{"GET", "/console/orgs/{org_id}/reputation"},
+		{"GET", "/console/orgs/{org_id}/feeds"},
+		{"POST", "/console/orgs/{org_id}/feeds"},
+		{"GET", "/console/orgs/{org_id}/feeds/{feed_id}"},
+		{"PATCH", "/console/orgs/{org_id}/feeds/{feed_id}"},
+		{"DELETE", "/console/orgs/{org_id}/feeds/{feed_id}"},
+		{"POST", "/console/orgs/{org_id}/feeds/{feed_id}/poll"},
 	},
 	GroupBilling: {
 		{"GET", "/console/plans"},

@@ -1,13 +1,15 @@
 // Package consoleorgsgroup is the console-orgs route group (docs/architecture.md §4):
-// organisations, members, invitations, the audit log, API keys, usage, vitality and the
-// publisher reputation.
+// organisations, members, invitations, the audit log, API keys, usage, vitality, the
+// publisher reputation and the feed registry.
 package consoleorgsgroup
 
 import (
 	"github.com/roadevents/roadevents/shared/app/groupapi"
 	"github.com/roadevents/roadevents/shared/app/tenants"
+	"github.com/roadevents/roadevents/shared/consolefeeds"
 	"github.com/roadevents/roadevents/shared/consolereputation"
 	"github.com/roadevents/roadevents/shared/consoleusage"
+	"github.com/roadevents/roadevents/shared/feeds"
 	"github.com/roadevents/roadevents/shared/httpapi"
 	"github.com/roadevents/roadevents/shared/orgs"
 	"github.com/roadevents/roadevents/shared/reputation"
@@ -34,5 +36,6 @@ func Routes(d tenants.Deps, og *orgs.Service, ledger *reputation.Ledger) []httpa
 	routes := orgs.Routes(og)
 	routes = append(routes, consoleusage.Routes(consoleusage.Deps{Orgs: og, Meter: d.Meter, Keys: d.Keys, Clock: d.Clock})...)
 	routes = append(routes, consolereputation.Routes(consolereputation.Deps{Orgs: og, Standings: ledger})...)
+	routes = append(routes, consolefeeds.Routes(og, feeds.NewRegistry(d.Table, og.Audit(), d.Clock))...)
 	return groupapi.Private(groupapi.ReadsTable(routes))
 }

@@ -1,6 +1,7 @@
 // Package eventsgroup is the events route group (docs/architecture.md §4): publishing,
-// querying, revising, closing and signalling events, their evidence, and minting stream
-// tickets. The events store it builds also serves the stream's snapshots.
+// querying, revising, closing and signalling events, their evidence, the open-data exports, and
+// minting stream tickets. The events store it builds also serves the stream's snapshots; its
+// scheduled job polls the organisations' feeds into it.
 package eventsgroup
 
 import (
@@ -13,6 +14,7 @@ import (
 	"github.com/roadevents/roadevents/shared/app/tenants"
 	"github.com/roadevents/roadevents/shared/config"
 	"github.com/roadevents/roadevents/shared/eventstore"
+	"github.com/roadevents/roadevents/shared/feeds"
 	"github.com/roadevents/roadevents/shared/httpapi"
 	"github.com/roadevents/roadevents/shared/interop"
 	"github.com/roadevents/roadevents/shared/orgs"
@@ -40,7 +42,26 @@ func New(d tenants.Deps) (*groupapi.Group, error) {
 	tickets := NewTickets(d)
 	api := groupapi.NewAPI(d.Base, t.Middleware(d.Keys, tickets)...)
 	api.Handle(Routes(d, evs, ledger, tickets)...)
-	return &groupapi.Group{API: api}, nil
+	poller := NewPoller(d, evs, t.Orgs)
+	// On AWS a schedule invokes the function every minute for a pass (docs/interop.md §13).
+	pass := func(ctx context.Context) error {
+		n, err := poller.Pass(ctx)
+		d.Logger.Info("feeds: poll pass", "feeds", n)
+		return err
+	}
+	return &groupapi.Group{API: api, Scheduled: pass}, nil
+}
+
+// NewPoller builds the poller of the organisations' feeds, importing into evs
+// (docs/interop.md §13).
+func NewPoller(d tenants.Deps, evs *eventstore.Store, og *orgs.Service) *feeds.Poller {
+	return &feeds.Poller{
+		Registry: feeds.NewRegistry(d.Table, og.Audit(), d.Clock),
+		Fetcher:  feeds.NewFetcher(feeds.Options{AllowPrivate: d.Config.Feeds.AllowPrivate}),
+		Importer: evs,
+		Clock:    d.Clock,
+		Logger:   d.Logger,
+	}
 }
 
 // NewTickets builds the stream tickets the group mints, which GET /v1/stream verifies
