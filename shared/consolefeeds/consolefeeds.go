@@ -32,9 +32,10 @@ var _ Orgs = (*orgs.Service)(nil)
 // Public sentences of the errors (docs/api.md §7, shape 1).
 const (
 	DetailNotFound = "Feed not found in this organisation"
-	DetailInvalid  = "The feed's URL must be an absolute http or https URL without credentials"
-	DetailCap      = "The organisation has as many feeds as it may; delete one first"
-	DetailBusy     = "The feed changed while this request ran; retry"
+	// MsgBadURL is the validation message of a URL the fetcher would refuse.
+	MsgBadURL  = "The URL must be an absolute http or https URL without credentials"
+	DetailCap  = "The organisation has as many feeds as it may; delete one first"
+	DetailBusy = "The feed changed while this request ran; retry"
 )
 
 var formats = func() []string {
@@ -47,10 +48,11 @@ var formats = func() []string {
 
 // Schemas of the routes.
 var (
-	name     = schema.String().MaxLen(feeds.MaxNameLen).Describe("A name for people; may be empty.")
-	feedURL  = schema.String().Len(1, feeds.MaxURLLen).Match(`^https?://[^/?#@\s]+([/?#]\S*)?$`).Describe("The document's address: http or https, no credentials in it.")
+	name    = schema.String().MaxLen(feeds.MaxNameLen).Printable().OrEmpty().Describe("A name for people; may be empty.")
+	feedURL = schema.String().Len(1, feeds.MaxURLLen).Describe("The document's address: an absolute http or https URL without credentials " +
+		"(a refusal does not echo it). Members of the organisation read it, query included.")
 	format   = schema.Enum(formats...).Describe("cifs: Waze CIFS JSON; wzdx: WZDx work zones (roadworks); tdx: TDx incidents; datex2: DATEX II SRTI situation publication, JSON.")
-	license  = schema.String().MaxLen(feeds.MaxLicenseLen).Describe("The feed's licence as its publisher states it; copied into each event's license.")
+	license  = schema.String().MaxLen(feeds.MaxLicenseLen).Printable().OrEmpty().Describe("The feed's licence as its publisher states it; copied into each event's license.")
 	interval = schema.Integer().Range(feeds.MinInterval.Seconds(), feeds.MaxInterval.Seconds())
 
 	CreateFeedPayloadSchema = schema.Object(
@@ -207,7 +209,6 @@ var ErrorTable = httpapi.ErrorTable{
 	{Err: orgs.ErrNotFound, Status: http.StatusNotFound, Detail: orgs.DetailOrgNotFound},
 	{Err: orgs.ErrOwnerOnly, Status: http.StatusForbidden, Detail: orgs.DetailOwnerOnly},
 	{Err: feeds.ErrCap, Status: http.StatusConflict, Detail: DetailCap},
-	{Err: feeds.ErrInvalid, Status: http.StatusUnprocessableEntity, Detail: DetailInvalid},
 	{Err: feeds.ErrBusy, Status: http.StatusServiceUnavailable, Detail: DetailBusy},
 }
 
@@ -242,11 +243,10 @@ func Routes(og Orgs, reg *feeds.Registry) []httpapi.Route {
 			Params: []schema.Param{orgs.OrgIDParam},
 			Body:   CreateFeedPayloadSchema,
 			Responses: map[int]httpapi.Response{
-				http.StatusCreated:             httpapi.JSONResponse("The feed, due at once.", FeedPublicSchema),
-				http.StatusForbidden:           ownerOnly,
-				http.StatusNotFound:            orgs.NotMemberResponse,
-				http.StatusConflict:            httpapi.ErrorResponse("The organisation has as many feeds as it may."),
-				http.StatusUnprocessableEntity: httpapi.ErrorResponse("The URL cannot be fetched: not absolute http(s), or credentials in it."),
+				http.StatusCreated:   httpapi.JSONResponse("The feed, due at once.", FeedPublicSchema),
+				http.StatusForbidden: ownerOnly,
+				http.StatusNotFound:  orgs.NotMemberResponse,
+				http.StatusConflict:  httpapi.ErrorResponse("The organisation has as many feeds as it may."),
 			},
 			Handler: httpapi.JSON(http.StatusCreated, h.create),
 		},
@@ -265,11 +265,10 @@ func Routes(og Orgs, reg *feeds.Registry) []httpapi.Route {
 			Params:      []schema.Param{orgs.OrgIDParam, feedID},
 			Body:        FeedUpdateSchema,
 			Responses: map[int]httpapi.Response{
-				http.StatusOK:                  one,
-				http.StatusForbidden:           ownerOnly,
-				http.StatusNotFound:            notFound,
-				http.StatusUnprocessableEntity: httpapi.ErrorResponse("The URL cannot be fetched: not absolute http(s), or credentials in it."),
-				http.StatusServiceUnavailable:  httpapi.ErrorResponse("The feed kept changing under concurrent requests; retry."),
+				http.StatusOK:                 one,
+				http.StatusForbidden:          ownerOnly,
+				http.StatusNotFound:           notFound,
+				http.StatusServiceUnavailable: httpapi.ErrorResponse("The feed kept changing under concurrent requests; retry."),
 			},
 			Handler: httpapi.JSON(http.StatusOK, h.update),
 		},
@@ -348,7 +347,7 @@ func (h handlers) create(r *httpapi.Request[createIn]) (FeedPublic, error) {
 	d := r.Body.draft()
 	d.Environment = r.Body.Environment
 	f, err := h.reg.Create(r.Context(), org, actor, d)
-	return Public(f), err
+	return Public(f), badURL(err)
 }
 
 func (h handlers) get(r *httpapi.Request[httpapi.NoBody]) (FeedPublic, error) {
@@ -366,7 +365,7 @@ func (h handlers) update(r *httpapi.Request[updateIn]) (FeedPublic, error) {
 		return FeedPublic{}, err
 	}
 	f, err := h.reg.Update(r.Context(), org, r.Params.String("feed_id"), actor, r.Body.draft())
-	return Public(f), err
+	return Public(f), badURL(err)
 }
 
 func (h handlers) delete(r *httpapi.Request[httpapi.NoBody]) (consoleauth.OkResponse, error) {
@@ -384,4 +383,14 @@ func (h handlers) pollNow(r *httpapi.Request[httpapi.NoBody]) (FeedPublic, error
 	}
 	f, err := h.reg.PollNow(r.Context(), org, r.Params.String("feed_id"))
 	return Public(f), err
+}
+
+// badURL answers the registry's refusal of a URL as a validation error at body.url (docs/api.md
+// §7 shape 2), without the URL as its input: it may hold a password. The schemas check every
+// other field first, so the URL is all the registry can refuse.
+func badURL(err error) error {
+	if !errors.Is(err, feeds.ErrInvalid) {
+		return err
+	}
+	return schema.Errors{{Type: schema.ErrValue, Loc: []any{"body", "url"}, Msg: MsgBadURL}}
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -17,7 +16,6 @@ import (
 	"github.com/roadevents/roadevents/shared/consolereputation"
 	"github.com/roadevents/roadevents/shared/consoletest"
 	"github.com/roadevents/roadevents/shared/metering"
-	"github.com/roadevents/roadevents/shared/orgs"
 	"github.com/roadevents/roadevents/shared/reputation"
 	"github.com/roadevents/roadevents/shared/routetable"
 	"github.com/roadevents/roadevents/shared/store"
@@ -25,8 +23,6 @@ import (
 )
 
 const consoleURL = "http://console.test/app/"
-
-var inviteLink = regexp.MustCompile(regexp.QuoteMeta(consoleURL) + `accept-invite#token=([A-Za-z0-9_]+)`)
 
 // rig is the console groups of the service on one table, with an inbox.
 type rig struct {
@@ -56,25 +52,13 @@ func newRig(t *testing.T, tab tables.Table) *rig {
 func (r *rig) owner(addr, name string) (string, string) {
 	r.T.Helper()
 	token := consoletest.SignIn(r.Client, r.inbox, addr).Token
-	res := r.Call("POST", "/console/orgs", token, apitest.JSON(map[string]string{"name": name}))
-	r.Expect(res, http.StatusCreated, orgs.OrganisationSchema, "create "+name)
-	return token, apitest.Decode[orgs.Organisation](r.T, res).OrgID
+	return token, consoletest.CreateOrg(r.Client, token, name)
 }
 
 // member invites addr into org as a member, signs them in and accepts; it returns their token.
 func (r *rig) member(ownerToken, org, addr string) string {
 	r.T.Helper()
-	res := r.Call("POST", "/console/orgs/"+org+"/members", ownerToken, apitest.JSON(map[string]string{"email": addr}))
-	r.Expect(res, http.StatusCreated, orgs.InvitePublicSchema, "invite "+addr)
-	msgs := r.inbox.To(addr)
-	m := inviteLink.FindStringSubmatch(msgs[len(msgs)-1].Text)
-	if m == nil {
-		r.T.Fatalf("no invitation link in %q", msgs[len(msgs)-1].Text)
-	}
-	token := consoletest.SignIn(r.Client, r.inbox, addr).Token
-	res = r.Call("POST", "/console/invitations/accept", token, apitest.JSON(map[string]string{"token": m[1]}))
-	r.Expect(res, http.StatusOK, orgs.OrganisationSchema, "accept")
-	return token
+	return consoletest.Join(r.Client, r.inbox, ownerToken, org, addr, "member")
 }
 
 // docs/network.md §2 (quality panel), docs/api.md §4.3: any member of an organisation reads its

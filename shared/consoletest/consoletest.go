@@ -163,3 +163,39 @@ type DiscardMail struct{}
 
 // Send drops m.
 func (DiscardMail) Send(context.Context, mail.Message) error { return nil }
+
+// inviteToken is the token of an invitation link: <console>accept-invite#token=<token>.
+var inviteToken = regexp.MustCompile(`accept-invite#token=([A-Za-z0-9_]+)`)
+
+// CreateOrg creates an organisation named name over HTTP for the session token, whose user
+// becomes its owner, and returns its id.
+func CreateOrg(c apitest.Client, token, name string) string {
+	c.T.Helper()
+	r := c.Call(http.MethodPost, "/console/orgs", token, apitest.JSON(map[string]string{"name": name}))
+	if r.Status != http.StatusCreated {
+		c.T.Fatalf("create organisation %s: %s", name, r)
+	}
+	return apitest.Decode[struct {
+		OrgID string `json:"org_id"`
+	}](c.T, r).OrgID
+}
+
+// Join invites addr into org as role over HTTP with the owner's session token, signs addr in
+// and accepts with the link e-mailed to inbox; it returns addr's session token.
+func Join(c apitest.Client, inbox *Inbox, ownerToken, org, addr, role string) string {
+	c.T.Helper()
+	r := c.Call(http.MethodPost, "/console/orgs/"+org+"/members", ownerToken, apitest.JSON(map[string]string{"email": addr, "role": role}))
+	if r.Status != http.StatusCreated {
+		c.T.Fatalf("invite %s: %s", addr, r)
+	}
+	msgs := inbox.To(addr)
+	m := inviteToken.FindStringSubmatch(msgs[len(msgs)-1].Text)
+	if m == nil {
+		c.T.Fatalf("no invitation link in %q", msgs[len(msgs)-1].Text)
+	}
+	token := SignIn(c, inbox, addr).Token
+	if r = c.Call(http.MethodPost, "/console/invitations/accept", token, apitest.JSON(map[string]string{"token": m[1]})); r.Status != http.StatusOK {
+		c.T.Fatalf("%s accepts: %s", addr, r)
+	}
+	return token
+}
