@@ -6,6 +6,8 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
@@ -144,7 +146,51 @@ func (s *Stack) addFunctions(st awscdk.Stack, p Props, sec secrets, removal awsc
 		accept(fn, "Serverless-LambdaDLQ", "invoked synchronously by the load balancer (and EventBridge, which retries): "+
 			"a failed invocation is answered, not queued")
 		s.Functions[g] = fn
+		if g == routetable.GroupEvents {
+			s.addFeedPoller(st, p, role, code, env, removal)
+		}
 	}
+}
+
+// Feed poller sizing (docs/operations.md §5): a pass fetches up to feeds.Parallel documents at
+// once (30 s each at most) and imports their records, so it gets minutes, not the events
+// function's seconds; one at a time, since a second pass would find every due feed leased.
+const (
+	FeedPollerTimeoutSeconds = 300
+	FeedPollerMemoryMB       = 512
+)
+
+// addFeedPoller creates the function the feed schedule invokes: the events function's code,
+// role and grants (its scheduled job polls the feeds into the events), with a timeout of its
+// own. A schedule invokes it every minute (docs/interop.md §13).
+func (s *Stack) addFeedPoller(st awscdk.Stack, p Props, role awsiam.IRole, code awslambda.Code, env map[string]*string, removal awscdk.RemovalPolicy) {
+	logs := logGroup(st, "FeedPollerLogs", p, removal)
+	logs.GrantWrite(role)
+	s.FeedPoller = awslambda.NewFunction(st, jsii.String("FeedPoller"), &awslambda.FunctionProps{
+		Description:                  jsii.String("roadevents: polls the organisations' open-data feeds (the events group's scheduled job)"),
+		Runtime:                      awslambda.Runtime_PROVIDED_AL2023(),
+		Architecture:                 awslambda.Architecture_ARM_64(),
+		Handler:                      jsii.String("bootstrap"),
+		Code:                         code,
+		Role:                         role,
+		MemorySize:                   jsii.Number(FeedPollerMemoryMB),
+		Timeout:                      awscdk.Duration_Seconds(jsii.Number(FeedPollerTimeoutSeconds)),
+		ReservedConcurrentExecutions: jsii.Number(1),
+		Environment:                  &env,
+		LogGroup:                     logs,
+		LoggingFormat:                awslambda.LoggingFormat_JSON,
+	})
+	accept(s.FeedPoller, "Serverless-LambdaDLQ", "invoked by EventBridge every minute: a failed pass leaves its feeds due, and the next "+
+		"minute's pass polls them")
+	s.FeedSchedule = awsevents.NewRule(st, jsii.String("FeedSchedule"), &awsevents.RuleProps{
+		Description: jsii.String("roadevents: poll the organisations' feeds that are due, every minute"),
+		Schedule:    awsevents.Schedule_Rate(awscdk.Duration_Minutes(jsii.Number(1))),
+		Targets: &[]awsevents.IRuleTarget{
+			awseventstargets.NewLambdaFunction(s.FeedPoller, &awseventstargets.LambdaFunctionProps{RetryAttempts: jsii.Number(0)}),
+		},
+	})
+	accept(s.FeedSchedule, "Serverless-EventBusDLQ", "a failed feed pass needs no retry nor dead-letter queue: the feeds it did not poll "+
+		"stay due, and the next pass, a minute later, polls them")
 }
 
 // giveGrants gives role a group's grants on the table, its secrets and the sealing key, and

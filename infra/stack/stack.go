@@ -276,6 +276,10 @@ type Stack struct {
 	Functions map[routetable.Group]awslambda.Function
 	// OverageSchedule invokes the billing function hourly for the overage job.
 	OverageSchedule awsevents.Rule
+	// FeedPoller is the events code with a timeout for the feed poll pass, which
+	// FeedSchedule invokes every minute.
+	FeedPoller   awslambda.Function
+	FeedSchedule awsevents.Rule
 
 	Vpc          awsec2.Vpc
 	LoadBalancer awselasticloadbalancingv2.ApplicationLoadBalancer

@@ -355,37 +355,57 @@ func TestFunctions(t *testing.T) {
 	}
 }
 
-// The overage job (docs/console.md §3): one EventBridge rule, hourly, whose one target is the
-// billing function, allowed to invoke it.
-func TestOverageSchedule(t *testing.T) {
+// The schedules: the overage job (docs/console.md §3), an hourly rule whose one target is the
+// billing function; the feed poll pass (docs/interop.md §13), a rule every minute whose one
+// target is the feed poller, the events code with minutes to run and one instance at most.
+// Each function may be invoked by its rule only.
+func TestSchedules(t *testing.T) {
 	s := synth(t)[dev]
 	rules := s.resources("AWS::Events::Rule")
-	if len(rules) != 1 {
-		t.Fatalf("%d EventBridge rules; want 1", len(rules))
+	want := map[string]string{
+		s.logicalID(s.main.OverageSchedule): "rate(1 hour)",
+		s.logicalID(s.main.FeedSchedule):    "rate(1 minute)",
 	}
-	billing := s.logicalID(s.main.Functions[routetable.GroupBilling])
+	targetOf := map[string]string{
+		s.logicalID(s.main.OverageSchedule): s.logicalID(s.main.Functions[routetable.GroupBilling]),
+		s.logicalID(s.main.FeedSchedule):    s.logicalID(s.main.FeedPoller),
+	}
+	if len(rules) != len(want) {
+		t.Fatalf("%d EventBridge rules; want %d", len(rules), len(want))
+	}
 	for id, res := range rules {
 		p := props(res)
-		if p["ScheduleExpression"] != "rate(1 hour)" || p["State"] != "ENABLED" {
-			t.Errorf("rule %s: schedule %v state %v; want rate(1 hour), ENABLED", id, p["ScheduleExpression"], p["State"])
+		if p["ScheduleExpression"] != want[id] || p["State"] != "ENABLED" {
+			t.Errorf("rule %s: schedule %v state %v; want %s, ENABLED", id, p["ScheduleExpression"], p["State"], want[id])
 		}
 		targets := asList(p["Targets"])
 		if len(targets) != 1 {
 			t.Fatalf("rule %s has %d targets; want 1", id, len(targets))
 		}
 		target := targets[0].(map[string]any)
-		if got := ref(target["Arn"]); got != billing {
-			t.Errorf("rule %s targets %q; want the billing function %q", id, got, billing)
+		if got := ref(target["Arn"]); got != targetOf[id] {
+			t.Errorf("rule %s targets %q; want %q", id, got, targetOf[id])
 		}
 		if _, ok := target["Input"]; ok {
 			t.Errorf("rule %s sends its own input %v; want EventBridge's scheduled event, which the function recognises", id, target["Input"])
 		}
-		must(t, "EventBridge may invoke the billing function", func() {
+		must(t, "EventBridge may invoke the rule's function", func() {
 			s.template.HasResourceProperties(jsii.String("AWS::Lambda::Permission"), map[string]any{
 				"Action": "lambda:InvokeFunction", "Principal": "events.amazonaws.com",
-				"FunctionName": map[string]any{"Fn::GetAtt": []any{billing, "Arn"}},
+				"FunctionName": map[string]any{"Fn::GetAtt": []any{targetOf[id], "Arn"}},
 				"SourceArn":    map[string]any{"Fn::GetAtt": []any{id, "Arn"}},
 			})
 		})
+	}
+	poller := props(s.resources("AWS::Lambda::Function")[s.logicalID(s.main.FeedPoller)])
+	events := props(s.resources("AWS::Lambda::Function")[s.logicalID(s.main.Functions[routetable.GroupEvents])])
+	if poller["Timeout"] != float64(stack.FeedPollerTimeoutSeconds) || poller["ReservedConcurrentExecutions"] != float64(1) {
+		t.Errorf("feed poller timeout %v, reserved concurrency %v; want %d s and 1", poller["Timeout"], poller["ReservedConcurrentExecutions"], stack.FeedPollerTimeoutSeconds)
+	}
+	if jsonOf(poller["Role"]) != jsonOf(events["Role"]) || jsonOf(poller["Code"]) != jsonOf(events["Code"]) {
+		t.Errorf("feed poller role %v code %v; want the events function's %v and %v", poller["Role"], poller["Code"], events["Role"], events["Code"])
+	}
+	if strings.Contains(jsonOf(poller["Environment"]), "ROADEVENTS_FEEDS_ALLOW_PRIVATE") {
+		t.Error("the feed poller may fetch private addresses; on AWS it must not (docs/interop.md §10)")
 	}
 }
