@@ -105,3 +105,19 @@ func TestMetaFunctionAnswersAsEveryGroup(t *testing.T) {
 		}
 	}
 }
+
+// docs/interop.md §13: the schedule's event makes the events function run a feed poll pass
+// (the stack's feed poller is that function's code); the other functions with no scheduled job
+// but billing refuse it.
+func TestEventsFunctionRunsTheFeedPass(t *testing.T) {
+	t.Parallel()
+	clk := clock.NewFake(time.Date(2040, 3, 1, 12, 0, 0, 0, time.UTC))
+	scheduled := []byte(`{"version":"0","id":"1","detail-type":"Scheduled Event","source":"aws.events","account":"123456789012",` +
+		`"time":"2040-03-01T12:00:00Z","region":"eu-west-1","resources":["arn:aws:events:eu-west-1:123456789012:rule/feeds"],"detail":{}}`)
+	for _, g := range routetable.Lambdas {
+		_, err := function(t, g, clk).Invoke(context.Background(), scheduled)
+		if has := g == routetable.GroupEvents || g == routetable.GroupBilling; has != (err == nil) {
+			t.Errorf("function %s answered a scheduled event with %v; want a job run by events and billing only", g, err)
+		}
+	}
+}
