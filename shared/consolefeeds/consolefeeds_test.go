@@ -208,6 +208,7 @@ func TestFeedRoutesKeepTenantsApart(t *testing.T) {
 			r.ExpectDetail(r.Call(c.method, c.path, bob, c.body), http.StatusForbidden, "member bob: "+c.method+" "+c.path)
 			r.ExpectDetail(r.Call(c.method, c.path, cat, c.body), http.StatusNotFound, "gamma's owner: "+c.method+" "+c.path)
 		}
+		r.ExpectDetail(r.Call("POST", base, cat, `{"format":"gtfs"}`), http.StatusNotFound, "gamma's owner sends a bad body: 404 before validation")
 		r.ExpectDetail(r.Call("GET", base, cat, ""), http.StatusNotFound, "gamma's owner lists alpha's feeds")
 		r.ExpectDetail(r.Call("GET", one, cat, ""), http.StatusNotFound, "gamma's owner reads alpha's feed")
 		// Alpha's feed id under Gamma's path is no feed of Gamma's.
