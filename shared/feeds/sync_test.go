@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/roadevents/roadevents/shared/apikey"
+	"github.com/roadevents/roadevents/shared/event"
 	"github.com/roadevents/roadevents/shared/eventstore"
 	"github.com/roadevents/roadevents/shared/feeds"
 	"github.com/roadevents/roadevents/shared/interop"
@@ -125,4 +126,152 @@ func TestSyncFollowsAFeed(t *testing.T) {
 			t.Errorf("mw-101 after its end is %s; want expired", status)
 		}
 	})
+}
+
+// docs/interop.md §9, §12: the polls of TestSyncFollowsAFeed for each of the other formats,
+// on fixtures of their own: a WZDx work-zone feed, a TDx incident feed and a DATEX II SRTI
+// publication. The first poll imports the records the format can say as ours, where and what
+// the document says, and counts those it cannot read (no id, a type we have no word for, a
+// position out of range or a malformed line); the next revises the record that moved, leaves
+// the unchanged ones, ends the one that left the feed and imports the new one; a 304 writes
+// nothing; a broken upstream keeps every event and says why; a record whose end passes ends
+// its event.
+func TestSyncFollowsEachFormat(t *testing.T) {
+	type place struct{ lat, lon float64 }
+	for _, tc := range []struct {
+		format interop.Format
+		// The first document: what it creates and skips (and why, for the failure message),
+		// and one of its events as the document says it.
+		doc1             string
+		created, skipped int
+		skips            string
+		probe            string
+		typ, subtype     string
+		at               place
+		heading          int // -1: none
+		// The second document: the record that moved and where to, the one that left, the
+		// one that came, how many stay as they were and how many it skips.
+		doc2                 string
+		moved                string
+		movedTo              place
+		removed, added       string
+		unchanged2, skipped2 int
+		// A record of the second document whose end comes soon after.
+		ends   string
+		endsAt time.Time
+	}{{
+		format: interop.WZDx,
+		doc1:   "wzdx-1.json", created: 3, skipped: 3,
+		skips: "a detour, a work zone without an id, one with its positions written [lat, lon]",
+		probe: "wz-311", typ: "roadworks", subtype: "mobile_crew", at: place{41.5012, -100.24952}, heading: 90,
+		doc2: "wzdx-2.json", moved: "wz-310", movedTo: place{41.5276, -100.21835},
+		removed: "wz-312", added: "wz-313", unchanged2: 1, skipped2: 1,
+		ends: "wz-311", endsAt: time.Date(2040, 1, 1, 1, 30, 0, 0, time.UTC),
+	}, {
+		format: interop.TDx,
+		doc1:   "tdx-1.json", created: 4, skipped: 3,
+		skips: "a numeric id, a parade, a longitude of -197.6",
+		probe: "inc-7002", typ: "weather_hazard", subtype: "gusts", at: place{38.9, -97.7}, heading: -1,
+		doc2: "tdx-2.json", moved: "inc-7001", movedTo: place{38.84137, -97.61195},
+		removed: "inc-7003", added: "inc-7005", unchanged2: 2, skipped2: 0,
+		ends: "inc-7001", endsAt: time.Date(2040, 1, 1, 1, 30, 0, 0, time.UTC),
+	}, {
+		format: interop.DATEX2,
+		doc1:   "datex2-1.json", created: 3, skipped: 3,
+		skips: "an AbnormalTraffic queue, an obstruction without idG, a posList of three numbers",
+		probe: "VRTC-R-0001-A", typ: "accident", at: place{52.1045, 5.9123}, heading: 270,
+		doc2: "datex2-2.json", moved: "VRTC-R-0001-A", movedTo: place{52.1046, 5.9108},
+		removed: "VRTC-R-0002", added: "VRTC-R-0006", unchanged2: 1, skipped2: 1,
+		ends: "VRTC-R-0006", endsAt: time.Date(2040, 1, 1, 1, 30, 0, 0, time.UTC),
+	}} {
+		t.Run(string(tc.format), func(t *testing.T) {
+			tables.Each(t, func(t *testing.T, tab tables.Table) {
+				s, err := eventstore.New(tab, eventstore.Options{IDKey: idKey, Clock: tab.Clock})
+				if err != nil {
+					t.Fatal(err)
+				}
+				up := newUpstream(t)
+				fetcher := feeds.NewFetcher(feeds.Options{AllowPrivate: true})
+				feed := feeds.Feed{ID: "fd_" + string(tc.format), Org: "org_authority", Environment: apikey.Live,
+					URL: up.srv.URL + "/feed.json", Format: tc.format, License: "CC0 1.0"}
+				c := eventstore.Caller{Org: feed.Org, Environment: feed.Environment}
+				ctx := context.Background()
+				poll := func(st feeds.State) (feeds.State, feeds.Health) {
+					return feeds.Sync(ctx, fetcher, s, tab.Clock.Now(), feed, st)
+				}
+				get := func(upstreamID string) (status string, ev event.Event) {
+					ev, err := s.Get(ctx, c, s.FeedEventID(feed.Org, feed.ID, upstreamID))
+					if err != nil {
+						t.Fatalf("event of %s: %v", upstreamID, err)
+					}
+					return ev.Public(tab.Clock.Now()).Status, ev
+				}
+
+				up.doc.Store(tc.doc1)
+				st, h := poll(feeds.State{})
+				if h.Err != "" || h.Created != tc.created || h.Skipped != tc.skipped || h.Revised+h.Unchanged+h.Ended != 0 ||
+					len(st.Known) != tc.created {
+					t.Fatalf("first poll %+v, %d known; want %d created, %d skipped (%s)", h, len(st.Known), tc.created, tc.skipped, tc.skips)
+				}
+				status, ev := get(tc.probe)
+				heading := -1
+				if ev.Heading != nil {
+					heading = *ev.Heading
+				}
+				subtype := ""
+				if ev.Subtype != nil {
+					subtype = *ev.Subtype
+				}
+				if status != "active" || ev.Type != tc.typ || subtype != tc.subtype || (place{ev.Lat, ev.Lon}) != tc.at || heading != tc.heading {
+					t.Errorf("%s: %s %s/%s at %v heading %d; want active %s/%s at %v heading %d",
+						tc.probe, status, ev.Type, subtype, place{ev.Lat, ev.Lon}, heading, tc.typ, tc.subtype, tc.at, tc.heading)
+				}
+
+				tab.Clock.Advance(10 * time.Minute)
+				up.doc.Store(tc.doc2)
+				st, h = poll(st)
+				if h.Err != "" || h.Created != 1 || h.Revised != 1 || h.Unchanged != tc.unchanged2 || h.Ended != 1 ||
+					h.Skipped != tc.skipped2 || len(st.Known) != 2+tc.unchanged2 {
+					t.Fatalf("second poll %+v, %d known; want %s created, %s revised, %d unchanged, %s ended, %d skipped",
+						h, len(st.Known), tc.added, tc.moved, tc.unchanged2, tc.removed, tc.skipped2)
+				}
+				if status, ev := get(tc.moved); status != "active" || (place{ev.Lat, ev.Lon}) != tc.movedTo {
+					t.Errorf("%s %s at %v; want active at %v", tc.moved, status, place{ev.Lat, ev.Lon}, tc.movedTo)
+				}
+				if status, _ := get(tc.removed); status != "expired" {
+					t.Errorf("%s, gone from the feed, is %s; want expired", tc.removed, status)
+				}
+				if status, _ := get(tc.added); status != "active" {
+					t.Errorf("%s, new in the feed, is %s; want active", tc.added, status)
+				}
+
+				st, h = poll(st)
+				if !h.NotModified || h.Err != "" || h.Created+h.Revised+h.Unchanged+h.Skipped+h.Ended != 0 {
+					t.Errorf("unchanged document: %+v; want not modified and nothing done", h)
+				}
+
+				up.broken.Store(true)
+				st2, h := poll(st)
+				if !strings.Contains(h.Err, "500") || len(st2.Known) != len(st.Known) {
+					t.Errorf("broken upstream: %+v, %d known; want the error kept and the state as it was (%d known)", h, len(st2.Known), len(st.Known))
+				}
+				for id := range st.Known {
+					if ev, err := s.Get(ctx, c, id); err != nil || ev.Public(tab.Clock.Now()).Status != "active" {
+						t.Errorf("event %s during the outage: %v, %v; want active", id, ev.Status, err)
+					}
+				}
+
+				up.broken.Store(false)
+				tab.Clock.Advance(tc.endsAt.Add(10 * time.Minute).Sub(tab.Clock.Now()))
+				st.Validators = feeds.Validators{}
+				next, h := poll(st)
+				if h.Err != "" || h.Ended != 1 || len(next.Known) != len(st.Known)-1 {
+					t.Errorf("after %s's end: %+v, %d known; want it ended and left out of %d", tc.ends, h, len(next.Known), len(st.Known))
+				}
+				if status, _ := get(tc.ends); status != "expired" {
+					t.Errorf("%s after its end is %s; want expired", tc.ends, status)
+				}
+			})
+		})
+	}
 }
