@@ -478,6 +478,28 @@ func TestParseSkipsWhatItCannotRead(t *testing.T) {
 	if r := recs[1]; r.In.Type != "road_closure" || r.In.Geometry == nil || len(r.In.Geometry.Coordinates) != 3 || r.In.Lat != 48.1 {
 		t.Errorf("second record %+v; want a closure along its 3-point line", r)
 	}
+	// One record of the wrong shape spoils no other, in any format; a line needs two
+	// positions; a point needs both coordinates.
+	for f, doc := range map[interop.Format]string{
+		interop.CIFS: `{"incidents":[{"incident":{"id":7,"type":"ACCIDENT","polyline":"48.1 11.5 48.1004 11.5"}},
+			{"incident":{"id":"one","type":"ACCIDENT","polyline":"48.1 11.5"}},
+			{"incident":{"id":"ok","type":"ACCIDENT","polyline":"48.1 11.5 48.1004 11.5"}}]}`,
+		interop.WZDx: `{"type":"FeatureCollection","features":[
+			{"id":"pt","type":"Feature","properties":{"core_details":{"event_type":"work-zone"}},"geometry":{"type":"Point","coordinates":[11.5,48.1]}},
+			{"id":"names","type":"Feature","properties":{"core_details":{"event_type":"work-zone","road_names":"A9"}},"geometry":{"type":"LineString","coordinates":[[11.5,48.1],[11.5,48.11]]}},
+			{"id":"one","type":"Feature","properties":{"core_details":{"event_type":"work-zone"}},"geometry":{"type":"LineString","coordinates":[[11.5,48.1]]}},
+			{"id":"ok","type":"Feature","properties":{"core_details":{"event_type":"work-zone"}},"geometry":{"type":"LineString","coordinates":[[11.5,48.1],[11.5,48.11]]}}]}`,
+		interop.DATEX2: `{"payload":{"sitSituationPublication":{"situation":[{"situationRecord":[
+			{"sitAccident":{"idG":"nowhere","locationReference":{"locPointLocation":{"pointByCoordinates":{"bearing":90}}}}},
+			{"sitAccident":{"idG":"text","locationReference":{"locPointLocation":{"pointByCoordinates":{"pointCoordinates":{"latitude":"48.1","longitude":11.5}}}}}},
+			{"sitAccident":{"idG":"one","locationReference":{"locLinearLocation":{"gmlLineString":{"posList":"48.1 11.5"}}}}},
+			{"sitAccident":{"idG":"ok","locationReference":{"locPointLocation":{"pointByCoordinates":{"pointCoordinates":{"latitude":48.1,"longitude":11.5}}}}}}]}]}}}`,
+	} {
+		recs, skipped, err := interop.Parse(f, []byte(doc))
+		if err != nil || len(recs) != 1 || recs[0].UpstreamID != "ok" || skipped != strings.Count(doc, `"id`)-1 {
+			t.Errorf("%s: read %+v, skipped %d, err %v; want only the record ok read, the others skipped", f, recs, skipped, err)
+		}
+	}
 	for _, f := range interop.Formats {
 		for _, doc := range []string{"not json", `{"something":"else"}`, `[]`} {
 			if _, _, err := interop.Parse(f, []byte(doc)); !errors.Is(err, interop.ErrDocument) {

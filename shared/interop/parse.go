@@ -83,26 +83,28 @@ var cifsTypes = map[string]ours{
 
 func parseCIFS(doc []byte) ([]Record, int, error) {
 	var feed struct {
-		Incidents []struct {
-			Incident *struct {
-				ID, Type, Subtype, Polyline, Street, Direction, Description string
-				StartTime                                                   string `json:"starttime"`
-				EndTime                                                     string `json:"endtime"`
-				UpdateTime                                                  string `json:"updatetime"`
-			} `json:"incident"`
-		} `json:"incidents"`
+		Incidents []json.RawMessage `json:"incidents"`
 	}
 	if err := json.Unmarshal(doc, &feed); err != nil || feed.Incidents == nil {
 		return nil, 0, fmt.Errorf("%w: CIFS JSON wants {\"incidents\": [...]}", ErrDocument)
 	}
 	var out []Record
 	skipped := 0
-	for _, it := range feed.Incidents {
-		inc := it.Incident
-		if inc == nil || inc.ID == "" {
+	for _, raw := range feed.Incidents {
+		// Each record is read on its own, so that one of the wrong shape spoils no other.
+		var it struct {
+			Incident *struct {
+				ID, Type, Subtype, Polyline, Street, Direction, Description string
+				StartTime                                                   string `json:"starttime"`
+				EndTime                                                     string `json:"endtime"`
+				UpdateTime                                                  string `json:"updatetime"`
+			} `json:"incident"`
+		}
+		if json.Unmarshal(raw, &it) != nil || it.Incident == nil || it.Incident.ID == "" {
 			skipped++
 			continue
 		}
+		inc := it.Incident
 		code, ok := cifsTypes[inc.Subtype]
 		if !ok || inc.Subtype == "" {
 			code, ok = cifsTypes[inc.Type]
@@ -135,40 +137,50 @@ var tdxTypes = map[string]ours{
 	"disaster/flood-flash": {"weather_hazard", "aquaplaning"},
 }
 
+// feature is a WZDx or TDx feature, as far as it is read.
+type feature struct {
+	ID         any `json:"id"`
+	Properties struct {
+		CoreDetails struct {
+			EventType   string   `json:"event_type"`
+			RoadNames   []string `json:"road_names"`
+			Direction   string   `json:"direction"`
+			Description string   `json:"description"`
+			UpdateDate  string   `json:"update_date"`
+		} `json:"core_details"`
+		TypesOfIncident []struct {
+			Category string `json:"incident_category"`
+			Type     string `json:"incident_type"`
+		} `json:"types_of_incident"`
+		StartDate     string `json:"start_date"`
+		EndDate       string `json:"end_date"`
+		WorkZoneType  string `json:"work_zone_type"`
+		VehicleImpact string `json:"vehicle_impact"`
+	} `json:"properties"`
+	Geometry struct {
+		Type        string       `json:"type"`
+		Coordinates [][2]float64 `json:"coordinates"`
+	} `json:"geometry"`
+}
+
 func parseGeoJSON(f Format, doc []byte) ([]Record, int, error) {
 	var feed struct {
-		Type     string `json:"type"`
-		Features []struct {
-			ID         any `json:"id"`
-			Properties struct {
-				CoreDetails struct {
-					EventType   string   `json:"event_type"`
-					RoadNames   []string `json:"road_names"`
-					Direction   string   `json:"direction"`
-					Description string   `json:"description"`
-					UpdateDate  string   `json:"update_date"`
-				} `json:"core_details"`
-				TypesOfIncident []struct {
-					Category string `json:"incident_category"`
-					Type     string `json:"incident_type"`
-				} `json:"types_of_incident"`
-				StartDate     string `json:"start_date"`
-				EndDate       string `json:"end_date"`
-				WorkZoneType  string `json:"work_zone_type"`
-				VehicleImpact string `json:"vehicle_impact"`
-			} `json:"properties"`
-			Geometry struct {
-				Type        string       `json:"type"`
-				Coordinates [][2]float64 `json:"coordinates"`
-			} `json:"geometry"`
-		} `json:"features"`
+		Type     string            `json:"type"`
+		Features []json.RawMessage `json:"features"`
 	}
 	if err := json.Unmarshal(doc, &feed); err != nil || feed.Type != "FeatureCollection" {
 		return nil, 0, fmt.Errorf("%w: a GeoJSON FeatureCollection of road events", ErrDocument)
 	}
 	var out []Record
 	skipped := 0
-	for _, ft := range feed.Features {
+	for _, raw := range feed.Features {
+		// Each feature is read on its own, so that one of the wrong shape (a Point geometry,
+		// a road name that is no list) spoils no other.
+		var ft feature
+		if json.Unmarshal(raw, &ft) != nil {
+			skipped++
+			continue
+		}
 		p := ft.Properties
 		id, _ := ft.ID.(string)
 		code, ok := ours{}, false
@@ -192,7 +204,8 @@ func parseGeoJSON(f Format, doc []byte) ([]Record, int, error) {
 		for _, c := range ft.Geometry.Coordinates {
 			pts = append(pts, geo.Point{Lat: c[1], Lon: c[0]})
 		}
-		if id == "" || !ok || !validLine(pts) || (ft.Geometry.Type != "LineString" && ft.Geometry.Type != "MultiPoint") {
+		// A LineString has two positions at least (RFC 7946); WZDx's MultiPoint one or two.
+		if id == "" || !ok || !validLine(pts) || (ft.Geometry.Type != "LineString" || len(pts) < 2) && ft.Geometry.Type != "MultiPoint" {
 			skipped++
 			continue
 		}
@@ -292,8 +305,8 @@ func parseDATEX(doc []byte) ([]Record, int, error) {
 					Location struct {
 						Point *struct {
 							ByCoordinates struct {
-								Bearing *float64                              `json:"bearing"`
-								At      struct{ Latitude, Longitude float64 } `json:"pointCoordinates"`
+								Bearing *float64                                `json:"bearing"`
+								At      *struct{ Latitude, Longitude *float64 } `json:"pointCoordinates"`
 							} `json:"pointByCoordinates"`
 						} `json:"locPointLocation"`
 						Linear *struct {
@@ -303,7 +316,10 @@ func parseDATEX(doc []byte) ([]Record, int, error) {
 						} `json:"locLinearLocation"`
 					} `json:"locationReference"`
 				}
-				json.Unmarshal(raw, &rec)
+				if json.Unmarshal(raw, &rec) != nil {
+					skipped++
+					continue
+				}
 				code := byValue[""] // what a record of the class is when its value tells nothing finer
 				for member, v := range r {
 					if strings.HasSuffix(member, "Type") && member != "trafficConstrictionType" {
@@ -323,8 +339,12 @@ func parseDATEX(doc []byte) ([]Record, int, error) {
 				case loc.Linear != nil:
 					pts, _ = parseLatLonList(loc.Linear.Line.PosList)
 				case loc.Point != nil:
-					at := geo.Point{Lat: loc.Point.ByCoordinates.At.Latitude, Lon: loc.Point.ByCoordinates.At.Longitude}
-					pts = []geo.Point{at}
+					// A point without both coordinates is no position (not 0, 0).
+					at := loc.Point.ByCoordinates.At
+					if at == nil || at.Latitude == nil || at.Longitude == nil {
+						break
+					}
+					pts = []geo.Point{{Lat: *at.Latitude, Lon: *at.Longitude}}
 					if b := loc.Point.ByCoordinates.Bearing; b != nil && *b >= 0 && *b < 360 {
 						heading = ptr(int(*b))
 					}
@@ -384,10 +404,11 @@ func validLine(pts []geo.Point) bool {
 	return true
 }
 
-// parseLatLonList reads "lat lon lat lon ..." (CIFS polylines, GML posLists).
+// parseLatLonList reads "lat lon lat lon ..." (CIFS polylines, GML posLists): a line, so two
+// positions at least.
 func parseLatLonList(s string) ([]geo.Point, bool) {
 	f := strings.Fields(s)
-	if len(f) < 2 || len(f)%2 != 0 {
+	if len(f) < 4 || len(f)%2 != 0 {
 		return nil, false
 	}
 	pts := make([]geo.Point, 0, len(f)/2)
