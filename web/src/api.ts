@@ -127,6 +127,62 @@ export interface ReputationReport {
   good_percent: number;
   environments: PublisherStanding[];
 }
+/** The open-data formats a feed can be read in (docs/interop.md §1, §9). */
+export type FeedFormat = 'cifs' | 'wzdx' | 'tdx' | 'datex2';
+/** What one poll of a feed did (docs/interop.md §12). */
+export interface FeedPollCounts {
+  /** The upstream answered that the document had not changed (304). */
+  not_modified: boolean;
+  created: number;
+  revised: number;
+  unchanged: number;
+  /** Records that could not be read or were refused by the event rules. */
+  skipped: number;
+  /** Events ended: their record left the document or its end passed. */
+  ended: number;
+}
+/** A feed's health: its last poll, and totals since it was registered. */
+export interface FeedHealth {
+  last_poll_at: string | null;
+  last_success_at: string | null;
+  /** Why the last poll read nothing; null once a poll succeeds again. */
+  last_error: string | null;
+  last_error_at: string | null;
+  last_poll: FeedPollCounts | null;
+  active_records: number;
+  imported_total: number;
+  skipped_total: number;
+  ended_total: number;
+}
+/** A feed the organisation imports (docs/interop.md §13), as the console sees it. */
+export interface FeedPublic {
+  feed_id: string;
+  name: string;
+  url: string;
+  format: FeedFormat;
+  environment: Environment;
+  license: string;
+  poll_interval_s: number;
+  paused: boolean;
+  created_at: string;
+  created_by_email: string | null;
+  updated_at: string;
+  /** null while paused. */
+  next_poll_at: string | null;
+  health: FeedHealth;
+}
+/** The body of POST /console/orgs/{org_id}/feeds; environment is fixed once registered. */
+export interface FeedDraft {
+  name?: string;
+  url: string;
+  format: FeedFormat;
+  environment?: Environment;
+  license?: string;
+  poll_interval_s?: number;
+  paused?: boolean;
+}
+/** The body of PATCH /console/orgs/{org_id}/feeds/{feed_id}: only the fields sent are written. */
+export type FeedUpdate = Partial<Pick<FeedPublic, 'name' | 'url' | 'format' | 'license' | 'poll_interval_s' | 'paused'>>;
 export interface Plan {
   plan_id: string;
   name: string;
@@ -427,6 +483,22 @@ export class Client {
   }
   reputation(orgId: string) {
     return this.request<ReputationReport>('GET', `/console/orgs/${enc(orgId)}/reputation`);
+  }
+  // Feeds the organisation imports (docs/interop.md §13): members read, owners change.
+  feeds(orgId: string) {
+    return this.request<FeedPublic[]>('GET', `/console/orgs/${enc(orgId)}/feeds`);
+  }
+  createFeed(orgId: string, draft: FeedDraft) {
+    return this.request<FeedPublic>('POST', `/console/orgs/${enc(orgId)}/feeds`, { body: draft });
+  }
+  updateFeed(orgId: string, feedId: string, update: FeedUpdate) {
+    return this.request<FeedPublic>('PATCH', `/console/orgs/${enc(orgId)}/feeds/${enc(feedId)}`, { body: update });
+  }
+  deleteFeed(orgId: string, feedId: string) {
+    return this.request<{ ok: true }>('DELETE', `/console/orgs/${enc(orgId)}/feeds/${enc(feedId)}`);
+  }
+  pollFeed(orgId: string, feedId: string) {
+    return this.request<FeedPublic>('POST', `/console/orgs/${enc(orgId)}/feeds/${enc(feedId)}/poll`);
   }
   plans() {
     return this.request<Plan[]>('GET', '/console/plans', { anonymous: true });

@@ -14,6 +14,7 @@ import { CreateOrg, OrgSettings } from './pages/orgs';
 import { Overview } from './pages/overview';
 import { Keys } from './pages/keys';
 import { Quality } from './pages/quality';
+import { Feeds } from './pages/feeds';
 import { Usage } from './pages/usage';
 import { Members } from './pages/members';
 import { Billing } from './pages/billing';
@@ -266,6 +267,7 @@ const tabs: [string, string][] = [
   ['keys', 'API keys'],
   ['usage', 'Usage'],
   ['quality', 'Quality'],
+  ['feeds', 'Feeds'],
   ['members', 'Members'],
   ['billing', 'Billing'],
   ['audit', 'Audit log'],
@@ -319,6 +321,8 @@ function OrgPage({ orgId, tab }: { orgId: string; tab: string }) {
         return <Usage org={org} />;
       case 'quality':
         return <Quality org={org} />;
+      case 'feeds':
+        return <Feeds org={org} />;
       case 'members':
         return <Members org={org} />;
       case 'billing':
