@@ -13,6 +13,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { launch, Outbox, screenshots, startServer, TotpDevice, totp } from './harness.mjs';
@@ -24,18 +25,29 @@ const ORG = 'Northwind Fleet';
 let server;
 let browser;
 let outbox;
+// upstream serves a CIFS feed of two hazards on loopback, for the Feeds page.
+let upstream;
+const CIFS = JSON.stringify({
+  incidents: ['h1 48.1000 11.5000', 'h2 48.1100 11.5100'].map((s) => {
+    const [id, lat, lon] = s.split(' ');
+    return { incident: { id, type: 'HAZARD', subtype: 'HAZARD_ON_ROAD_OBJECT', street: 'B17', polyline: `${lat} ${lon} ${lat}3 ${lon}` } };
+  }),
+});
 
 before(async () => {
   rmSync(screenshots, { recursive: true, force: true });
   mkdirSync(screenshots, { recursive: true });
   server = await startServer();
   outbox = new Outbox(server.data);
+  upstream = createServer((_, res) => res.end(CIFS));
+  await new Promise((resolve) => upstream.listen(0, '127.0.0.1', resolve));
   browser = await launch();
 });
 
 after(async () => {
   await browser?.close();
   await server?.stop();
+  upstream?.close();
 });
 
 /** shot saves a full-page screenshot of a main page. */
@@ -329,6 +341,32 @@ test('the console, from sign-up to a revoked key', async (t) => {
     await page.getByRole('heading', { name: 'Publisher quality', level: 2 }).waitFor();
     assert.equal(await page.getByTestId('band-sandbox').textContent(), 'New');
     await shot(page, '10b-quality');
+  });
+
+  await step('registers a feed, which the service polls into events', async () => {
+    // docs/interop.md §13: an owner registers a CIFS feed; the in-process poller reads it
+    // within a tick (15 s), and the page shows what the poll did.
+    await page.getByRole('link', { name: 'Feeds' }).click();
+    await page.getByRole('heading', { name: 'Feeds', level: 2 }).waitFor();
+    await page.getByLabel('Name (optional)').fill('District 7 hazards');
+    await page.getByLabel('URL').fill('ftp://127.0.0.1/feed.json');
+    await page.getByRole('button', { name: 'Register feed' }).click();
+    await page.locator('input[name="url"][aria-invalid="true"]').waitFor();
+    await page.getByLabel('URL').fill(`http://127.0.0.1:${upstream.address().port}/hazards.json`);
+    await page.getByLabel('Format').selectOption('cifs');
+    await page.getByRole('button', { name: 'Register feed' }).click();
+    await page.getByText('“District 7 hazards” is registered').waitFor();
+    const row = page.locator('tr', { hasText: 'District 7 hazards' });
+    const deadline = Date.now() + 40000;
+    while (!/2 new/.test((await row.textContent()) ?? '')) {
+      assert.ok(Date.now() < deadline, `the feed is still ${await row.textContent()} after 40 s`);
+      await new Promise((r) => setTimeout(r, 1000));
+      await page.getByRole('button', { name: 'Refresh' }).click();
+    }
+    assert.match(await row.textContent(), /OK/);
+    await shot(page, '10c-feeds');
+    await row.getByRole('button', { name: 'Pause' }).click();
+    await row.getByRole('button', { name: 'Resume' }).waitFor();
   });
 
   await step('invites a colleague who accepts in a second browser context', async () => {

@@ -52,6 +52,8 @@ export async function startServer() {
   // The embedded store, whatever the caller's environment says.
   const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('ROADEVENTS_') && !k.startsWith('STRIPE_')));
   env.ROADEVENTS_LOG_LEVEL = 'warn';
+  // The walk's feed is served on loopback (docs/interop.md §10).
+  env.ROADEVENTS_FEEDS_ALLOW_PRIVATE = 'true';
   const proc = spawn(bin, ['-addr', '127.0.0.1:0', '-data', data], { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let log = '';
   proc.stderr.on('data', (b) => (log += b));
