@@ -64,7 +64,6 @@ func (s *Store) Import(ctx context.Context, c Caller, p Provenance, rec interop.
 		return event.Event{}, ImportUnchanged, fmt.Errorf("import %s: %w", rec.UpstreamID, ErrRecordOver)
 	}
 	id := s.FeedEventID(c.Org, p.FeedID, rec.UpstreamID)
-	defer s.lock(id)()
 	for attempt := 1; ; attempt++ {
 		ev, outcome, err := s.importOnce(ctx, c, id, p, rec, in)
 		if err == nil || !collided(err) {
@@ -76,6 +75,10 @@ func (s *Store) Import(ctx context.Context, c Caller, p Provenance, rec interop.
 	}
 }
 
+// importOnce makes one attempt at an import. A new event is published without the event's
+// lock: its write is conditional on no event having the id, and a publication that merges
+// takes the survivor's lock, which may be the same stripe. A revision holds the event's lock,
+// as Revise does.
 func (s *Store) importOnce(ctx context.Context, c Caller, id string, p Provenance, rec interop.Record, in event.EventIn) (event.Event, ImportOutcome, error) {
 	now := s.clock.Now()
 	stored, _, err := s.load(ctx, id)
@@ -103,6 +106,7 @@ func (s *Store) importOnce(ctx context.Context, c Caller, id string, p Provenanc
 		return stored, ImportUnchanged, nil
 	}
 	revision := event.RevisionIn{Lat: in.Lat, Lon: in.Lon, Geometry: in.Geometry, Severity: in.Severity, Subtype: in.Subtype}
+	defer s.lock(id)()
 	ev, err := s.reviseOnce(ctx, c, id, revision, func(ev *event.Event) {
 		provenance(ev, p, rec)
 		ev.ExpiresAt = expires
