@@ -8,6 +8,7 @@ import (
 	"github.com/roadevents/roadevents/shared/event"
 	"github.com/roadevents/roadevents/shared/eventstore"
 	"github.com/roadevents/roadevents/shared/interop"
+	"github.com/roadevents/roadevents/shared/store"
 )
 
 // Feed is a feed as a poll needs it: where, in which format, for which organisation and
@@ -94,6 +95,15 @@ func Sync(ctx context.Context, f *Fetcher, imp Importer, now time.Time, feed Fee
 				h.Ended++
 			}
 			continue
+		case failing(ctx, err):
+			// The table, not the record: stop here and keep every event, those of this
+			// poll's records too, so that none is ended for a record the poll did not read.
+			h.Err = "the poll stopped: " + err.Error()
+			for id := range st.Known {
+				next.Known[id] = true
+			}
+			next.Validators = Validators{}
+			return next, h
 		case err != nil:
 			h.Skipped++
 			continue
@@ -120,4 +130,9 @@ func Sync(ctx context.Context, f *Fetcher, imp Importer, now time.Time, feed Fee
 func end(ctx context.Context, imp Importer, c eventstore.Caller, id string) bool {
 	_, err := imp.Close(ctx, c, id)
 	return err == nil
+}
+
+// failing tells an error of the table or of the poll's context from one of the record.
+func failing(ctx context.Context, err error) bool {
+	return ctx.Err() != nil || errors.Is(err, store.ErrUnavailable) || errors.Is(err, eventstore.ErrBusy)
 }

@@ -2,6 +2,7 @@ package feeds_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"github.com/roadevents/roadevents/shared/eventstore"
 	"github.com/roadevents/roadevents/shared/feeds"
 	"github.com/roadevents/roadevents/shared/interop"
+	"github.com/roadevents/roadevents/shared/store"
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
 )
 
@@ -273,5 +275,59 @@ func TestSyncFollowsEachFormat(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// flaky is an importer whose table stops answering after some imports.
+type flaky struct {
+	*eventstore.Store
+	left   int
+	closed int
+}
+
+func (f *flaky) Import(ctx context.Context, c eventstore.Caller, p eventstore.Provenance, rec interop.Record) (event.Event, eventstore.ImportOutcome, error) {
+	if f.left == 0 {
+		return event.Event{}, eventstore.ImportUnchanged, fmt.Errorf("import %s: %w", rec.UpstreamID, store.ErrUnavailable)
+	}
+	f.left--
+	return f.Store.Import(ctx, c, p, rec)
+}
+
+func (f *flaky) Close(ctx context.Context, c eventstore.Caller, id string) (event.Event, error) {
+	f.closed++
+	return f.Store.Close(ctx, c, id)
+}
+
+// docs/interop.md §12: a table that stops answering in the middle of a poll stops the poll; no
+// event is ended for the records it could not import, and the next poll reads the document
+// again in full.
+func TestSyncStopsWhenTheTableFails(t *testing.T) {
+	tab := tables.Embedded(t)
+	s, err := eventstore.New(tab, eventstore.Options{IDKey: idKey, Clock: tab.Clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	up := newUpstream(t)
+	fetcher := feeds.NewFetcher(feeds.Options{AllowPrivate: true})
+	feed := feeds.Feed{ID: "fd_a99", Org: "org_authority", Environment: apikey.Live, URL: up.srv.URL, Format: interop.CIFS}
+	up.doc.Store("motorway-1.json")
+	st, h := feeds.Sync(context.Background(), fetcher, s, tab.Clock.Now(), feed, feeds.State{})
+	if h.Created != 3 {
+		t.Fatalf("first poll %+v; want 3 created", h)
+	}
+	tab.Clock.Advance(10 * time.Minute)
+	up.doc.Store("motorway-2.json")
+	imp := &flaky{Store: s, left: 1}
+	next, h := feeds.Sync(context.Background(), fetcher, imp, tab.Clock.Now(), feed, st)
+	if !strings.Contains(h.Err, "unavailable") || imp.closed != 0 || h.Ended != 0 || len(next.Known) < len(st.Known) ||
+		next.Validators != (feeds.Validators{}) {
+		t.Errorf("poll with a failing table: %+v, %d closed, %d known, validators %+v; want it stopped, nothing ended, every event "+
+			"still known, no validators", h, imp.closed, len(next.Known), next.Validators)
+	}
+	for id := range st.Known {
+		if ev, err := s.Get(context.Background(), eventstore.Caller{Org: feed.Org, Environment: feed.Environment}, id); err != nil ||
+			ev.Public(tab.Clock.Now()).Status != "active" {
+			t.Errorf("event %s after the failed poll: %v; want active", id, err)
+		}
 	}
 }
