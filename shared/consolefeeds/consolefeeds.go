@@ -150,13 +150,7 @@ type FeedPublic struct {
 
 // Public returns the console's view of f.
 func Public(f feeds.Registered) FeedPublic {
-	opt := func(t time.Time) *time.Time {
-		if t.IsZero() {
-			return nil
-		}
-		u := t.UTC()
-		return &u
-	}
+	opt := orgs.OptionalTime
 	out := FeedPublic{
 		FeedID: f.ID, Name: f.Name, URL: f.URL, Format: string(f.Format), Environment: f.Environment, License: f.License,
 		Interval: int64(f.Interval / time.Second), Paused: f.Paused, CreatedAt: f.CreatedAt.UTC(), UpdatedAt: f.UpdatedAt.UTC(),

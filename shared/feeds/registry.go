@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -187,8 +188,15 @@ func (r *Registry) List(ctx context.Context, org string) ([]Registered, error) {
 	return out, nil
 }
 
+// validID tells whether id has the shape of a feed id, so that a malformed one is not found
+// without a read (and never reaches the table's key limits).
+var validID = regexp.MustCompile(`^fd_[a-z2-7]{16}$`).MatchString
+
 // Get returns org's feed id; ErrNotFound when it is not org's, or deleted.
 func (r *Registry) Get(ctx context.Context, org, id string) (Registered, error) {
+	if !validID(id) {
+		return Registered{}, fmt.Errorf("%w: a malformed id", ErrNotFound)
+	}
 	it, err := r.table.Get(ctx, feedKey(org, id))
 	if errors.Is(err, store.ErrNotFound) {
 		return Registered{}, fmt.Errorf("%w: %s", ErrNotFound, id)

@@ -36,6 +36,8 @@ var validBodies = map[string]string{
 	"startCheckout":    `{"plan":"team"}`,
 	"createOrg":        `{"name":"x"}`,
 	"acceptInvitation": `{"token":"x"}`,
+	"createFeed":       `{"url":"https://feeds.example/x.json","format":"cifs"}`,
+	"updateFeed":       `{"name":"odd"}`,
 }
 
 // docs/api.md §7 and §4.3: an id that names nothing is a 404 {detail} (or a 422 when the router
@@ -49,8 +51,15 @@ func TestOddPathIDsAreNotFound(t *testing.T) {
 		t.Parallel()
 		e := newEnvGroups(t, tab, nil) // every group
 		f := e.fixture("a")
+		feed := e.Call("POST", "/console/orgs/"+f.org.OrgID+"/feeds", f.owner.token, validBodies["createFeed"])
+		var fd struct {
+			FeedID string `json:"feed_id"`
+		}
+		if err := json.Unmarshal(feed.Body, &fd); err != nil || fd.FeedID == "" {
+			t.Fatalf("register a feed: %s", feed)
+		}
 		real := map[string]string{
-			"org_id": f.org.OrgID, "user_id": f.member.id, "invite_id": f.invite.InviteID, "key_id": f.keyID,
+			"org_id": f.org.OrgID, "user_id": f.member.id, "invite_id": f.invite.InviteID, "key_id": f.keyID, "feed_id": fd.FeedID,
 		}
 		ids := oddIDs
 		if tab.Adapter == tables.AdapterDynamoDB {

@@ -101,15 +101,18 @@ type ApiKeyPublic struct {
 	RevokedAt      *time.Time `json:"revoked_at"`
 }
 
+// OptionalTime is t in UTC, or nil (null in a console record) when it is zero.
+func OptionalTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
 // KeyPublic returns the ApiKeyPublic view of k.
 func KeyPublic(k apikey.Key) ApiKeyPublic {
-	opt := func(t time.Time) *time.Time {
-		if t.IsZero() {
-			return nil
-		}
-		u := t.UTC()
-		return &u
-	}
+	opt := OptionalTime
 	out := ApiKeyPublic{
 		KeyID: k.KeyID, Label: k.Label, Environment: k.Environment, Prefix: k.Prefix,
 		CreatedAt: opt(k.CreatedAt), LastUsedAt: opt(k.LastUsedAt), Revoked: k.Revoked, RevokedAt: opt(k.RevokedAt),
