@@ -25,7 +25,7 @@ import (
 	"github.com/roadevents/roadevents/shared/clock"
 	"github.com/roadevents/roadevents/shared/config"
 	"github.com/roadevents/roadevents/shared/daemon"
-	"github.com/roadevents/roadevents/shared/feeds"
+	"github.com/roadevents/roadevents/shared/feedpoll"
 	"github.com/roadevents/roadevents/shared/httpapi"
 	"github.com/roadevents/roadevents/web"
 )
@@ -149,7 +149,7 @@ func run(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 		}
 		// The organisations' feeds are polled in process (docs/interop.md §13).
 		p.Go(func(ctx context.Context) {
-			ticker := time.NewTicker(feeds.Tick)
+			ticker := time.NewTicker(feedpoll.Tick)
 			defer ticker.Stop()
 			api.Feeds().Run(ctx, ticker.C)
 		})

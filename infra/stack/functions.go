@@ -152,7 +152,7 @@ func (s *Stack) addFunctions(st awscdk.Stack, p Props, sec secrets, removal awsc
 	}
 }
 
-// Feed poller sizing (docs/operations.md §5): a pass fetches up to feeds.Parallel documents at
+// Feed poller sizing (docs/operations.md §5): a pass fetches up to feedpoll.Parallel documents at
 // once (30 s each at most) and imports their records, so it gets minutes, not the events
 // function's seconds; one at a time, since a second pass would find every due feed leased.
 const (

@@ -30,7 +30,7 @@ import (
 	"github.com/roadevents/roadevents/shared/clock"
 	"github.com/roadevents/roadevents/shared/config"
 	"github.com/roadevents/roadevents/shared/eventstore"
-	"github.com/roadevents/roadevents/shared/feeds"
+	"github.com/roadevents/roadevents/shared/feedpoll"
 	"github.com/roadevents/roadevents/shared/httpapi"
 	"github.com/roadevents/roadevents/shared/mail"
 	"github.com/roadevents/roadevents/shared/metering"
@@ -91,7 +91,7 @@ type API struct {
 	// events warms its area cache (WarmAreaCache), which is no route either.
 	events *eventstore.Store
 	// feeds polls the organisations' feeds into events (Feeds).
-	feeds *feeds.Poller
+	feeds *feedpoll.Poller
 }
 
 // New builds an API serving groups (all of them when none are named). It fails on a missing
@@ -222,7 +222,7 @@ func (a *API) OpenAPI() []byte { return a.doc.OpenAPI() }
 
 // Feeds returns the poller of the organisations' feeds, for the process to run on its schedule
 // (docs/interop.md §13).
-func (a *API) Feeds() *feeds.Poller { return a.feeds }
+func (a *API) Feeds() *feedpoll.Poller { return a.feeds }
 
 // Billing returns the billing service, for the overage job (billing.Service.ReportOverage),
 // which no route runs: main.go's hourly ticker does, as the billing function's scheduled

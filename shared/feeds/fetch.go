@@ -1,7 +1,8 @@
-// Package feeds follows the open-data feeds organisations import: Fetch gets a document (one
-// conditional GET, bounded in size and time, never to an address inside the deployment's own
-// network unless it allows that; docs/interop.md §10), and Sync polls a feed once, importing
-// its records and ending the events of those that left it (§12).
+// Package feeds holds the open-data feeds organisations import: the registry of each
+// organisation's feeds with their schedule, state and health (docs/interop.md §13), and Fetch,
+// which gets a document (one conditional GET, bounded in size and time, never to an address
+// inside the deployment's own network unless it allows that; §10). Polling the feeds into
+// events is package feedpoll's, so that the console's function links no events store.
 package feeds
 
 import (

@@ -306,9 +306,9 @@ func (r *Registry) PollNow(ctx context.Context, org, id string) (Registered, err
 	return f, nil
 }
 
-// due returns every feed due at now: not paused, its time come, no poll holding it. Deleted
+// Due returns every feed due at now: not paused, its time come, no poll holding it. Deleted
 // feeds are due until a poll has ended their events.
-func (r *Registry) due(ctx context.Context, now time.Time) ([]Registered, error) {
+func (r *Registry) Due(ctx context.Context, now time.Time) ([]Registered, error) {
 	items, err := r.table.Query(ctx, store.Query{PK: partition, Prefix: skFeed})
 	if err != nil {
 		return nil, fmt.Errorf("feeds: list the due feeds: %w", err)
@@ -324,9 +324,9 @@ func (r *Registry) due(ctx context.Context, now time.Time) ([]Registered, error)
 	return out, nil
 }
 
-// claim takes f for a poll at now, unless another poller took it or it changed since it
+// Claim takes f for a poll at now, unless another poller took it or it changed since it
 // was read; false then.
-func (r *Registry) claim(ctx context.Context, f Registered, now time.Time) (bool, error) {
+func (r *Registry) Claim(ctx context.Context, f Registered, now time.Time) (bool, error) {
 	_, err := r.table.Update(ctx, feedKey(f.Org, f.ID),
 		store.Update{Set: map[string]any{attrLease: store.FormatTime(now.Add(Lease))}},
 		store.And(store.IfEqual(attrRev, f.rev), store.Or(store.IfAttrNotExists(attrLease), store.IfLessEqual(attrLease, store.FormatTime(now)))))
@@ -336,9 +336,9 @@ func (r *Registry) claim(ctx context.Context, f Registered, now time.Time) (bool
 	return err == nil, err
 }
 
-// state reads what f's last poll handed on; empty before the first, or when the feed's
+// LoadState reads what f's last poll handed on; empty before the first, or when the feed's
 // URL changed since (its validators then say nothing of the new address).
-func (r *Registry) state(ctx context.Context, f Registered) (State, error) {
+func (r *Registry) LoadState(ctx context.Context, f Registered) (State, error) {
 	st := State{Known: map[string]bool{}}
 	it, err := r.table.Get(ctx, stateKey(f.Org, f.ID))
 	if errors.Is(err, store.ErrNotFound) {
@@ -356,9 +356,9 @@ func (r *Registry) state(ctx context.Context, f Registered) (State, error) {
 	return st, nil
 }
 
-// record writes what a poll of f did: its state, its health, the next time it is due, and
+// Record writes what a poll of f did: its state, its health, the next time it is due, and
 // releases it. A feed changed while it was polled keeps its new settings and schedule.
-func (r *Registry) record(ctx context.Context, f Registered, st State, h Health) error {
+func (r *Registry) Record(ctx context.Context, f Registered, st State, h Health) error {
 	known := make([]string, 0, len(st.Known))
 	for id := range st.Known {
 		known = append(known, id)
@@ -401,8 +401,8 @@ func (r *Registry) record(ctx context.Context, f Registered, st State, h Health)
 	return nil
 }
 
-// forget removes a deleted feed once its events are ended.
-func (r *Registry) forget(ctx context.Context, f Registered) error {
+// Forget removes a deleted feed once its events are ended.
+func (r *Registry) Forget(ctx context.Context, f Registered) error {
 	err := r.table.TransactWrite(ctx, []store.Op{
 		store.DeleteOp(stateKey(f.Org, f.ID), store.Condition{}),
 		store.DeleteOp(feedKey(f.Org, f.ID), store.IfEqual(attrDeleted, true)),

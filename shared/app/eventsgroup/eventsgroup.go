@@ -14,6 +14,7 @@ import (
 	"github.com/roadevents/roadevents/shared/app/tenants"
 	"github.com/roadevents/roadevents/shared/config"
 	"github.com/roadevents/roadevents/shared/eventstore"
+	"github.com/roadevents/roadevents/shared/feedpoll"
 	"github.com/roadevents/roadevents/shared/feeds"
 	"github.com/roadevents/roadevents/shared/httpapi"
 	"github.com/roadevents/roadevents/shared/interop"
@@ -54,8 +55,8 @@ func New(d tenants.Deps) (*groupapi.Group, error) {
 
 // NewPoller builds the poller of the organisations' feeds, importing into evs
 // (docs/interop.md §13).
-func NewPoller(d tenants.Deps, evs *eventstore.Store, og *orgs.Service) *feeds.Poller {
-	return &feeds.Poller{
+func NewPoller(d tenants.Deps, evs *eventstore.Store, og *orgs.Service) *feedpoll.Poller {
+	return &feedpoll.Poller{
 		Registry: feeds.NewRegistry(d.Table, og.Audit(), d.Clock),
 		Fetcher:  feeds.NewFetcher(feeds.Options{AllowPrivate: d.Config.Feeds.AllowPrivate}),
 		Importer: evs,

@@ -1,4 +1,4 @@
-package feeds
+package feedpoll
 
 import (
 	"context"
@@ -7,43 +7,14 @@ import (
 
 	"github.com/roadevents/roadevents/shared/event"
 	"github.com/roadevents/roadevents/shared/eventstore"
+	"github.com/roadevents/roadevents/shared/feeds"
 	"github.com/roadevents/roadevents/shared/interop"
 	"github.com/roadevents/roadevents/shared/store"
 )
 
-// Feed is a feed as a poll needs it: where, in which format, for which organisation and
-// environment, under which licence.
-type Feed struct {
-	ID, Org, Environment string
-	URL                  string
-	Format               interop.Format
-	License              string
-}
-
-// State is what one poll of a feed hands to the next.
-type State struct {
-	Validators Validators
-	// Known holds the events of the records of the last document read.
-	Known map[string]bool
-}
-
 // MaxRecords bounds the records imported from one document; those past it are skipped and
 // counted (docs/interop.md §12). It keeps a feed's state within one item of the table.
 const MaxRecords = 5000
-
-// Health is what one poll did, for the feed's page in the console.
-type Health struct {
-	At time.Time
-	// Err is why the poll read nothing (fetch or document); the feed's events stay as they
-	// were until their own expiry.
-	Err string
-	// NotModified: the document was the one of the last poll.
-	NotModified bool
-	// Created, Revised and Unchanged count the records imported; Skipped those that could not
-	// be ours; Ended the events of records that left the feed (closed now) or whose end
-	// passed since the last poll.
-	Created, Revised, Unchanged, Skipped, Ended int
-}
 
 // Importer is what a poll writes through (*eventstore.Store).
 type Importer interface {
@@ -59,8 +30,8 @@ var _ Importer = (*eventstore.Store)(nil)
 // passed, and returns the state for the next poll with what it did. Bad data never stops a
 // poll: a record that cannot be imported is skipped and counted, and a document that cannot
 // be fetched or read leaves every event as it was.
-func Sync(ctx context.Context, f *Fetcher, imp Importer, now time.Time, feed Feed, st State) (State, Health) {
-	h := Health{At: now}
+func Sync(ctx context.Context, f *feeds.Fetcher, imp Importer, now time.Time, feed feeds.Feed, st feeds.State) (feeds.State, feeds.Health) {
+	h := feeds.Health{At: now}
 	doc, err := f.Fetch(ctx, feed.URL, st.Validators)
 	if err != nil {
 		h.Err = err.Error()
@@ -78,7 +49,7 @@ func Sync(ctx context.Context, f *Fetcher, imp Importer, now time.Time, feed Fee
 	h.Skipped = skipped
 	c := eventstore.Caller{Org: feed.Org, Environment: feed.Environment}
 	p := eventstore.Provenance{FeedID: feed.ID, License: feed.License, Fetched: now}
-	next := State{Validators: doc.Validators, Known: map[string]bool{}}
+	next := feeds.State{Validators: doc.Validators, Known: map[string]bool{}}
 	for i, rec := range recs {
 		id := imp.FeedEventID(feed.Org, feed.ID, rec.UpstreamID)
 		if next.Known[id] || i >= MaxRecords {
@@ -102,7 +73,7 @@ func Sync(ctx context.Context, f *Fetcher, imp Importer, now time.Time, feed Fee
 			for id := range st.Known {
 				next.Known[id] = true
 			}
-			next.Validators = Validators{}
+			next.Validators = feeds.Validators{}
 			return next, h
 		case err != nil:
 			h.Skipped++

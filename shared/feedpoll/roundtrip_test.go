@@ -1,4 +1,4 @@
-package feeds_test
+package feedpoll_test
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"github.com/roadevents/roadevents/shared/config"
 	"github.com/roadevents/roadevents/shared/event"
 	"github.com/roadevents/roadevents/shared/eventstore"
+	"github.com/roadevents/roadevents/shared/feedpoll"
 	"github.com/roadevents/roadevents/shared/feeds"
 	"github.com/roadevents/roadevents/shared/interop"
 	"github.com/roadevents/roadevents/shared/metering"
@@ -91,7 +92,7 @@ func TestExportPolledAsAFeed(t *testing.T) {
 			}
 			up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(doc) }))
 			feed := feeds.Feed{ID: "fd_" + string(f), Org: "org_mirror", Environment: apikey.Live, URL: up.URL, Format: f}
-			st, h := feeds.Sync(context.Background(), fetcher, s, dest.Clock.Now(), feed, feeds.State{})
+			st, h := feedpoll.Sync(context.Background(), fetcher, s, dest.Clock.Now(), feed, feeds.State{})
 			up.Close()
 			if h.Err != "" || h.Skipped != 0 || h.Created == 0 {
 				t.Fatalf("%s: poll %+v; want every record imported", f, h)

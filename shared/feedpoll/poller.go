@@ -1,4 +1,8 @@
-package feeds
+// Package feedpoll polls the organisations' feeds into their events (docs/interop.md §12,
+// §13): Sync polls one feed once through the events store, and a Poller makes passes over the
+// feeds the registry (package feeds) says are due. It lives apart from the registry, which the
+// console's function serves without linking the events store.
+package feedpoll
 
 import (
 	"context"
@@ -10,6 +14,7 @@ import (
 	"github.com/roadevents/roadevents/shared/clock"
 	"github.com/roadevents/roadevents/shared/event"
 	"github.com/roadevents/roadevents/shared/eventstore"
+	"github.com/roadevents/roadevents/shared/feeds"
 )
 
 // Poller limits.
@@ -27,8 +32,8 @@ const (
 // Poller polls the feeds that are due (docs/interop.md §13): each once, its state and
 // health recorded, a deleted one's events ended.
 type Poller struct {
-	Registry *Registry
-	Fetcher  *Fetcher
+	Registry *feeds.Registry
+	Fetcher  *feeds.Fetcher
 	Importer Importer
 	Clock    clock.Clock
 	Logger   *slog.Logger
@@ -38,7 +43,7 @@ type Poller struct {
 // another poller holds are left to it. An error is the table's: the feeds not polled are
 // due at the next pass.
 func (p *Poller) Pass(ctx context.Context) (int, error) {
-	due, err := p.Registry.due(ctx, p.now())
+	due, err := p.Registry.Due(ctx, p.now())
 	if err != nil {
 		return 0, err
 	}
@@ -88,13 +93,13 @@ func (p *Poller) Run(ctx context.Context, tick <-chan time.Time) {
 }
 
 // one polls f, if it can claim it; false when another poller has it.
-func (p *Poller) one(ctx context.Context, f Registered) (bool, error) {
+func (p *Poller) one(ctx context.Context, f feeds.Registered) (bool, error) {
 	now := p.now()
-	ok, err := p.Registry.claim(ctx, f, now)
+	ok, err := p.Registry.Claim(ctx, f, now)
 	if !ok || err != nil {
 		return false, err
 	}
-	st, err := p.Registry.state(ctx, f)
+	st, err := p.Registry.LoadState(ctx, f)
 	if err != nil {
 		return false, err
 	}
@@ -105,11 +110,11 @@ func (p *Poller) one(ctx context.Context, f Registered) (bool, error) {
 	if h.Err != "" {
 		p.logger().Info("feeds: a poll read nothing", "org", f.Org, "feed", f.ID, "err", h.Err)
 	}
-	return true, p.Registry.record(ctx, f, st, h)
+	return true, p.Registry.Record(ctx, f, st, h)
 }
 
 // retire ends the events of a deleted feed's records, then forgets the feed.
-func (p *Poller) retire(ctx context.Context, f Registered, st State) error {
+func (p *Poller) retire(ctx context.Context, f feeds.Registered, st feeds.State) error {
 	c := eventstore.Caller{Org: f.Org, Environment: f.Environment}
 	for id := range st.Known {
 		_, err := p.Importer.Close(ctx, c, id)
@@ -117,7 +122,7 @@ func (p *Poller) retire(ctx context.Context, f Registered, st State) error {
 			return err
 		}
 	}
-	return p.Registry.forget(ctx, f)
+	return p.Registry.Forget(ctx, f)
 }
 
 func (p *Poller) now() time.Time {

@@ -1,4 +1,4 @@
-package feeds_test
+package feedpoll_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/roadevents/roadevents/shared/apikey"
 	"github.com/roadevents/roadevents/shared/eventstore"
+	"github.com/roadevents/roadevents/shared/feedpoll"
 	"github.com/roadevents/roadevents/shared/feeds"
 	"github.com/roadevents/roadevents/shared/interop"
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
@@ -62,7 +63,7 @@ func BenchmarkSync500(b *testing.B) {
 			fetcher := feeds.NewFetcher(feeds.Options{AllowPrivate: true})
 			feed := feeds.Feed{ID: "fd_bench", Org: "org_bench", Environment: apikey.Live, URL: srv.URL, Format: interop.CIFS}
 			doc = c.docs(0)
-			st, h := feeds.Sync(context.Background(), fetcher, s, tab.Clock.Now(), feed, feeds.State{})
+			st, h := feedpoll.Sync(context.Background(), fetcher, s, tab.Clock.Now(), feed, feeds.State{})
 			if h.Created != 500 {
 				b.Fatalf("first poll %+v; want 500 created", h)
 			}
@@ -78,7 +79,7 @@ func BenchmarkSync500(b *testing.B) {
 					st.Validators = feeds.Validators{}
 				}
 				var h feeds.Health
-				st, h = feeds.Sync(context.Background(), fetcher, s, tab.Clock.Now(), feed, st)
+				st, h = feedpoll.Sync(context.Background(), fetcher, s, tab.Clock.Now(), feed, st)
 				if h.Err != "" || h.Skipped != 0 {
 					b.Fatalf("poll %+v", h)
 				}

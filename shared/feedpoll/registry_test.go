@@ -1,4 +1,4 @@
-package feeds_test
+package feedpoll_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/roadevents/roadevents/shared/apikey"
 	"github.com/roadevents/roadevents/shared/audit"
 	"github.com/roadevents/roadevents/shared/eventstore"
+	"github.com/roadevents/roadevents/shared/feedpoll"
 	"github.com/roadevents/roadevents/shared/feeds"
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
 )
@@ -34,8 +35,8 @@ func newPollRig(t *testing.T, tab tables.Table) *pollRig {
 	return &pollRig{tab: tab, reg: feeds.NewRegistry(tab, log, tab.Clock), events: evs, log: log, up: newUpstream(t)}
 }
 
-func (r *pollRig) poller() *feeds.Poller {
-	return &feeds.Poller{Registry: r.reg, Fetcher: feeds.NewFetcher(feeds.Options{AllowPrivate: true}), Importer: r.events, Clock: r.tab.Clock}
+func (r *pollRig) poller() *feedpoll.Poller {
+	return &feedpoll.Poller{Registry: r.reg, Fetcher: feeds.NewFetcher(feeds.Options{AllowPrivate: true}), Importer: r.events, Clock: r.tab.Clock}
 }
 
 func (r *pollRig) pass(t *testing.T) int {

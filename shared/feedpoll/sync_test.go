@@ -1,4 +1,4 @@
-package feeds_test
+package feedpoll_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/roadevents/roadevents/shared/apikey"
 	"github.com/roadevents/roadevents/shared/event"
 	"github.com/roadevents/roadevents/shared/eventstore"
+	"github.com/roadevents/roadevents/shared/feedpoll"
 	"github.com/roadevents/roadevents/shared/feeds"
 	"github.com/roadevents/roadevents/shared/interop"
 	"github.com/roadevents/roadevents/shared/store"
@@ -70,7 +71,7 @@ func TestSyncFollowsAFeed(t *testing.T) {
 		c := eventstore.Caller{Org: feed.Org, Environment: feed.Environment}
 		ctx := context.Background()
 		poll := func(st feeds.State) (feeds.State, feeds.Health) {
-			return feeds.Sync(ctx, fetcher, s, tab.Clock.Now(), feed, st)
+			return feedpoll.Sync(ctx, fetcher, s, tab.Clock.Now(), feed, st)
 		}
 		get := func(upstreamID string) (status string, lat float64) {
 			ev, err := s.Get(ctx, c, s.FeedEventID(feed.Org, feed.ID, upstreamID))
@@ -199,7 +200,7 @@ func TestSyncFollowsEachFormat(t *testing.T) {
 				c := eventstore.Caller{Org: feed.Org, Environment: feed.Environment}
 				ctx := context.Background()
 				poll := func(st feeds.State) (feeds.State, feeds.Health) {
-					return feeds.Sync(ctx, fetcher, s, tab.Clock.Now(), feed, st)
+					return feedpoll.Sync(ctx, fetcher, s, tab.Clock.Now(), feed, st)
 				}
 				get := func(upstreamID string) (status string, ev event.Event) {
 					ev, err := s.Get(ctx, c, s.FeedEventID(feed.Org, feed.ID, upstreamID))
@@ -311,14 +312,14 @@ func TestSyncStopsWhenTheTableFails(t *testing.T) {
 	fetcher := feeds.NewFetcher(feeds.Options{AllowPrivate: true})
 	feed := feeds.Feed{ID: "fd_a99", Org: "org_authority", Environment: apikey.Live, URL: up.srv.URL, Format: interop.CIFS}
 	up.doc.Store("motorway-1.json")
-	st, h := feeds.Sync(context.Background(), fetcher, s, tab.Clock.Now(), feed, feeds.State{})
+	st, h := feedpoll.Sync(context.Background(), fetcher, s, tab.Clock.Now(), feed, feeds.State{})
 	if h.Created != 3 {
 		t.Fatalf("first poll %+v; want 3 created", h)
 	}
 	tab.Clock.Advance(10 * time.Minute)
 	up.doc.Store("motorway-2.json")
 	imp := &flaky{Store: s, left: 1}
-	next, h := feeds.Sync(context.Background(), fetcher, imp, tab.Clock.Now(), feed, st)
+	next, h := feedpoll.Sync(context.Background(), fetcher, imp, tab.Clock.Now(), feed, st)
 	if !strings.Contains(h.Err, "unavailable") || imp.closed != 0 || h.Ended != 0 || len(next.Known) < len(st.Known) ||
 		next.Validators != (feeds.Validators{}) {
 		t.Errorf("poll with a failing table: %+v, %d closed, %d known, validators %+v; want it stopped, nothing ended, every event "+
