@@ -273,3 +273,56 @@ func TestRegistryRefusesBadFeeds(t *testing.T) {
 		t.Errorf("another organisation's first feed: %v", err)
 	}
 }
+
+// docs/interop.md §13: registrations at once cannot pass the cap of feeds, and a deleted feed
+// frees its place.
+func TestRegistrationsAtOnceKeepTheCap(t *testing.T) {
+	tables.Each(t, func(t *testing.T, tab tables.Table) {
+		r := newPollRig(t, tab)
+		ctx := context.Background()
+		draft := feeds.Draft{URL: ptr("https://feeds.example/cifs.json"), Format: ptr("cifs")}
+		var first feeds.Registered
+		for i := range feeds.MaxPerOrg - 2 {
+			f, err := r.reg.Create(ctx, "org_a", owner, draft)
+			if err != nil {
+				t.Fatalf("feed %d: %v", i+1, err)
+			}
+			first = f
+		}
+		var wg sync.WaitGroup
+		errs := make([]error, 6)
+		for i := range errs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, errs[i] = r.reg.Create(ctx, "org_a", owner, draft)
+			}()
+		}
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil && !errors.Is(err, feeds.ErrCap) && !errors.Is(err, feeds.ErrBusy) {
+				t.Errorf("a registration at once: %v; want success, ErrCap or ErrBusy", err)
+			}
+		}
+		list, err := r.reg.List(ctx, "org_a")
+		if err != nil || len(list) > feeds.MaxPerOrg {
+			t.Fatalf("after registrations at once the organisation has %d feeds, %v; want at most %d", len(list), err, feeds.MaxPerOrg)
+		}
+		for len(list) < feeds.MaxPerOrg {
+			f, err := r.reg.Create(ctx, "org_a", owner, draft)
+			if err != nil {
+				t.Fatalf("filling up to the cap: %v", err)
+			}
+			list = append(list, f)
+		}
+		if _, err := r.reg.Create(ctx, "org_a", owner, draft); !errors.Is(err, feeds.ErrCap) {
+			t.Fatalf("past the cap: %v; want ErrCap", err)
+		}
+		if err := r.reg.Delete(ctx, "org_a", first.ID, owner); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.reg.Create(ctx, "org_a", owner, draft); err != nil {
+			t.Errorf("after a delete: %v; want the freed place taken", err)
+		}
+	})
+}

@@ -101,6 +101,7 @@ type Actor struct {
 //
 //	pk "feed#registry"  sk "feed#<org_id>#<feed_id>"   the feed, its schedule and its health
 //	pk "feed#registry"  sk "state#<org_id>#<feed_id>"  what its last poll hands the next (State)
+//	pk "feed#registry"  sk "count#<org_id>"            how many feeds the organisation has
 //
 // One partition holds every feed, so the poller finds the due ones with one query on
 // either store (docs/architecture.md §2); an organisation lists its own by prefix. The
@@ -123,6 +124,7 @@ const (
 	partition = "feed#registry"
 	skFeed    = "feed#"
 	skState   = "state#"
+	skCount   = "count#"
 )
 
 // Item attributes.
@@ -135,12 +137,14 @@ const (
 	attrLastSkipped, attrLastEnded, attrLastNotModified, attrActive          = "last_skipped", "last_ended", "last_not_modified", "active"
 	attrImported, attrSkipped, attrEnded                                     = "imported", "skipped", "ended"
 	attrETag, attrLastModified, attrKnown, attrStateURL                      = "etag", "last_modified", "known", "state_url"
+	attrCount                                                                = "feeds"
 )
 
 func feedKey(org, id string) store.Key { return store.Key{PK: partition, SK: skFeed + org + "#" + id} }
 func stateKey(org, id string) store.Key {
 	return store.Key{PK: partition, SK: skState + org + "#" + id}
 }
+func countKey(org string) store.Key { return store.Key{PK: partition, SK: skCount + org} }
 
 // Create registers a feed of org from d, due at once, and writes it to the audit log.
 func (r *Registry) Create(ctx context.Context, org string, a Actor, d Draft) (Registered, error) {
@@ -155,18 +159,25 @@ func (r *Registry) Create(ctx context.Context, org string, a Actor, d Draft) (Re
 	if err := f.apply(d); err != nil {
 		return Registered{}, err
 	}
-	mine, err := r.List(ctx, org)
-	if err != nil {
-		return Registered{}, err
-	}
-	if len(mine) >= MaxPerOrg {
-		return Registered{}, fmt.Errorf("%w (%d)", ErrCap, MaxPerOrg)
-	}
 	op, _, err := r.audit.PutOp(org, ActionFeedCreated, a.UserID, a.Email, f.ID, f.auditDetail())
 	if err != nil {
 		return Registered{}, err
 	}
-	if err := r.table.TransactWrite(ctx, []store.Op{store.PutOp(f.item(), store.IfNotExists()), op}); err != nil {
+	// The count goes up in the same transaction, on condition that it is below the cap, so
+	// that registrations at once cannot pass it.
+	err = r.table.TransactWrite(ctx, []store.Op{
+		store.UpdateOp(countKey(org), store.Update{Add: map[string]int64{attrCount: 1}},
+			store.Or(store.IfAttrNotExists(attrCount), store.IfLess(attrCount, int64(MaxPerOrg)))),
+		store.PutOp(f.item(), store.IfNotExists()),
+		op,
+	})
+	var ce *store.ConditionError
+	switch {
+	case errors.As(err, &ce) && ce.Op == 0:
+		return Registered{}, fmt.Errorf("%w (%d)", ErrCap, MaxPerOrg)
+	case errors.Is(err, store.ErrConflict):
+		return Registered{}, fmt.Errorf("%w: a registration of %s at the same moment", ErrBusy, org)
+	case err != nil:
 		return Registered{}, fmt.Errorf("feeds: register a feed of %s: %w", org, err)
 	}
 	return f, nil
@@ -277,6 +288,7 @@ func (r *Registry) Delete(ctx context.Context, org, id string, a Actor) error {
 			Set: map[string]any{attrDeleted: true, attrUpdatedAt: now, attrNext: now},
 			Add: map[string]int64{attrRev: 1},
 		}, store.IfEqual(attrDeleted, false)),
+		store.UpdateOp(countKey(org), store.Update{Add: map[string]int64{attrCount: -1}}, store.IfGreater(attrCount, int64(0))),
 		op,
 	})
 	if errors.Is(err, store.ErrConditionFailed) {
