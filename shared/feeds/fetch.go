@@ -10,12 +10,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
-	"syscall"
 	"time"
+
+	"github.com/roadevents/roadevents/shared/netguard"
 )
 
 // Fetcher limits.
@@ -30,7 +29,7 @@ const (
 // ErrAddress is a feed URL whose host resolves to an address the fetcher may not reach:
 // loopback, private, link-local, unspecified or multicast (the deployment's own network, the
 // cloud's metadata service), unless Options.AllowPrivate.
-var ErrAddress = errors.New("feeds: the feed's address is not a public one")
+var ErrAddress = netguard.ErrAddress
 
 // ErrTooLarge is a document past Options.MaxBytes.
 var ErrTooLarge = errors.New("feeds: the document is larger than the limit")
@@ -62,18 +61,8 @@ func NewFetcher(o Options) *Fetcher {
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultTimeout
 	}
-	dialer := &net.Dialer{Timeout: 10 * time.Second}
-	if !o.AllowPrivate {
-		dialer.Control = func(network, address string, _ syscall.RawConn) error {
-			ap, err := netip.ParseAddrPort(address)
-			if err != nil || !public(ap.Addr()) {
-				return fmt.Errorf("%w: %s", ErrAddress, address)
-			}
-			return nil
-		}
-	}
 	transport := &http.Transport{
-		DialContext:           dialer.DialContext,
+		DialContext:           netguard.Dialer(o.AllowPrivate).DialContext,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ResponseHeaderTimeout: o.Timeout,
 		MaxIdleConnsPerHost:   2,
@@ -96,16 +85,6 @@ func NewFetcher(o Options) *Fetcher {
 		maxBytes: o.MaxBytes,
 	}
 }
-
-// public tells whether a is an address on the public internet.
-func public(a netip.Addr) bool {
-	a = a.Unmap()
-	return a.IsValid() && a.IsGlobalUnicast() && !a.IsPrivate() && !a.IsLoopback() && !a.IsLinkLocalUnicast() &&
-		!sharedAddressSpace.Contains(a)
-}
-
-// sharedAddressSpace is 100.64.0.0/10 (RFC 6598), carrier-grade NAT: not public either.
-var sharedAddressSpace = netip.MustParsePrefix("100.64.0.0/10")
 
 // Validators are what a previous fetch said about its document, sent back so that an unchanged
 // document is not sent again.
