@@ -85,27 +85,46 @@ function row(feedId: string): HTMLElement {
   return mount.el.querySelector(`[data-testid="feed-${feedId}"]`) as HTMLElement;
 }
 
-async function type(name: string, value: string) {
-  const el = mount.el.querySelector(`input[name="${name}"]`) as HTMLInputElement;
+async function type(name: string, value: string, within: ParentNode = mount.el) {
+  const el = within.querySelector(`input[name="${name}"]`) as HTMLInputElement;
   await act(async () => {
     el.value = value;
     el.dispatchEvent(new Event('input', { bubbles: true }));
   });
 }
 
-async function choose(selector: string, value: string) {
-  const el = mount.el.querySelector(selector) as HTMLSelectElement;
+async function choose(selector: string, value: string, within: ParentNode = mount.el) {
+  const el = within.querySelector(selector) as HTMLSelectElement;
   await act(async () => {
     el.value = value;
     el.dispatchEvent(new Event('change', { bubbles: true }));
   });
 }
 
-async function submit() {
+async function submit(within: ParentNode = mount.el) {
   await act(async () => {
-    mount.el.querySelector('form')!.dispatchEvent(new Event('submit', { cancelable: true, bubbles: true }));
+    within.querySelector('form')!.dispatchEvent(new Event('submit', { cancelable: true, bubbles: true }));
   });
   await settle();
+}
+
+async function click(b: HTMLButtonElement | undefined) {
+  expect(b).toBeDefined();
+  await act(async () => {
+    b!.click();
+  });
+  await settle();
+}
+
+/** editPanel is the open edit form's section, or null. */
+function editPanel(): HTMLElement | null {
+  return mount.el.querySelector('#feed-edit');
+}
+
+/** hintOf is the text of an input's hint, found through its aria-describedby. */
+function hintOf(el: Element): string {
+  const id = el.getAttribute('aria-describedby')!.split(' ').find((id) => id.endsWith('-hint'))!;
+  return document.getElementById(id)?.textContent ?? '';
 }
 
 describe('feeds page', () => {
@@ -245,5 +264,117 @@ describe('feeds page', () => {
     expect(document.getElementById(errorId)?.textContent).toBe('The URL must be an absolute http or https URL without credentials');
     // A field error alone needs no form-level banner.
     expect(mount.el.querySelector('.alert.error')).toBeNull();
+  });
+
+  it('lets an owner edit a feed, filled with its settings, sending only what changed', async () => {
+    let current = healthy;
+    const feeds = vi.fn(async () => [current, failing]);
+    const updateFeed = vi.fn(async (_org: string, _id: string, u: FeedUpdate) => {
+      current = { ...current, ...u };
+      return current;
+    });
+    await show('owner', { feeds, updateFeed });
+    expect(editPanel()).toBeNull();
+    await click(button('Edit', row('fd_ok')));
+
+    const panel = editPanel()!;
+    expect(panel.querySelector('h3')?.textContent).toBe('Edit “City roadworks”');
+    expect(document.activeElement).toBe(panel.querySelector('h3'));
+    expect(button('Edit', row('fd_ok'))!.getAttribute('aria-expanded')).toBe('true');
+    const input = (name: string) => panel.querySelector(`[name="${name}"]`) as HTMLInputElement | HTMLSelectElement;
+    expect(input('name').value).toBe('City roadworks');
+    expect(input('url').value).toBe('https://opendata.example.org/wzdx.json');
+    expect(input('format').value).toBe('wzdx');
+    expect(input('license').value).toBe('');
+    expect(input('poll_interval_s').value).toBe('5');
+    expect(input('interval_unit').value).toBe('min');
+    // The environment is shown, not offered.
+    expect(input('environment')).toBeNull();
+    expect(panel.querySelector('.env.live')?.textContent).toBe('live');
+    expect(panel.textContent).toContain('Fixed once registered.');
+    expect(hintOf(input('url'))).toContain('Records missing from the new document end their events.');
+    expect(hintOf(input('format'))).toBe('Records missing from the new document end their events.');
+
+    await type('name', 'City roadworks (north)', panel);
+    await type('poll_interval_s', '10', panel);
+    await submit(panel);
+
+    expect(updateFeed).toHaveBeenCalledTimes(1);
+    const [orgId, feedId, sent] = updateFeed.mock.calls[0];
+    expect([orgId, feedId]).toEqual(['org_1', 'fd_ok']);
+    // Exactly the two settings that changed, the interval in seconds: no other key, not even undefined.
+    expect(sent).toStrictEqual({ name: 'City roadworks (north)', poll_interval_s: 600 });
+    expect(feeds).toHaveBeenCalledTimes(2);
+    expect(row('fd_ok').textContent).toContain('City roadworks (north)');
+    expect(row('fd_ok').textContent).toContain('every 10 min');
+    expect(mount.el.querySelector('.alert.success')?.textContent).toBe('“City roadworks (north)” is saved. It is polled at once.');
+    expect(editPanel()).toBeNull();
+    expect(document.activeElement).toBe(button('Edit', row('fd_ok')));
+  });
+
+  it('sends nothing when nothing changed, and Cancel closes the form', async () => {
+    const feeds = vi.fn(async () => [healthy, failing]);
+    const updateFeed = vi.fn();
+    await show('owner', { feeds, updateFeed });
+    // One form at a time: editing another feed replaces it.
+    await click(button('Edit', row('fd_ok')));
+    await click(button('Edit', row('fd_bad')));
+    expect(mount.el.querySelectorAll('#feed-edit')).toHaveLength(1);
+    let panel = editPanel()!;
+    expect(panel.querySelector('h3')?.textContent).toBe('Edit “incidents.example.net”');
+    expect((panel.querySelector('input[name="poll_interval_s"]') as HTMLInputElement).value).toBe('60');
+
+    await click(button('Edit', row('fd_ok')));
+    panel = editPanel()!;
+    // Spaces around a name are not a change; neither is the same interval in other units.
+    await type('name', ' City roadworks ', panel);
+    await choose('select[name="interval_unit"]', 's', panel);
+    await type('poll_interval_s', '300', panel);
+    await submit(panel);
+    expect(updateFeed).not.toHaveBeenCalled();
+    expect(panel.textContent).toContain('Nothing to change');
+    expect(feeds).toHaveBeenCalledTimes(1);
+
+    await click(button('Cancel', panel));
+    expect(editPanel()).toBeNull();
+    expect(updateFeed).not.toHaveBeenCalled();
+    expect(document.activeElement).toBe(button('Edit', row('fd_ok')));
+  });
+
+  it('checks an edited URL, and shows the service\'s refusal next to the edit form\'s URL field', async () => {
+    const updateFeed = vi.fn(async () => {
+      throw new ApiError(422, 'Please correct the highlighted fields.', [
+        { type: 'value_error', loc: ['body', 'url'], msg: 'The URL must be an absolute http or https URL without credentials' },
+      ]);
+    });
+    await show('owner', { feeds: async () => [healthy], updateFeed });
+    await click(button('Edit', row('fd_ok')));
+    const panel = editPanel()!;
+    const url = panel.querySelector('input[name="url"]') as HTMLInputElement;
+
+    await type('url', 'https://ann:secret@opendata.example.org/wzdx.json', panel);
+    await submit(panel);
+    expect(updateFeed).not.toHaveBeenCalled();
+    expect(url.getAttribute('aria-invalid')).toBe('true');
+    expect(panel.textContent).toContain('Leave the user name and password out of the URL');
+
+    await type('url', 'https://opendata.example.org/v2/wzdx.json', panel);
+    await submit(panel);
+    expect(updateFeed).toHaveBeenCalledWith('org_1', 'fd_ok', { url: 'https://opendata.example.org/v2/wzdx.json' });
+    expect(url.getAttribute('aria-invalid')).toBe('true');
+    const errorId = url.getAttribute('aria-describedby')!.split(' ').find((id) => id.endsWith('-error'))!;
+    expect(panel.querySelector('#' + errorId)?.textContent).toBe('The URL must be an absolute http or https URL without credentials');
+    // At the edit form's field, not the register form's, and with no form-level banner; the form stays open.
+    expect(mount.el.querySelector('details input[name="url"]')!.getAttribute('aria-invalid')).toBeNull();
+    expect(mount.el.querySelector('.alert.error')).toBeNull();
+    expect(mount.el.querySelector('.alert.success')).toBeNull();
+    expect(editPanel()).not.toBeNull();
+  });
+
+  it('shows members no Edit button', async () => {
+    await show('member', { feeds: async () => [healthy, failing] });
+    expect(row('fd_ok')).not.toBeNull();
+    expect(button('Edit')).toBeUndefined();
+    expect(editPanel()).toBeNull();
   });
 });

@@ -1,10 +1,12 @@
 // Feeds (docs/interop.md §11-§13): the open-data feeds the organisation imports, with each
-// feed's health (last poll, what it did, the last error) and totals. Owners register feeds and
-// pause, resume, poll now or delete them (delete asks first); members read them.
-import { useState } from 'preact/hooks';
-import type { Environment, FeedFormat, FeedPollCounts, FeedPublic, Organisation } from '../api';
+// feed's health (last poll, what it did, the last error) and totals. Owners register feeds,
+// edit their settings, and pause, resume, poll now or delete them (delete asks first); members
+// read them.
+import type { ComponentChildren } from 'preact';
+import { useEffect, useRef, useState } from 'preact/hooks';
+import type { Environment, FeedFormat, FeedPollCounts, FeedPublic, FeedUpdate, Organisation } from '../api';
 import { useApp } from '../context';
-import { Confirm, Field, FormError, Loading, Notice, formatNumber, formatTime, useForm, useLoad } from '../ui';
+import { Confirm, Field, FormError, Loading, Notice, formatNumber, formatTime, useForm, useLoad, type FormState } from '../ui';
 
 /** formatNames are the formats' names for people (docs/interop.md §1). */
 export const formatNames: Record<FeedFormat, string> = {
@@ -66,6 +68,150 @@ function urlProblem(v: string): string | null {
   return null;
 }
 
+type Unit = 'min' | 's';
+
+/** intervalSeconds reads the interval input (a number and a unit) as seconds: NaN when it is not a whole number. */
+function intervalSeconds(every: string, unit: Unit): number {
+  const n = Number(every.trim());
+  return Number.isInteger(n) && every.trim() !== '' ? n * (unit === 'min' ? 60 : 1) : NaN;
+}
+
+/** intervalProblem says what is wrong with a poll interval in seconds before it is sent, or null. */
+function intervalProblem(seconds: number): string | null {
+  return seconds >= MIN_INTERVAL_S && seconds <= MAX_INTERVAL_S ? null : 'Poll from every minute to every 24 hours (60 to 86 400 seconds), in whole numbers.';
+}
+
+/** feedFields are the fields of the register and edit forms, whose errors the service reports at ["body", field]. */
+const feedFields = ['name', 'url', 'format', 'environment', 'license', 'poll_interval_s'];
+
+/**
+ * showProblems puts each client-side problem next to its field, and clears the messages that an
+ * earlier submit left on the form and its other fields; it says whether there is a problem.
+ */
+function showProblems(form: FormState, problems: Record<string, string | null>): boolean {
+  form.setError(null, null);
+  for (const f of feedFields) form.setError(f, problems[f] ?? null);
+  return Object.values(problems).some((p) => p !== null);
+}
+
+/** FeedValues are a feed's settings as its form holds them while they are typed. */
+interface FeedValues {
+  name: string;
+  url: string;
+  format: FeedFormat | '';
+  license: string;
+  every: string;
+  unit: Unit;
+}
+
+const blankFeed: FeedValues = { name: '', url: '', format: '', license: '', every: '5', unit: 'min' };
+
+/** feedValues fills a form with a feed's settings: its interval in minutes when it is whole minutes. */
+function feedValues(f: FeedPublic): FeedValues {
+  const minutes = f.poll_interval_s % 60 === 0;
+  return {
+    name: f.name,
+    url: f.url,
+    format: f.format,
+    license: f.license,
+    every: String(minutes ? f.poll_interval_s / 60 : f.poll_interval_s),
+    unit: minutes ? 'min' : 's',
+  };
+}
+
+const endsEvents = 'Records missing from the new document end their events.';
+
+/**
+ * FeedFields are the settings the register and edit forms share: name, URL, format, licence
+ * and interval, with the environment (which differs) between format and licence. ids prefixes
+ * the ids of the format and interval inputs, unique in the page; edit adds what a change does.
+ */
+function FeedFields(props: {
+  values: FeedValues;
+  set: (change: Partial<FeedValues>) => void;
+  form: FormState;
+  ids: string;
+  edit?: boolean;
+  environment: ComponentChildren;
+}) {
+  const { values: v, set, form, ids, edit } = props;
+  const formatError = form.fields.format;
+  const intervalError = form.fields.poll_interval_s;
+  return (
+    <>
+      <Field label="Name (optional)" name="name" value={v.name} onInput={(name) => set({ name })} form={form} hint="For people, for example “City roadworks”." input={{ maxLength: 100 }} />
+      <Field
+        label="URL"
+        name="url"
+        value={v.url}
+        onInput={(url) => set({ url })}
+        form={form}
+        hint={'The address of the feed document: http or https, without a user name or password. Every member can read it.' + (edit ? ' ' + endsEvents : '')}
+        input={{ type: 'url', maxLength: 2048, autocomplete: 'off', spellcheck: false }}
+      />
+      <div class="field">
+        <label for={ids + '-format'}>Format</label>
+        <select
+          id={ids + '-format'}
+          name="format"
+          value={v.format}
+          aria-invalid={formatError ? 'true' : undefined}
+          aria-describedby={[edit ? ids + '-format-hint' : '', formatError ? ids + '-format-error' : ''].filter(Boolean).join(' ') || undefined}
+          onChange={(e) => set({ format: (e.currentTarget as HTMLSelectElement).value as FeedFormat | '' })}
+        >
+          {!edit && <option value="">Choose a format…</option>}
+          {(Object.keys(formatNames) as FeedFormat[]).map((k) => (
+            <option key={k} value={k}>
+              {formatNames[k]}
+            </option>
+          ))}
+        </select>
+        {edit && (
+          <p class="hint" id={ids + '-format-hint'}>
+            {endsEvents}
+          </p>
+        )}
+        {formatError && (
+          <p class="field-error" id={ids + '-format-error'} role="alert">
+            {formatError}
+          </p>
+        )}
+      </div>
+      {props.environment}
+      <Field label="Licence (optional)" name="license" value={v.license} onInput={(license) => set({ license })} form={form} hint="As the feed's publisher states it, for example “CC BY 4.0, City of Example”; each event carries it." input={{ maxLength: 500 }} />
+      <div class="field">
+        <label for={ids + '-interval'}>Poll every</label>
+        <div class="interval">
+          <input
+            id={ids + '-interval'}
+            name="poll_interval_s"
+            type="number"
+            inputMode="numeric"
+            min={v.unit === 'min' ? 1 : MIN_INTERVAL_S}
+            max={v.unit === 'min' ? MAX_INTERVAL_S / 60 : MAX_INTERVAL_S}
+            value={v.every}
+            aria-invalid={intervalError ? 'true' : undefined}
+            aria-describedby={ids + '-interval-hint' + (intervalError ? ` ${ids}-interval-error` : '')}
+            onInput={(e) => set({ every: (e.currentTarget as HTMLInputElement).value })}
+          />
+          <select aria-label="Unit" name="interval_unit" value={v.unit} onChange={(e) => set({ unit: (e.currentTarget as HTMLSelectElement).value as Unit })}>
+            <option value="min">minutes</option>
+            <option value="s">seconds</option>
+          </select>
+        </div>
+        <p class="hint" id={ids + '-interval-hint'}>
+          From 1 minute to 24 hours.
+        </p>
+        {intervalError && (
+          <p class="field-error" id={ids + '-interval-error'} role="alert">
+            {intervalError}
+          </p>
+        )}
+      </div>
+    </>
+  );
+}
+
 /** Health shows a feed's state: paused, never polled, OK or the last error. */
 function Health({ f }: { f: FeedPublic }) {
   const h = f.health;
@@ -108,6 +254,85 @@ function Health({ f }: { f: FeedPublic }) {
 
 type Msg = { kind: 'success' | 'error'; text: string };
 
+/**
+ * EditFeed is the form that changes one feed's settings, filled with them. It sends only the
+ * settings that changed (none: it says so and sends nothing); the environment is fixed.
+ * onSaved gets the feed as saved and whether the change makes it due at once.
+ */
+function EditFeed(props: { org: Organisation; feed: FeedPublic; onSaved: (f: FeedPublic, due: boolean) => void; onCancel: () => void }) {
+  const { client } = useApp();
+  const { feed } = props;
+  const [values, setValues] = useState(() => feedValues(feed));
+  const [unchanged, setUnchanged] = useState(false);
+  const form = useForm(feedFields);
+  const heading = useRef<HTMLHeadingElement>(null);
+  useEffect(() => heading.current?.focus(), []);
+  const set = (change: Partial<FeedValues>) => {
+    setUnchanged(false);
+    setValues((v) => ({ ...v, ...change }));
+  };
+
+  const save = async (e: Event) => {
+    e.preventDefault();
+    setUnchanged(false);
+    const v = values;
+    const seconds = intervalSeconds(v.every, v.unit);
+    const changes: FeedUpdate = {};
+    if (v.name.trim() !== feed.name.trim()) changes.name = v.name.trim();
+    if (v.url.trim() !== feed.url) changes.url = v.url.trim();
+    if (v.format !== '' && v.format !== feed.format) changes.format = v.format;
+    if (v.license.trim() !== feed.license.trim()) changes.license = v.license.trim();
+    if (seconds !== feed.poll_interval_s) changes.poll_interval_s = seconds;
+    // Only what changed is checked, as only that is sent.
+    const bad = showProblems(form, {
+      url: changes.url !== undefined ? urlProblem(changes.url) : null,
+      poll_interval_s: changes.poll_interval_s !== undefined ? intervalProblem(seconds) : null,
+    });
+    if (bad) return;
+    if (Object.keys(changes).length === 0) {
+      setUnchanged(true);
+      return;
+    }
+    const saved = await form.run(() => client.updateFeed(props.org.org_id, feed.feed_id, changes));
+    if (saved) props.onSaved(saved, changes.url !== undefined || changes.format !== undefined || changes.poll_interval_s !== undefined);
+  };
+
+  return (
+    <section class="card feed-edit" id="feed-edit" aria-labelledby="feed-edit-title">
+      <h3 id="feed-edit-title" tabIndex={-1} ref={heading}>
+        Edit “{feedTitle(feed)}”
+      </h3>
+      <FormError form={form} />
+      <form onSubmit={save} noValidate aria-labelledby="feed-edit-title">
+        <FeedFields
+          values={values}
+          set={set}
+          form={form}
+          ids="feed-edit"
+          edit
+          environment={
+            <div class="field">
+              <div class="field-label">Environment</div>
+              <span class={'env ' + feed.environment}>{feed.environment}</span>{' '}
+              <span class="hint">Fixed once registered.</span>
+            </div>
+          }
+        />
+        {unchanged && <Notice>Nothing to change: the settings are as they were.</Notice>}
+        <div class="actions">
+          <button type="submit" class="primary" disabled={form.busy}>
+            {form.busy ? 'Saving…' : 'Save changes'}
+          </button>
+          <button type="button" onClick={props.onCancel}>
+            Cancel
+          </button>
+        </div>
+        <p class="hint">A new URL, format or interval makes the feed due at once.</p>
+      </form>
+    </section>
+  );
+}
+
 /** Feeds lists the organisation's feeds with their health, and lets owners manage them. */
 export function Feeds({ org }: { org: Organisation }) {
   const { client } = useApp();
@@ -116,47 +341,56 @@ export function Feeds({ org }: { org: Organisation }) {
   const [msg, setMsg] = useState<Msg | null>(null);
   const [busyId, setBusyId] = useState<string | null>(null);
 
-  const [name, setName] = useState('');
-  const [url, setUrl] = useState('');
-  const [format, setFormat] = useState<FeedFormat | ''>('');
+  const [draft, setDraft] = useState<FeedValues>(blankFeed);
   const [env, setEnv] = useState<Environment>('sandbox');
-  const [license, setLicense] = useState('');
-  const [every, setEvery] = useState('5');
-  const [unit, setUnit] = useState<'min' | 's'>('min');
-  const form = useForm(['name', 'url', 'format', 'environment', 'license', 'poll_interval_s']);
+  const form = useForm(feedFields);
 
   const register = async (e: Event) => {
     e.preventDefault();
     setMsg(null);
-    const u = url.trim();
-    const bad = urlProblem(u);
-    const n = Number(every.trim());
-    const seconds = Number.isInteger(n) && every.trim() !== '' ? n * (unit === 'min' ? 60 : 1) : NaN;
-    const badInterval = !(seconds >= MIN_INTERVAL_S && seconds <= MAX_INTERVAL_S);
-    // Each check sets its field's message or clears the one an earlier submit left.
-    form.setError(null, null);
-    form.setError('url', bad);
-    form.setError('format', format === '' ? 'Choose the format of the feed document.' : null);
-    form.setError('poll_interval_s', badInterval ? 'Poll from every minute to every 24 hours (60 to 86 400 seconds), in whole numbers.' : null);
-    if (bad || format === '' || badInterval) return;
+    const u = draft.url.trim();
+    const seconds = intervalSeconds(draft.every, draft.unit);
+    const bad = showProblems(form, {
+      url: urlProblem(u),
+      format: draft.format === '' ? 'Choose the format of the feed document.' : null,
+      poll_interval_s: intervalProblem(seconds),
+    });
+    if (bad) return;
     const created = await form.run(() =>
       client.createFeed(org.org_id, {
-        name: name.trim(),
+        name: draft.name.trim(),
         url: u,
-        format: format as FeedFormat,
+        format: draft.format as FeedFormat,
         environment: env,
-        license: license.trim(),
+        license: draft.license.trim(),
         poll_interval_s: seconds,
       }),
     );
     if (created) {
       setMsg({ kind: 'success', text: `“${feedTitle(created)}” is registered: it is polled at once, then ${formatInterval(created.poll_interval_s)}.` });
-      setName('');
-      setUrl('');
-      setFormat('');
-      setLicense('');
+      // The interval stays as it was, for the next feed.
+      setDraft((d) => ({ ...blankFeed, every: d.every, unit: d.unit }));
       feeds.reload();
     }
+  };
+
+  // One feed's settings are edited at a time, in a form below the list; closing it gives the
+  // focus back to the feed's Edit button.
+  const [editing, setEditing] = useState<FeedPublic | null>(null);
+  const editButtons = useRef<Record<string, HTMLButtonElement | null>>({});
+  const closeEdit = () => {
+    if (editing) editButtons.current[editing.feed_id]?.focus();
+    setEditing(null);
+  };
+  const toggleEdit = (f: FeedPublic) => {
+    setMsg(null);
+    setEditing(editing?.feed_id === f.feed_id ? null : f);
+  };
+  const saved = (f: FeedPublic, due: boolean) => {
+    const when = !due ? '' : f.paused ? ' It is polled once it is resumed.' : ' It is polled at once.';
+    setMsg({ kind: 'success', text: `“${feedTitle(f)}” is saved.${when}` });
+    closeEdit();
+    feeds.reload();
   };
 
   /** act runs one row action, says how it went, and reads the list again. */
@@ -185,7 +419,6 @@ export function Feeds({ org }: { org: Organisation }) {
   const remove = (f: FeedPublic) =>
     act(f, () => client.deleteFeed(org.org_id, f.feed_id), `“${feedTitle(f)}” is deleted: its events end at the next poll.`);
 
-  const intervalError = form.fields.poll_interval_s;
   return (
     <>
       <div class="row">
@@ -206,86 +439,31 @@ export function Feeds({ org }: { org: Organisation }) {
           <summary>Register a feed</summary>
           <FormError form={form} />
           <form onSubmit={register} noValidate>
-            <Field label="Name (optional)" name="name" value={name} onInput={setName} form={form} hint="For people, for example “City roadworks”." input={{ maxLength: 100 }} />
-            <Field
-              label="URL"
-              name="url"
-              value={url}
-              onInput={setUrl}
+            <FeedFields
+              values={draft}
+              set={(change) => setDraft((d) => ({ ...d, ...change }))}
               form={form}
-              hint="The address of the feed document: http or https, without a user name or password. Every member can read it."
-              input={{ type: 'url', maxLength: 2048, autocomplete: 'off', spellcheck: false }}
+              ids="feed"
+              environment={
+                <fieldset aria-describedby={form.fields.environment ? 'feed-env-error' : undefined}>
+                  <legend>Environment</legend>
+                  <label class="radio">
+                    <input type="radio" name="environment" value="sandbox" checked={env === 'sandbox'} onChange={() => setEnv('sandbox')} /> Sandbox: to
+                    try the feed; its events are sandbox events
+                  </label>
+                  <label class="radio">
+                    <input type="radio" name="environment" value="live" checked={env === 'live'} onChange={() => setEnv('live')} /> Live: its events
+                    are live events, read by everyone
+                  </label>
+                  <p class="hint">Fixed once the feed is registered.</p>
+                  {form.fields.environment && (
+                    <p class="field-error" id="feed-env-error" role="alert">
+                      {form.fields.environment}
+                    </p>
+                  )}
+                </fieldset>
+              }
             />
-            <div class="field">
-              <label for="feed-format">Format</label>
-              <select
-                id="feed-format"
-                name="format"
-                value={format}
-                aria-invalid={form.fields.format ? 'true' : undefined}
-                aria-describedby={form.fields.format ? 'feed-format-error' : undefined}
-                onChange={(e) => setFormat((e.currentTarget as HTMLSelectElement).value as FeedFormat | '')}
-              >
-                <option value="">Choose a format…</option>
-                {(Object.keys(formatNames) as FeedFormat[]).map((k) => (
-                  <option key={k} value={k}>
-                    {formatNames[k]}
-                  </option>
-                ))}
-              </select>
-              {form.fields.format && (
-                <p class="field-error" id="feed-format-error" role="alert">
-                  {form.fields.format}
-                </p>
-              )}
-            </div>
-            <fieldset aria-describedby={form.fields.environment ? 'feed-env-error' : undefined}>
-              <legend>Environment</legend>
-              <label class="radio">
-                <input type="radio" name="environment" value="sandbox" checked={env === 'sandbox'} onChange={() => setEnv('sandbox')} /> Sandbox: to
-                try the feed; its events are sandbox events
-              </label>
-              <label class="radio">
-                <input type="radio" name="environment" value="live" checked={env === 'live'} onChange={() => setEnv('live')} /> Live: its events
-                are live events, read by everyone
-              </label>
-              <p class="hint">Fixed once the feed is registered.</p>
-              {form.fields.environment && (
-                <p class="field-error" id="feed-env-error" role="alert">
-                  {form.fields.environment}
-                </p>
-              )}
-            </fieldset>
-            <Field label="Licence (optional)" name="license" value={license} onInput={setLicense} form={form} hint="As the feed's publisher states it, for example “CC BY 4.0, City of Example”; each event carries it." input={{ maxLength: 500 }} />
-            <div class="field">
-              <label for="feed-interval">Poll every</label>
-              <div class="interval">
-                <input
-                  id="feed-interval"
-                  name="poll_interval_s"
-                  type="number"
-                  inputMode="numeric"
-                  min={unit === 'min' ? 1 : MIN_INTERVAL_S}
-                  max={unit === 'min' ? MAX_INTERVAL_S / 60 : MAX_INTERVAL_S}
-                  value={every}
-                  aria-invalid={intervalError ? 'true' : undefined}
-                  aria-describedby={'feed-interval-hint' + (intervalError ? ' feed-interval-error' : '')}
-                  onInput={(e) => setEvery((e.currentTarget as HTMLInputElement).value)}
-                />
-                <select aria-label="Unit" name="interval_unit" value={unit} onChange={(e) => setUnit((e.currentTarget as HTMLSelectElement).value as 'min' | 's')}>
-                  <option value="min">minutes</option>
-                  <option value="s">seconds</option>
-                </select>
-              </div>
-              <p class="hint" id="feed-interval-hint">
-                From 1 minute to 24 hours.
-              </p>
-              {intervalError && (
-                <p class="field-error" id="feed-interval-error" role="alert">
-                  {intervalError}
-                </p>
-              )}
-            </div>
             <button type="submit" class="primary" disabled={form.busy}>
               {form.busy ? 'Registering…' : 'Register feed'}
             </button>
@@ -353,6 +531,17 @@ export function Feeds({ org }: { org: Organisation }) {
                       {owner && (
                         <td>
                           <div class="actions">
+                            <button
+                              type="button"
+                              ref={(el) => {
+                                editButtons.current[f.feed_id] = el;
+                              }}
+                              aria-expanded={editing?.feed_id === f.feed_id}
+                              aria-controls={editing?.feed_id === f.feed_id ? 'feed-edit' : undefined}
+                              onClick={() => toggleEdit(f)}
+                            >
+                              Edit
+                            </button>
                             <button type="button" disabled={busyId === f.feed_id} onClick={() => setPaused(f, !f.paused)}>
                               {f.paused ? 'Resume' : 'Pause'}
                             </button>
@@ -379,6 +568,9 @@ export function Feeds({ org }: { org: Organisation }) {
           )
         }
       </Loading>
+      {owner && editing && feeds.data?.some((f) => f.feed_id === editing.feed_id) && (
+        <EditFeed key={editing.feed_id} org={org} feed={editing} onSaved={saved} onCancel={closeEdit} />
+      )}
     </>
   );
 }
