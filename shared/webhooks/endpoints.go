@@ -122,7 +122,7 @@ const (
 )
 
 const (
-	attrEndpointID, attrOrg, attrURL, attrDescription, attrKinds = "endpoint_id", "org_id", "url", "description", "kinds"
+	attrEndpointID, attrOrg, attrURL, attrDescription, attrKinds  = "endpoint_id", "org_id", "url", "description", "kinds"
 	attrEnabled, attrDisabledReason, attrCreatedAt, attrCreatedBy = "enabled", "disabled_reason", "created_at", "created_by_email"
 	attrUpdatedAt, attrRotatedAt, attrPreviousUntil, attrRev      = "updated_at", "rotated_at", "previous_until", "rev"
 	attrSecret, attrPrevious, attrCount                           = "secret", "previous_secret", "endpoints"

@@ -93,7 +93,7 @@ const (
 )
 
 const (
-	attrDeliveryID, attrKind, attrBody, attrState, attrReason = "delivery_id", "kind", "body", "state", "reason"
+	attrDeliveryID, attrKind, attrBody, attrState, attrReason  = "delivery_id", "kind", "body", "state", "reason"
 	attrAttempts, attrFirstAttempt, attrNextAttempt, attrLease = "attempts", "first_attempt_at", "next_attempt_at", "lease_until"
 	attrDeliverySK                                             = "delivery_sk"
 )
