@@ -267,3 +267,29 @@ func ceilUnix(t time.Time) int64 {
 	}
 	return sec
 }
+
+// DecodeEntry reads an entry of an event's history from a changed item (the change feed's new
+// image), for readers of the feed that act on what happened to an event (the webhook
+// producer): a log# item, or a vote# item that holds the entry of its signal. ok is false for
+// any other item, and for a vote item of versions that kept the entry apart.
+func DecodeEntry(it store.Item) (eventID string, e event.Entry, ok bool, err error) {
+	k := it.Key()
+	if !strings.HasPrefix(k.PK, eventPrefix) {
+		return "", event.Entry{}, false, nil
+	}
+	eventID = strings.TrimPrefix(k.PK, eventPrefix)
+	switch {
+	case strings.HasPrefix(k.SK, entryPrefix):
+		if err := json.Unmarshal([]byte(it.String(attrData)), &e); err != nil {
+			return "", event.Entry{}, false, fmt.Errorf("decode history item %s: %w", k, err)
+		}
+		return eventID, e, true, nil
+	case strings.HasPrefix(k.SK, votePrefix):
+		_, entry, _, err := decodeSignal(it)
+		if err != nil || entry == nil {
+			return "", event.Entry{}, false, err
+		}
+		return eventID, *entry, true, nil
+	}
+	return "", event.Entry{}, false, nil
+}

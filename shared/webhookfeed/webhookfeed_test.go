@@ -1,0 +1,237 @@
+package webhookfeed_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/roadevents/roadevents/shared/apitest"
+	"github.com/roadevents/roadevents/shared/audit"
+	"github.com/roadevents/roadevents/shared/event"
+	"github.com/roadevents/roadevents/shared/eventstore"
+	"github.com/roadevents/roadevents/shared/seal"
+	"github.com/roadevents/roadevents/shared/store"
+	"github.com/roadevents/roadevents/shared/store/storetest/tables"
+	"github.com/roadevents/roadevents/shared/webhookfeed"
+	"github.com/roadevents/roadevents/shared/webhooks"
+)
+
+var idKey = []byte("0123456789abcdef0123456789abcdef")
+
+type rig struct {
+	tab       tables.Table
+	events    *eventstore.Store
+	endpoints *webhooks.Endpoints
+	queue     *webhooks.Queue
+	producer  *webhookfeed.Producer
+}
+
+func newRig(t *testing.T, tab tables.Table) *rig {
+	t.Helper()
+	evs, err := eventstore.New(tab, eventstore.Options{IDKey: idKey, Clock: tab.Clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealer, err := seal.NewAESGCM(bytes.Repeat([]byte{7}, seal.KeySize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &rig{tab: tab, events: evs, queue: webhooks.NewQueue(tab, tab.Clock),
+		endpoints: webhooks.NewEndpoints(tab, audit.New(tab, audit.Options{Clock: tab.Clock}), sealer, tab.Clock)}
+	r.producer = &webhookfeed.Producer{Table: tab, Endpoints: r.endpoints, Queue: r.queue, Clock: tab.Clock}
+	return r
+}
+
+// follow hands every change of the feed to the producer until the test ends.
+func (r *rig) follow(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	cur, err := r.tab.Feed.Follow(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			ch, err := cur.Next(ctx)
+			if err != nil {
+				return
+			}
+			if _, err := r.producer.Handle(ctx, ch); err != nil {
+				t.Error(err)
+			}
+		}
+	}()
+	t.Cleanup(func() { cancel(); cur.Close(); <-done })
+}
+
+func (r *rig) endpoint(t *testing.T, org string, kinds ...string) webhooks.Endpoint {
+	t.Helper()
+	ep, _, err := r.endpoints.Create(context.Background(), org, webhooks.Actor{}, webhooks.EndpointDraft{
+		URL: ptr("https://hooks.example/" + org), Kinds: kinds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ep
+}
+
+// delivered lists the kinds delivered to ep, each with the event it is about, in order.
+func (r *rig) delivered(t *testing.T, ep webhooks.Endpoint) []string {
+	t.Helper()
+	list, err := r.queue.List(context.Background(), ep.Org, ep.ID, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, d := range slices.Backward(list) {
+		var b webhookfeed.Body
+		if err := json.Unmarshal(d.Body, &b); err != nil || b.ID != d.ID || b.Kind != d.Kind {
+			t.Fatalf("delivery %s body %s: %v; want its id and kind", d.ID, d.Body, err)
+		}
+		out = append(out, d.Kind+" "+b.Data.Event.EventID)
+	}
+	return out
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func sorted(s []string) []string { return slices.Sorted(slices.Values(s)) }
+
+func caller(org string) eventstore.Caller {
+	return eventstore.Caller{Org: org, Environment: event.EnvironmentLive}
+}
+
+// docs/webhooks.md §1: each kind fires exactly when it happens to one of the organisation's
+// events, to the endpoints that subscribed to it: a confirmation and a denial counted (a
+// repeated one is not), another source merged in, a publication merged at once into another's,
+// a close, a deny quorum; an endpoint of another organisation hears nothing of them.
+func TestEveryKindFiresWhenItHappens(t *testing.T) {
+	tables.Each(t, func(t *testing.T, tab tables.Table) {
+		r := newRig(t, tab)
+		all := r.endpoint(t, "org_pub", webhooks.KindConfirmed, webhooks.KindDenied, webhooks.KindMerged, webhooks.KindEnded)
+		ended := r.endpoint(t, "org_pub", webhooks.KindEnded)
+		other := r.endpoint(t, "org_other", webhooks.Kinds...)
+		r.follow(t)
+		ctx := context.Background()
+		publish := func(org string, lat float64) event.Event {
+			t.Helper()
+			ev, _, err := r.events.Publish(ctx, caller(org), event.EventIn{Type: "object_on_road", Lat: lat, Lon: 11.5})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return ev
+		}
+		signal := func(org, id, action, reporter string) {
+			t.Helper()
+			if _, _, err := r.events.Signal(ctx, caller(org), id, event.SignalIn{Action: action, ReporterToken: &reporter}); err != nil {
+				t.Fatal(err)
+			}
+		}
+
+		a := publish("org_pub", 48.10)
+		signal("org_x", a.ID, event.ActionConfirm, "car-1")
+		signal("org_x", a.ID, event.ActionConfirm, "car-1") // the same reporter again: nothing new
+		signal("org_y", a.ID, event.ActionDeny, "van-1")
+		publish("org_x", 48.10) // another source's report of a: merged into it
+		if _, err := r.events.Close(ctx, caller("org_pub"), a.ID); err != nil {
+			t.Fatal(err)
+		}
+		theirs := publish("org_other", 48.20)
+		c := publish("org_pub", 48.20) // merged at once into org_other's report
+		d := publish("org_pub", 48.30)
+		for i := range event.DenyQuorum {
+			signal("org_y", d.ID, event.ActionDeny, fmt.Sprint("van-", i))
+		}
+
+		want := []string{
+			"event.confirmed " + a.ID, "event.denied " + a.ID, "event.merged " + a.ID, "event.ended " + a.ID,
+			"event.merged " + c.ID,
+			"event.denied " + d.ID, "event.denied " + d.ID, "event.denied " + d.ID, "event.ended " + d.ID,
+		}
+		apitest.Eventually(t, "every delivery made", func() bool { return len(r.delivered(t, all)) >= len(want) })
+		// Deliveries made in one millisecond list in no particular order.
+		slices.Sort(want)
+		if got := r.delivered(t, all); !slices.Equal(sorted(got), want) {
+			t.Errorf("deliveries to the endpoint of every kind:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+		if got := r.delivered(t, ended); !slices.Equal(sorted(got), sorted([]string{"event.ended " + a.ID, "event.ended " + d.ID})) {
+			t.Errorf("deliveries to the endpoint of ended only: %v; want a's close and d's quorum", got)
+		}
+		// org_other's report was corroborated by org_pub's duplicate: that is news for it.
+		if got := r.delivered(t, other); !slices.Equal(got, []string{"event.merged " + theirs.ID}) {
+			t.Errorf("deliveries to org_other: %v; want only the merge into its own report", got)
+		}
+	})
+}
+
+// docs/webhooks.md §1, §3: a producer stopped between a commit and its delivery loses nothing:
+// the next one reads on from the place the last recorded, and what it reads again is not sent
+// twice.
+func TestProducerRestartLosesNothing(t *testing.T) {
+	tab := tables.Embedded(t)
+	r := newRig(t, tab)
+	ep := r.endpoint(t, "org_pub", webhooks.KindConfirmed)
+	feed := tab.Feed.(store.Replayer)
+	ctx := context.Background()
+	run := func() (stop func()) {
+		ctx, cancel := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := r.producer.Run(ctx, feed); err != nil {
+				t.Error(err)
+			}
+		}()
+		return func() { cancel(); wg.Wait() }
+	}
+	stop := run()
+	a, _, err := r.events.Publish(ctx, caller("org_pub"), event.EventIn{Type: "accident", Lat: 48.1, Lon: 11.5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	confirm := func(reporter string) {
+		if _, _, err := r.events.Signal(ctx, caller("org_x"), a.ID, event.SignalIn{Action: event.ActionConfirm, ReporterToken: &reporter}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	confirm("car-1")
+	apitest.Eventually(t, "the first delivery", func() bool { return len(r.delivered(t, ep)) == 1 })
+	stop()
+	// Changes while no producer runs.
+	confirm("car-2")
+	confirm("car-3")
+	stop = run()
+	defer stop()
+	confirm("car-4")
+	apitest.Eventually(t, "the deliveries of the changes made while it was stopped", func() bool { return len(r.delivered(t, ep)) >= 4 })
+	// A third producer that reads everything again from the start of the feed makes nothing new.
+	cur, err := feed.FollowAfter(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last, _ := feed.Last(ctx)
+	for {
+		ch, err := cur.Next(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.producer.Handle(ctx, ch); err != nil {
+			t.Fatal(err)
+		}
+		if n, _ := strconv.ParseUint(ch.Seq, 10, 64); n >= last {
+			break
+		}
+	}
+	cur.Close()
+	if got := r.delivered(t, ep); len(got) != 4 {
+		t.Errorf("after reading the feed again: %d deliveries; want the 4 confirmations once each", len(got))
+	}
+}
