@@ -239,7 +239,7 @@ func (a *API) routes(b built, groups ...routetable.Group) []httpapi.Route {
 		case routetable.GroupConsoleAuth:
 			out = append(out, consoleauthgroup.Routes(b.tenants.Auth)...)
 		case routetable.GroupConsoleOrgs:
-			out = append(out, consoleorgsgroup.Routes(d, b.tenants.Orgs, b.ledger)...)
+			out = append(out, consoleorgsgroup.Routes(d, b.tenants, b.ledger)...)
 		case routetable.GroupBilling:
 			out = append(out, billinggroup.Routes(b.billing)...)
 		case routetable.GroupEvents:

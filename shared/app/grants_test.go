@@ -24,6 +24,7 @@ import (
 	"github.com/roadevents/roadevents/shared/apitest"
 	"github.com/roadevents/roadevents/shared/app"
 	"github.com/roadevents/roadevents/shared/app/apptest"
+	"github.com/roadevents/roadevents/shared/audit"
 	"github.com/roadevents/roadevents/shared/clock"
 	"github.com/roadevents/roadevents/shared/config"
 	"github.com/roadevents/roadevents/shared/consoleauth"
@@ -38,6 +39,7 @@ import (
 	"github.com/roadevents/roadevents/shared/store"
 	"github.com/roadevents/roadevents/shared/store/embedded"
 	"github.com/roadevents/roadevents/shared/stream"
+	"github.com/roadevents/roadevents/shared/webhooks"
 )
 
 // The test of this file holds the grants of shared/routetable (docs/security.md §6), which the
@@ -221,6 +223,10 @@ type grantsTour struct {
 	servedMu sync.Mutex
 	front    *httptest.Server
 	hub      *stream.Hub
+	// db and sealer are the table and the sealer under the groups, unrecorded, for what the
+	// tour sets up as another process would have (a webhook endpoint and its delivery).
+	db     store.Table
+	sealer seal.Sealer
 }
 
 // newGrantsTour builds every group on one recorded embedded table. Each group's configuration
@@ -239,7 +245,7 @@ func newGrantsTour(t *testing.T) *grantsTour {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tour := &grantsTour{t: t, clk: clk, inbox: &consoletest.Inbox{}, served: map[string]int{},
+	tour := &grantsTour{t: t, clk: clk, inbox: &consoletest.Inbox{}, served: map[string]int{}, db: db, sealer: aes,
 		log:    &callLog{items: map[routetable.Group][]itemCall{}, kms: map[routetable.Group]map[routetable.KMSAction]bool{}, mail: map[routetable.Group]int{}},
 		groups: map[routetable.Group]*groupProcess{}}
 
@@ -567,6 +573,36 @@ func (g *grantsTour) tourEveryRoute() {
 	g.call("DELETE", feed, owner, "", http.StatusOK, "delete the feed")
 	poll(1)
 
+	// console-orgs' webhook endpoints. On Lambda no producer or dispatcher runs yet, so a
+	// registration is refused (docs/webhooks.md); the endpoint and its delivery are set up as
+	// the process of the embedded store makes them, and the other routes work on them.
+	g.call("POST", op+"/webhooks", owner, `{"url":"https://hooks.example/in","kinds":["event.ended"]}`,
+		http.StatusServiceUnavailable, "register a webhook endpoint where deliveries do not run")
+	endpoints := webhooks.NewEndpoints(g.db, audit.New(g.db, audit.Options{Clock: g.clk}), g.sealer, g.clk)
+	ep, _, err := endpoints.Create(context.Background(), alpha, webhooks.Actor{}, webhooks.EndpointDraft{
+		URL: ptr("https://hooks.example/in"), Kinds: []string{webhooks.KindEnded}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	queue := webhooks.NewQueue(g.db, g.clk)
+	dlv := webhooks.Delivery{ID: webhooks.DeliveryID(g.clk.Now(), "tour", ep.ID), Org: alpha, Endpoint: ep.ID, Kind: webhooks.KindEnded, Body: []byte(`{}`)}
+	if err := queue.Enqueue(context.Background(), dlv); err != nil {
+		t.Fatal(err)
+	}
+	// Disabled, the endpoint gets nothing: the delivery is dropped, then redelivered.
+	endpoints.Disable(context.Background(), alpha, ep.ID, "the tour")
+	if _, err := webhooks.NewDispatcher(queue, endpoints, webhooks.DispatcherOptions{Clock: g.clk}).Pass(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	hook := op + "/webhooks/" + ep.ID
+	g.call("GET", op+"/webhooks", owner, "", http.StatusOK, "webhook endpoints")
+	g.call("GET", hook, owner, "", http.StatusOK, "a webhook endpoint")
+	g.call("PATCH", hook, owner, `{"enabled":true}`, http.StatusOK, "enable the endpoint")
+	g.call("POST", hook+"/rotate", owner, "", http.StatusOK, "rotate its secret")
+	g.call("GET", hook+"/deliveries", owner, "", http.StatusOK, "its deliveries")
+	g.call("POST", hook+"/deliveries/"+dlv.ID+"/redeliver", owner, "", http.StatusOK, "redeliver")
+	g.call("DELETE", hook, owner, "", http.StatusOK, "delete the endpoint")
+
 	// console-orgs' panels, now that there is activity.
 	for _, p := range []string{"/audit", "/usage", "/vitality", "/reputation"} {
 		g.call("GET", op+p, owner, "", http.StatusOK, p)
@@ -691,3 +727,5 @@ func TestGroupsNeedTheSecretsTheyAreGranted(t *testing.T) {
 		}
 	}
 }
+
+func ptr[T any](v T) *T { return &v }

@@ -1,6 +1,7 @@
 package orgs_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/roadevents/roadevents/shared/orgs"
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
+	"github.com/roadevents/roadevents/shared/webhooks"
 )
 
 // oddIDs are path ids no organisation, member, invitation or key has: each is sent as the
@@ -29,15 +31,17 @@ var oddIDs = []struct{ name, segment string }{
 
 // validBodies are bodies each route accepts, so that the id, not the input, decides.
 var validBodies = map[string]string{
-	"updateOrg":        `{"name":"Renamed"}`,
-	"inviteMember":     `{"email":"odd@example.com"}`,
-	"updateMember":     `{"role":"member"}`,
-	"issueKey":         `{"label":"odd","environment":"sandbox"}`,
-	"startCheckout":    `{"plan":"team"}`,
-	"createOrg":        `{"name":"x"}`,
-	"acceptInvitation": `{"token":"x"}`,
-	"createFeed":       `{"url":"https://feeds.example/x.json","format":"cifs"}`,
-	"updateFeed":       `{"name":"odd"}`,
+	"updateOrg":             `{"name":"Renamed"}`,
+	"inviteMember":          `{"email":"odd@example.com"}`,
+	"updateMember":          `{"role":"member"}`,
+	"issueKey":              `{"label":"odd","environment":"sandbox"}`,
+	"startCheckout":         `{"plan":"team"}`,
+	"createOrg":             `{"name":"x"}`,
+	"acceptInvitation":      `{"token":"x"}`,
+	"createFeed":            `{"url":"https://feeds.example/x.json","format":"cifs"}`,
+	"updateFeed":            `{"name":"odd"}`,
+	"createWebhookEndpoint": `{"url":"https://hooks.example/in","kinds":["event.ended"]}`,
+	"updateWebhookEndpoint": `{"description":"odd"}`,
 }
 
 // docs/api.md §7 and §4.3: an id that names nothing is a 404 {detail} (or a 422 when the router
@@ -58,8 +62,23 @@ func TestOddPathIDsAreNotFound(t *testing.T) {
 		if err := json.Unmarshal(feed.Body, &fd); err != nil || fd.FeedID == "" {
 			t.Fatalf("register a feed: %s", feed)
 		}
+		hook := e.Call("POST", "/console/orgs/"+f.org.OrgID+"/webhooks", f.owner.token, validBodies["createWebhookEndpoint"])
+		var wh struct {
+			Endpoint struct {
+				EndpointID string `json:"endpoint_id"`
+			} `json:"endpoint"`
+		}
+		if err := json.Unmarshal(hook.Body, &wh); err != nil || wh.Endpoint.EndpointID == "" {
+			t.Fatalf("register a webhook endpoint: %s", hook)
+		}
+		dlv := webhooks.Delivery{ID: webhooks.DeliveryID(tab.Clock.Now(), "odd", wh.Endpoint.EndpointID), Org: f.org.OrgID,
+			Endpoint: wh.Endpoint.EndpointID, Kind: webhooks.KindEnded, Body: []byte(`{}`)}
+		if err := webhooks.NewQueue(tab, tab.Clock).Enqueue(context.Background(), dlv); err != nil {
+			t.Fatal(err)
+		}
 		real := map[string]string{
 			"org_id": f.org.OrgID, "user_id": f.member.id, "invite_id": f.invite.InviteID, "key_id": f.keyID, "feed_id": fd.FeedID,
+			"endpoint_id": wh.Endpoint.EndpointID, "delivery_id": dlv.ID,
 		}
 		ids := oddIDs
 		if tab.Adapter == tables.AdapterDynamoDB {

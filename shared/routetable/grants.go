@@ -143,9 +143,11 @@ var grants = map[Group]Grants{
 			{"ratelimit#console-key-issuance#", []ItemAction{UpdateItem}},
 			{"ratelimit#console-totp-attempts#", []ItemAction{UpdateItem}},
 			{"feed#", []ItemAction{GetItem, Query, PutItem, UpdateItem}}, // the feed registry
+			{"webhookdue#", []ItemAction{PutItem}},                       // a redelivery's turn
 		},
-		KMS:       []KMSAction{KMSDecrypt}, // the TOTP step-up of key issuance
-		SendsMail: true,                    // invitations, notices of issued keys
+		// Decrypt: the TOTP step-up of key issuance; Encrypt: sealing webhook signing secrets.
+		KMS:       []KMSAction{KMSEncrypt, KMSDecrypt},
+		SendsMail: true, // invitations, notices of issued keys
 	},
 	GroupBilling: {
 		Items: []ItemGrant{

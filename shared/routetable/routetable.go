@@ -17,7 +17,7 @@ const (
 	GroupEvents      Group = "events"
 	GroupConsoleAuth Group = "console-auth"
 	// GroupConsoleOrgs is organisations, members, invitations, audit, keys, usage, vitality,
-	// the publisher reputation and the feed registry.
+	// the publisher reputation, the feed registry and the webhook endpoints.
 	GroupConsoleOrgs Group = "console-orgs"
 	// GroupBilling is plans, the billing summary, checkout, portal and the Stripe webhook.
 	GroupBilling Group = "billing"
@@ -116,6 +116,14 @@ var table = map[Group][]Route{
 		{"PATCH", "/console/orgs/{org_id}/feeds/{feed_id}"},
 		{"DELETE", "/console/orgs/{org_id}/feeds/{feed_id}"},
 		{"POST", "/console/orgs/{org_id}/feeds/{feed_id}/poll"},
+		{"GET", "/console/orgs/{org_id}/webhooks"},
+		{"POST", "/console/orgs/{org_id}/webhooks"},
+		{"GET", "/console/orgs/{org_id}/webhooks/{endpoint_id}"},
+		{"PATCH", "/console/orgs/{org_id}/webhooks/{endpoint_id}"},
+		{"DELETE", "/console/orgs/{org_id}/webhooks/{endpoint_id}"},
+		{"POST", "/console/orgs/{org_id}/webhooks/{endpoint_id}/rotate"},
+		{"GET", "/console/orgs/{org_id}/webhooks/{endpoint_id}/deliveries"},
+		{"POST", "/console/orgs/{org_id}/webhooks/{endpoint_id}/deliveries/{delivery_id}/redeliver"},
 	},
 	GroupBilling: {
 		{"GET", "/console/plans"},

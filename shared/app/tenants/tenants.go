@@ -64,10 +64,12 @@ func (d Deps) Mail() mail.Mailer {
 	return d.Mailer
 }
 
-// Tenants are the console's identity and organisations.
+// Tenants are the console's identity and organisations, and the sealer of the secrets they
+// keep (TOTP secrets, webhook signing secrets).
 type Tenants struct {
-	Auth *consoleauth.Service
-	Orgs *orgs.Service
+	Auth   *consoleauth.Service
+	Orgs   *orgs.Service
+	Sealer seal.Sealer
 }
 
 // New builds the identity and the organisations on d for a process serving the groups served.
@@ -86,7 +88,9 @@ func New(d Deps, served ...routetable.Group) (*Tenants, error) {
 		}
 	}
 	var err error
-	if t.Auth, err = newAuth(d, slices.Contains(served, routetable.GroupConsoleAuth), onTOTP); err != nil {
+	console := slices.Contains(served, routetable.GroupConsoleAuth) || slices.Contains(served, routetable.GroupConsoleOrgs)
+	t.Sealer = newSealer(d, console)
+	if t.Auth, err = newAuth(d, t.Sealer, slices.Contains(served, routetable.GroupConsoleAuth), onTOTP); err != nil {
 		return nil, err
 	}
 	if t.Orgs, err = newOrgs(d, t.Auth, slices.Contains(served, routetable.GroupConsoleOrgs)); err != nil {
@@ -107,7 +111,27 @@ func (t *Tenants) Middleware(keys *apikey.Keys, tickets apikey.TicketVerifier) [
 	}
 }
 
-func newAuth(d Deps, serving bool, onTOTPChange func(context.Context, consoleauth.User, string)) (*consoleauth.Service, error) {
+// newSealer is d.Sealer, or AES-GCM under Config.Console.SealKey, or under a random key,
+// which it logs when serving a console group.
+func newSealer(d Deps, serving bool) seal.Sealer {
+	if d.Sealer != nil {
+		return d.Sealer
+	}
+	if len(d.Config.Console.SealKey) == seal.KeySize {
+		sealer, _ := seal.NewAESGCM(d.Config.Console.SealKey)
+		return sealer
+	}
+	key := make([]byte, seal.KeySize)
+	rand.Read(key)
+	sealer, _ := seal.NewAESGCM(key)
+	if serving {
+		d.Logger.Warn("no sealing key configured (ROADEVENTS_SEAL_KEY or ROADEVENTS_KMS_KEY_ID): using a random one, " +
+			"so TOTP and webhook signing secrets cannot be read after this process restarts")
+	}
+	return sealer
+}
+
+func newAuth(d Deps, sealer seal.Sealer, serving bool, onTOTPChange func(context.Context, consoleauth.User, string)) (*consoleauth.Service, error) {
 	warn := func(msg string) {
 		if serving {
 			d.Logger.Warn(msg)
@@ -115,17 +139,6 @@ func newAuth(d Deps, serving bool, onTOTPChange func(context.Context, consoleaut
 	}
 	if d.Mailer == nil {
 		warn("no mailer configured: console sign-in codes cannot be sent")
-	}
-	sealer := d.Sealer
-	if sealer == nil && len(d.Config.Console.SealKey) == seal.KeySize {
-		sealer, _ = seal.NewAESGCM(d.Config.Console.SealKey)
-	}
-	if sealer == nil {
-		key := make([]byte, seal.KeySize)
-		rand.Read(key)
-		sealer, _ = seal.NewAESGCM(key)
-		warn("no sealing key configured (ROADEVENTS_SEAL_KEY or ROADEVENTS_KMS_KEY_ID): using a random one, " +
-			"so TOTP secrets cannot be read after this process restarts")
 	}
 	hashKey := d.Config.Console.HashKey
 	if len(hashKey) < consoleauth.MinHashKeyBytes {
