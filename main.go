@@ -27,6 +27,8 @@ import (
 	"github.com/roadevents/roadevents/shared/daemon"
 	"github.com/roadevents/roadevents/shared/feedpoll"
 	"github.com/roadevents/roadevents/shared/httpapi"
+	"github.com/roadevents/roadevents/shared/store"
+	"github.com/roadevents/roadevents/shared/webhooks"
 	"github.com/roadevents/roadevents/web"
 )
 
@@ -145,6 +147,21 @@ func run(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 				ticker := time.NewTicker(billing.ReportInterval)
 				defer ticker.Stop()
 				b.RunOverageReports(ctx, ticker.C)
+			})
+		}
+		// Webhooks are made from the embedded store's feed, read on from where the producer
+		// last recorded its place, and sent in process (docs/webhooks.md §3).
+		if feed, ok := p.Feed.(store.Replayer); ok {
+			producer, dispatcher := api.Webhooks()
+			p.Go(func(ctx context.Context) {
+				if err := producer.Run(ctx, feed); err != nil {
+					logger.Error("webhooks: the producer stopped; no delivery is made until the process restarts", "err", err)
+				}
+			})
+			p.Go(func(ctx context.Context) {
+				ticker := time.NewTicker(webhooks.DispatchTick)
+				defer ticker.Stop()
+				dispatcher.Run(ctx, ticker.C)
 			})
 		}
 		// The organisations' feeds are polled in process (docs/interop.md §13).

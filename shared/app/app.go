@@ -39,6 +39,8 @@ import (
 	"github.com/roadevents/roadevents/shared/seal"
 	"github.com/roadevents/roadevents/shared/store"
 	"github.com/roadevents/roadevents/shared/stream"
+	"github.com/roadevents/roadevents/shared/webhookfeed"
+	"github.com/roadevents/roadevents/shared/webhooks"
 )
 
 // Deps is what the route groups are built from. Table, Keys and Meter are required: the
@@ -92,6 +94,9 @@ type API struct {
 	events *eventstore.Store
 	// feeds polls the organisations' feeds into events (Feeds).
 	feeds *feedpoll.Poller
+	// hooks makes and sends webhook deliveries (Webhooks).
+	hooks    *webhookfeed.Producer
+	dispatch *webhooks.Dispatcher
 }
 
 // New builds an API serving groups (all of them when none are named). It fails on a missing
@@ -159,7 +164,12 @@ func New(d Deps, groups ...routetable.Group) (*API, error) {
 		hub:     d.Hub,
 		timers:  d.StreamTimers,
 	}
-	a := &API{billing: bill, events: evs, feeds: eventsgroup.NewPoller(td, evs, t.Orgs)}
+	endpoints, queue := consoleorgsgroup.NewEndpoints(td, t), webhooks.NewQueue(td.Table, td.Clock)
+	a := &API{billing: bill, events: evs, feeds: eventsgroup.NewPoller(td, evs, t.Orgs),
+		hooks: &webhookfeed.Producer{Table: td.Table, Endpoints: endpoints, Queue: queue, Clock: td.Clock, Logger: td.Logger},
+		dispatch: webhooks.NewDispatcher(queue, endpoints, webhooks.DispatcherOptions{
+			AllowPrivate: d.Config.Webhooks.AllowPrivate, Clock: td.Clock, Logger: td.Logger}),
+	}
 	a.doc = groupapi.NewAPI(td.Base, t.Middleware(d.Keys, b.tickets)...)
 	a.doc.Handle(a.routes(b, routetable.All...)...)
 	a.served = a.doc
@@ -219,6 +229,10 @@ func (a *API) Routes() []httpapi.Route { return a.served.Routes() }
 
 // OpenAPI returns the document describing every group.
 func (a *API) OpenAPI() []byte { return a.doc.OpenAPI() }
+
+// Webhooks returns the producer of webhook deliveries and their dispatcher, for the process
+// to run where the table's feed can be read on from a recorded place (docs/webhooks.md §3).
+func (a *API) Webhooks() (*webhookfeed.Producer, *webhooks.Dispatcher) { return a.hooks, a.dispatch }
 
 // Feeds returns the poller of the organisations' feeds, for the process to run on its schedule
 // (docs/interop.md §13).

@@ -578,7 +578,7 @@ func (g *grantsTour) tourEveryRoute() {
 	// the process of the embedded store makes them, and the other routes work on them.
 	g.call("POST", op+"/webhooks", owner, `{"url":"https://hooks.example/in","kinds":["event.ended"]}`,
 		http.StatusServiceUnavailable, "register a webhook endpoint where deliveries do not run")
-	endpoints := webhooks.NewEndpoints(g.db, audit.New(g.db, audit.Options{Clock: g.clk}), g.sealer, g.clk)
+	endpoints := webhooks.NewEndpoints(g.db, audit.New(g.db, audit.Options{Clock: g.clk}), g.sealer, webhooks.EndpointsOptions{Clock: g.clk})
 	ep, _, err := endpoints.Create(context.Background(), alpha, webhooks.Actor{}, webhooks.EndpointDraft{
 		URL: ptr("https://hooks.example/in"), Kinds: []string{webhooks.KindEnded}})
 	if err != nil {

@@ -54,6 +54,8 @@ type Config struct {
 	Export Export
 	// Feeds configures the import of open-data feeds (feeds.go).
 	Feeds Feeds
+	// Webhooks configures the delivery of webhooks (feeds.go).
+	Webhooks Webhooks
 
 	// EventIDKey is the HMAC key event ids are derived from (docs/api.md §10.2: an id derived from
 	// organisation and client_event_id). Every process serving one table must share it, or a

@@ -14,16 +14,29 @@ type Feeds struct {
 	AllowPrivate bool
 }
 
-// readFeeds applies the feed variables of getenv.
+// Webhooks configures the delivery of webhooks (docs/webhooks.md §4).
+type Webhooks struct {
+	// AllowPrivate lets endpoints live on loopback, private and link-local addresses
+	// (ROADEVENTS_WEBHOOKS_ALLOW_PRIVATE=true): for receivers inside the deployment's own
+	// network, and for tests.
+	AllowPrivate bool
+}
+
+// readFeeds applies the feed and webhook variables of getenv.
 func (c *Config) readFeeds(getenv func(string) string) error {
-	v := getenv("ROADEVENTS_FEEDS_ALLOW_PRIVATE")
-	if v == "" {
-		return nil
+	for name, dst := range map[string]*bool{
+		"ROADEVENTS_FEEDS_ALLOW_PRIVATE":    &c.Feeds.AllowPrivate,
+		"ROADEVENTS_WEBHOOKS_ALLOW_PRIVATE": &c.Webhooks.AllowPrivate,
+	} {
+		v := getenv(name)
+		if v == "" {
+			continue
+		}
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("config: %s=%q: want true or false", name, v)
+		}
+		*dst = b
 	}
-	b, err := strconv.ParseBool(v)
-	if err != nil {
-		return fmt.Errorf("config: ROADEVENTS_FEEDS_ALLOW_PRIVATE=%q: want true or false", v)
-	}
-	c.Feeds.AllowPrivate = b
 	return nil
 }

@@ -88,4 +88,8 @@ func TestFeedsFromEnv(t *testing.T) {
 	if _, err := config.FromEnv(env(map[string]string{"ROADEVENTS_FEEDS_ALLOW_PRIVATE": "sometimes"})); err == nil {
 		t.Error("ROADEVENTS_FEEDS_ALLOW_PRIVATE=sometimes accepted; want an error")
 	}
+	// docs/webhooks.md §4: the same for webhook endpoints.
+	if c, err := config.FromEnv(env(map[string]string{"ROADEVENTS_WEBHOOKS_ALLOW_PRIVATE": "1"})); err != nil || !c.Webhooks.AllowPrivate || c.Feeds.AllowPrivate {
+		t.Errorf("ROADEVENTS_WEBHOOKS_ALLOW_PRIVATE=1: %+v, %+v, %v; want webhooks allowed, feeds not", c.Webhooks, c.Feeds, err)
+	}
 }

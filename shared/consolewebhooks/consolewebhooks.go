@@ -7,6 +7,7 @@ package consolewebhooks
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -134,12 +135,8 @@ type DeliveryPublic struct {
 	Reason        *string            `json:"reason"`
 	NextAttemptAt *time.Time         `json:"next_attempt_at"`
 	Attempts      []webhooks.Attempt `json:"attempts"`
-	Body          jsonRaw            `json:"body"`
+	Body          json.RawMessage    `json:"body"`
 }
-
-type jsonRaw []byte
-
-func (j jsonRaw) MarshalJSON() ([]byte, error) { return j, nil }
 
 func nullable(s string) *string {
 	if s == "" {
@@ -165,7 +162,7 @@ func PublicEndpoint(ep webhooks.Endpoint, now time.Time) EndpointPublic {
 // PublicDelivery returns the console's view of d.
 func PublicDelivery(d webhooks.Delivery) DeliveryPublic {
 	out := DeliveryPublic{DeliveryID: d.ID, EndpointID: d.Endpoint, Kind: d.Kind, CreatedAt: d.CreatedAt.UTC(), State: d.State,
-		Reason: nullable(d.Reason), Attempts: d.Attempts, Body: jsonRaw(d.Body)}
+		Reason: nullable(d.Reason), Attempts: d.Attempts, Body: json.RawMessage(d.Body)}
 	if d.State == webhooks.StatePending {
 		out.NextAttemptAt = orgs.OptionalTime(d.NextAttemptAt)
 	}

@@ -33,6 +33,9 @@ type Process struct {
 	// Hub routes the store's changes to the streams of GET /v1/stream (app.Deps.Hub); Run
 	// runs it on the store's feed and drains it when shutdown begins.
 	Hub *stream.Hub
+	// Feed is the table's own change feed (the embedded store's, or DynamoDB Streams), which
+	// the process's other readers follow: the webhook producer on the embedded store.
+	Feed store.Feed
 
 	cfg    config.Config
 	logger *slog.Logger
@@ -68,6 +71,7 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger, ln net.Lis
 		cfg:     cfg,
 		logger:  logger,
 		table:   st.Table,
+		Feed:    st.Feed,
 		keys:    apikey.New(st.Table, apikey.Options{Logger: logger}),
 		meter:   metering.New(st.Table, metering.Options{Logger: logger}),
 		jobsCtx: jobsCtx,

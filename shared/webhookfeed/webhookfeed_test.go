@@ -43,7 +43,7 @@ func newRig(t *testing.T, tab tables.Table) *rig {
 		t.Fatal(err)
 	}
 	r := &rig{tab: tab, events: evs, queue: webhooks.NewQueue(tab, tab.Clock),
-		endpoints: webhooks.NewEndpoints(tab, audit.New(tab, audit.Options{Clock: tab.Clock}), sealer, tab.Clock)}
+		endpoints: webhooks.NewEndpoints(tab, audit.New(tab, audit.Options{Clock: tab.Clock}), sealer, webhooks.EndpointsOptions{Clock: tab.Clock})}
 	r.producer = &webhookfeed.Producer{Table: tab, Endpoints: r.endpoints, Queue: r.queue, Clock: tab.Clock}
 	return r
 }

@@ -22,6 +22,8 @@ const (
 	SendTimeout = 10 * time.Second
 	// MaxAnswer is how much of a receiver's answer is read; the rest is not waited for.
 	MaxAnswer = 64 << 10
+	// DispatchTick is how often the in-process dispatcher looks for due deliveries.
+	DispatchTick = 2 * time.Second
 	// DispatchParallel is how many deliveries one pass sends at once.
 	DispatchParallel = 8
 	// passLimit is how many due deliveries one pass takes.

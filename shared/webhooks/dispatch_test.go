@@ -78,7 +78,7 @@ func newRig(t *testing.T, tab tables.Table) *rig {
 		t.Fatal(err)
 	}
 	r := &rig{tab: tab, queue: webhooks.NewQueue(tab, tab.Clock), recv: newReceiver(t, tab),
-		endpoints: webhooks.NewEndpoints(tab, audit.New(tab, audit.Options{Clock: tab.Clock}), sealer, tab.Clock)}
+		endpoints: webhooks.NewEndpoints(tab, audit.New(tab, audit.Options{Clock: tab.Clock}), sealer, webhooks.EndpointsOptions{Clock: tab.Clock})}
 	r.tls = r.recv.srv.Client().Transport.(*http.Transport).TLSClientConfig
 	return r
 }

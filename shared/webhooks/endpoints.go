@@ -100,19 +100,29 @@ type Actor struct {
 // locally, KMS on AWS) bound to the organisation and the endpoint, never hashed: the service
 // must sign with them.
 type Endpoints struct {
-	table  store.Table
-	audit  *audit.Log
-	sealer seal.Sealer
-	clock  clock.Clock
+	table     store.Table
+	audit     *audit.Log
+	sealer    seal.Sealer
+	clock     clock.Clock
+	plainHTTP bool
+}
+
+// EndpointsOptions configure Endpoints.
+type EndpointsOptions struct {
+	Clock clock.Clock
+	// PlainHTTP accepts http URLs besides https: for a deployment that lets endpoints live
+	// inside its own network (ROADEVENTS_WEBHOOKS_ALLOW_PRIVATE), such as a receiver on
+	// loopback beside go run ..
+	PlainHTTP bool
 }
 
 // NewEndpoints returns the endpoints on table, sealing secrets with sealer and writing changes
 // to log.
-func NewEndpoints(table store.Table, log *audit.Log, sealer seal.Sealer, c clock.Clock) *Endpoints {
-	if c == nil {
-		c = clock.System
+func NewEndpoints(table store.Table, log *audit.Log, sealer seal.Sealer, o EndpointsOptions) *Endpoints {
+	if o.Clock == nil {
+		o.Clock = clock.System
 	}
-	return &Endpoints{table: table, audit: log, sealer: sealer, clock: c}
+	return &Endpoints{table: table, audit: log, sealer: sealer, clock: o.Clock, plainHTTP: o.PlainHTTP}
 }
 
 const (
@@ -144,7 +154,7 @@ func (e *Endpoints) Create(ctx context.Context, org string, a Actor, d EndpointD
 	now := e.clock.Now().UTC()
 	ep := Endpoint{ID: "wh_" + strings.ToLower(rand.Text()[:16]), Org: org, Enabled: true,
 		CreatedAt: now, CreatedByEmail: a.Email, UpdatedAt: now}
-	if err := ep.apply(d); err != nil {
+	if err := ep.apply(d, e.plainHTTP); err != nil {
 		return Endpoint{}, "", err
 	}
 	secret := NewSecret()
@@ -221,7 +231,7 @@ func (e *Endpoints) Update(ctx context.Context, org, id string, a Actor, d Endpo
 		return Endpoint{}, err
 	}
 	before := ep
-	if err := ep.apply(d); err != nil {
+	if err := ep.apply(d, e.plainHTTP); err != nil {
 		return Endpoint{}, err
 	}
 	changed := ep.changes(before)
@@ -347,9 +357,9 @@ func (e *Endpoints) write(ctx context.Context, before Endpoint, ops []store.Op, 
 }
 
 // apply writes d's fields into ep, checking each (docs/webhooks.md §4).
-func (ep *Endpoint) apply(d EndpointDraft) error {
+func (ep *Endpoint) apply(d EndpointDraft, plainHTTP bool) error {
 	if d.URL != nil {
-		if err := CheckURL(*d.URL); err != nil {
+		if err := CheckURL(*d.URL, plainHTTP); err != nil {
 			return err
 		}
 		ep.URL = *d.URL
@@ -380,15 +390,15 @@ func (ep *Endpoint) apply(d EndpointDraft) error {
 	return nil
 }
 
-// CheckURL refuses an endpoint URL the dispatcher would not send to: not absolute https, with
-// credentials, or too long. The refusal never repeats the URL.
-func CheckURL(raw string) error {
+// CheckURL refuses an endpoint URL the dispatcher would not send to: not absolute https (or
+// http, with plainHTTP), with credentials, or too long. The refusal never repeats the URL.
+func CheckURL(raw string, plainHTTP bool) error {
 	if len(raw) > MaxURLLen {
 		return fmt.Errorf("%w: a URL of more than %d bytes", ErrInvalid, MaxURLLen)
 	}
 	u, err := url.Parse(raw)
 	switch {
-	case err != nil, u.Scheme != "https", u.Host == "":
+	case err != nil, u.Scheme != "https" && !(plainHTTP && u.Scheme == "http"), u.Host == "":
 		return fmt.Errorf("%w: the URL is not an absolute https URL", ErrInvalid)
 	case u.User != nil:
 		return fmt.Errorf("%w: the URL holds credentials; deliveries are signed instead", ErrInvalid)

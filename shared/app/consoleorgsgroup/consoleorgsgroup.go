@@ -52,5 +52,6 @@ func Routes(d tenants.Deps, t *tenants.Tenants, ledger *reputation.Ledger) []htt
 // NewEndpoints returns the organisations' webhook endpoints, their secrets sealed with t's
 // sealer and their changes in the audit log.
 func NewEndpoints(d tenants.Deps, t *tenants.Tenants) *webhooks.Endpoints {
-	return webhooks.NewEndpoints(d.Table, t.Orgs.Audit(), t.Sealer, d.Clock)
+	return webhooks.NewEndpoints(d.Table, t.Orgs.Audit(), t.Sealer,
+		webhooks.EndpointsOptions{Clock: d.Clock, PlainHTTP: d.Config.Webhooks.AllowPrivate})
 }
