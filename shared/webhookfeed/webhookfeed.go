@@ -151,10 +151,18 @@ func (p *Producer) Run(ctx context.Context, feed store.Replayer) error {
 	if err != nil {
 		return err
 	}
-	var cur store.Cursor
 	if pos == 0 {
-		cur, err = feed.Follow(ctx)
-	} else if cur, err = feed.FollowAfter(ctx, pos); errors.Is(err, store.ErrReplay) {
+		// The first start: from the feed's end, recorded at once, so that a process stopped
+		// before its first delivery reads on from here too.
+		if pos, err = feed.Last(ctx); err != nil {
+			return fmt.Errorf("webhookfeed: read the feed's end: %w", err)
+		}
+		if err := p.record(ctx, pos); err != nil {
+			return err
+		}
+	}
+	cur, err := feed.FollowAfter(ctx, pos)
+	if errors.Is(err, store.ErrReplay) {
 		p.logger().Warn("webhookfeed: the feed no longer holds the changes after the recorded position; deliveries of the gap are lost",
 			"position", pos)
 		cur, err = feed.Follow(ctx)
@@ -193,11 +201,19 @@ func (p *Producer) Run(ctx context.Context, feed store.Replayer) error {
 		if err != nil || made == 0 && time.Since(recorded) < recordEvery {
 			continue
 		}
-		if _, err := p.Table.Update(ctx, checkpointKey, store.Update{Set: map[string]any{attrPosition: int64(n)}}, store.Condition{}); err != nil {
+		if err := p.record(ctx, n); err != nil {
 			p.logger().Warn("webhookfeed: the position could not be recorded; changes since the last one are read again at start", "err", err)
 		}
 		recorded = time.Now()
 	}
+}
+
+func (p *Producer) record(ctx context.Context, pos uint64) error {
+	_, err := p.Table.Update(ctx, checkpointKey, store.Update{Set: map[string]any{attrPosition: int64(pos)}}, store.Condition{})
+	if err != nil {
+		return fmt.Errorf("webhookfeed: record the position: %w", err)
+	}
+	return nil
 }
 
 func (p *Producer) position(ctx context.Context) (uint64, error) {
