@@ -293,3 +293,14 @@ func DecodeEntry(it store.Item) (eventID string, e event.Entry, ok bool, err err
 	}
 	return "", event.Entry{}, false, nil
 }
+
+// AreaEventID returns the id of the event an area index item is of, for readers of the
+// change feed: the item's TTL is the event's expires_at, so its removal by expiry tells that
+// the event expired on its own (the webhook producer's event.expired).
+func AreaEventID(k store.Key) (string, bool) {
+	if !strings.HasPrefix(k.PK, areaPrefix) || len(k.SK) <= 3 {
+		return "", false
+	}
+	// Two digits, the environment's letter, then the id.
+	return k.SK[3:], event.ValidID(k.SK[3:])
+}

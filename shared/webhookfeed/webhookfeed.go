@@ -1,7 +1,8 @@
 // Package webhookfeed turns the table's change feed into webhook deliveries
 // (docs/webhooks.md §1): it reads what happened to each event from the entries of its history
 // as they are written (a confirmation or denial counted, another source merged in, a close, a
-// verdict, a deny quorum) and from a publication merged at once, and enqueues one delivery per
+// verdict, a deny quorum), from a publication merged at once, and from the expiry of its area
+// index items (an event that expired on its own), and enqueues one delivery per
 // endpoint of the event's organisation that subscribed to that kind. It reads the feed after
 // the write is committed, so no delivery ever delays a publish or a signal, and it keeps its
 // place in the feed in the table, so that a process that stops loses nothing: on start it
@@ -48,6 +49,12 @@ type Producer struct {
 // Kinds returns the kinds of delivery change makes, with the id of the event they are about;
 // none for a change that is no such news.
 func Kinds(ch store.Change) (eventID string, kinds []string, err error) {
+	if ch.Kind == store.ChangeRemove && ch.Expired {
+		// An area index item expires with its event: an event that reached its expiry active.
+		if id, ok := eventstore.AreaEventID(ch.Key); ok {
+			return id, []string{webhooks.KindExpired}, nil
+		}
+	}
 	if ch.New == nil {
 		return "", nil, nil
 	}
@@ -106,6 +113,16 @@ func (p *Producer) Handle(ctx context.Context, ch store.Change) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	at := ch.At
+	if slices.Equal(kinds, []string{webhooks.KindExpired}) {
+		// Only an event still active when its time ran out expired on its own (an ended one
+		// removes its index items itself); each of its index items says so, and the delivery,
+		// of its expiry, is made once.
+		if ev.Status != event.StatusActive || ev.ExpiresAt.After(p.now()) {
+			return 0, nil
+		}
+		at = ev.ExpiresAt
+	}
 	endpoints, err := p.Endpoints.List(ctx, ev.Org)
 	if err != nil {
 		return 0, err
@@ -117,7 +134,10 @@ func (p *Producer) Handle(ctx context.Context, ch store.Change) (int, error) {
 				continue
 			}
 			source := ch.Key.String() + "#" + kind
-			d := webhooks.Delivery{ID: webhooks.DeliveryID(ch.At, source, ep.ID), Org: ev.Org, Endpoint: ep.ID, Kind: kind, CreatedAt: now}
+			if kind == webhooks.KindExpired {
+				source = ev.ID + "#" + kind
+			}
+			d := webhooks.Delivery{ID: webhooks.DeliveryID(at, source, ep.ID), Org: ev.Org, Endpoint: ep.ID, Kind: kind, CreatedAt: now}
 			b := Body{ID: d.ID, Kind: kind, CreatedAt: now.UTC(), Environment: ev.Environment}
 			b.Data.Event = ev.Public(now)
 			if d.Body, err = json.Marshal(b); err != nil {

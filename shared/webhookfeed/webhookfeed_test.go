@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/roadevents/roadevents/shared/apitest"
 	"github.com/roadevents/roadevents/shared/audit"
@@ -233,5 +234,37 @@ func TestProducerRestartLosesNothing(t *testing.T) {
 	cur.Close()
 	if got := r.delivered(t, ep); len(got) != 4 {
 		t.Errorf("after reading the feed again: %d deliveries; want the 4 confirmations once each", len(got))
+	}
+}
+
+// docs/webhooks.md §1: an event that reaches its expiry while active makes one event.expired,
+// when the store removes its expired index items; one closed before makes none.
+func TestExpiryOnItsOwn(t *testing.T) {
+	tab := tables.Embedded(t)
+	r := newRig(t, tab)
+	ep := r.endpoint(t, "org_pub", webhooks.KindExpired, webhooks.KindEnded)
+	r.follow(t)
+	ctx := context.Background()
+	// A line crosses several cells: several index items, one delivery.
+	line := &event.LineString{Type: "LineString", Coordinates: [][2]float64{{11.50, 48.10}, {11.53, 48.10}}}
+	a, _, err := r.events.Publish(ctx, caller("org_pub"), event.EventIn{Type: "roadworks", Lat: 48.10, Lon: 11.50, Geometry: line})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _, err := r.events.Publish(ctx, caller("org_pub"), event.EventIn{Type: "roadworks", Lat: 48.30, Lon: 11.50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.events.Close(ctx, caller("org_pub"), b.ID); err != nil {
+		t.Fatal(err)
+	}
+	tab.Clock.Set(a.ExpiresAt.Add(time.Minute))
+	if err := tab.Table.(interface{ Sweep(context.Context) error }).Sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want := sorted([]string{"event.ended " + b.ID, "event.expired " + a.ID})
+	apitest.Eventually(t, "the expiry's delivery", func() bool { return len(r.delivered(t, ep)) >= len(want) })
+	if got := r.delivered(t, ep); !slices.Equal(sorted(got), want) {
+		t.Errorf("deliveries %v; want %v", got, want)
 	}
 }
