@@ -183,6 +183,62 @@ export interface FeedDraft {
 }
 /** The body of PATCH /console/orgs/{org_id}/feeds/{feed_id}: only the fields sent are written. */
 export type FeedUpdate = Partial<Pick<FeedPublic, 'name' | 'url' | 'format' | 'license' | 'poll_interval_s' | 'paused'>>;
+/** What an endpoint can be told of (docs/webhooks.md §1); event.expired is not sent yet. */
+export type WebhookKind = 'event.confirmed' | 'event.denied' | 'event.merged' | 'event.ended' | 'event.expired';
+/** A webhook endpoint of the organisation (docs/webhooks.md §1-§3), without its secret. */
+export interface WebhookEndpointPublic {
+  endpoint_id: string;
+  url: string;
+  description: string;
+  kinds: string[];
+  enabled: boolean;
+  /** Why the service disabled it (the receiver answered 410 Gone); null when an owner did, or when enabled. */
+  disabled_reason: string | null;
+  created_at: string;
+  created_by_email: string | null;
+  updated_at: string;
+  rotated_at: string | null;
+  /** Until when the secret before the last rotation still signs deliveries; null when none does. */
+  previous_secret_until: string | null;
+}
+/** The body of POST /console/orgs/{org_id}/webhooks. */
+export interface WebhookEndpointDraft {
+  url: string;
+  kinds: WebhookKind[];
+  description?: string;
+  enabled?: boolean;
+}
+/** The body of PATCH /console/orgs/{org_id}/webhooks/{endpoint_id}: only the fields sent are written. */
+export type WebhookEndpointUpdate = Partial<WebhookEndpointDraft>;
+/** An endpoint with its signing secret, shown once: on registration and on rotation. */
+export interface IssuedWebhookSecret {
+  secret: string;
+  endpoint: WebhookEndpointPublic;
+}
+export type WebhookDeliveryState = 'pending' | 'delivered' | 'failed' | 'dropped';
+/** One attempt of a delivery (docs/webhooks.md §3). */
+export interface WebhookAttempt {
+  at: string;
+  /** The receiver's HTTP status; 0 when no answer came (error says why). */
+  status: number;
+  error?: string;
+  latency_ms: number;
+}
+/** One delivery to an endpoint, with its attempts, oldest first. */
+export interface WebhookDelivery {
+  delivery_id: string;
+  endpoint_id: string;
+  kind: string;
+  created_at: string;
+  state: WebhookDeliveryState;
+  /** Why it was dropped or given up. */
+  reason: string | null;
+  /** When a pending delivery is next tried. */
+  next_attempt_at: string | null;
+  attempts: WebhookAttempt[];
+  /** The JSON body sent (docs/webhooks.md §1). */
+  body: Record<string, unknown>;
+}
 export interface Plan {
   plan_id: string;
   name: string;
@@ -499,6 +555,31 @@ export class Client {
   }
   pollFeed(orgId: string, feedId: string) {
     return this.request<FeedPublic>('POST', `/console/orgs/${enc(orgId)}/feeds/${enc(feedId)}/poll`);
+  }
+  // Webhook endpoints and their deliveries (docs/webhooks.md): members read, owners change.
+  webhookEndpoints(orgId: string) {
+    return this.request<WebhookEndpointPublic[]>('GET', `/console/orgs/${enc(orgId)}/webhooks`);
+  }
+  createWebhookEndpoint(orgId: string, draft: WebhookEndpointDraft) {
+    return this.request<IssuedWebhookSecret>('POST', `/console/orgs/${enc(orgId)}/webhooks`, { body: draft });
+  }
+  updateWebhookEndpoint(orgId: string, endpointId: string, update: WebhookEndpointUpdate) {
+    return this.request<WebhookEndpointPublic>('PATCH', `/console/orgs/${enc(orgId)}/webhooks/${enc(endpointId)}`, { body: update });
+  }
+  deleteWebhookEndpoint(orgId: string, endpointId: string) {
+    return this.request<{ ok: true }>('DELETE', `/console/orgs/${enc(orgId)}/webhooks/${enc(endpointId)}`);
+  }
+  rotateWebhookSecret(orgId: string, endpointId: string) {
+    return this.request<IssuedWebhookSecret>('POST', `/console/orgs/${enc(orgId)}/webhooks/${enc(endpointId)}/rotate`);
+  }
+  webhookDeliveries(orgId: string, endpointId: string, limit = 50) {
+    return this.request<WebhookDelivery[]>('GET', `/console/orgs/${enc(orgId)}/webhooks/${enc(endpointId)}/deliveries`, { query: { limit } });
+  }
+  redeliverWebhook(orgId: string, endpointId: string, deliveryId: string) {
+    return this.request<WebhookDelivery>(
+      'POST',
+      `/console/orgs/${enc(orgId)}/webhooks/${enc(endpointId)}/deliveries/${enc(deliveryId)}/redeliver`,
+    );
   }
   plans() {
     return this.request<Plan[]>('GET', '/console/plans', { anonymous: true });

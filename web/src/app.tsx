@@ -15,6 +15,7 @@ import { Overview } from './pages/overview';
 import { Keys } from './pages/keys';
 import { Quality } from './pages/quality';
 import { Feeds } from './pages/feeds';
+import { Webhooks } from './pages/webhooks';
 import { Usage } from './pages/usage';
 import { Members } from './pages/members';
 import { Billing } from './pages/billing';
@@ -268,6 +269,7 @@ const tabs: [string, string][] = [
   ['usage', 'Usage'],
   ['quality', 'Quality'],
   ['feeds', 'Feeds'],
+  ['webhooks', 'Webhooks'],
   ['members', 'Members'],
   ['billing', 'Billing'],
   ['audit', 'Audit log'],
@@ -323,6 +325,8 @@ function OrgPage({ orgId, tab }: { orgId: string; tab: string }) {
         return <Quality org={org} />;
       case 'feeds':
         return <Feeds org={org} />;
+      case 'webhooks':
+        return <Webhooks org={org} />;
       case 'members':
         return <Members org={org} />;
       case 'billing':

@@ -64,6 +64,17 @@ export function useForm(known: string[]): FormState {
   return { busy, fields, error, run, setError };
 }
 
+/**
+ * showProblems puts each client-side problem next to its field (one of fields, the form's
+ * fields), and clears the messages that an earlier submit left on the form and its other
+ * fields; it says whether there is a problem.
+ */
+export function showProblems(form: FormState, fields: string[], problems: Record<string, string | null>): boolean {
+  form.setError(null, null);
+  for (const f of fields) form.setError(f, problems[f] ?? null);
+  return Object.values(problems).some((p) => p !== null);
+}
+
 let nextId = 0;
 function useId(prefix: string) {
   const ref = useRef<string>();

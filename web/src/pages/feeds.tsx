@@ -6,7 +6,7 @@ import type { ComponentChildren } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import type { Environment, FeedFormat, FeedPollCounts, FeedPublic, FeedUpdate, Organisation } from '../api';
 import { useApp } from '../context';
-import { Confirm, Field, FormError, Loading, Notice, formatNumber, formatTime, useForm, useLoad, type FormState } from '../ui';
+import { Confirm, Field, FormError, Loading, Notice, formatNumber, formatTime, showProblems, useForm, useLoad, type FormState } from '../ui';
 
 /** formatNames are the formats' names for people (docs/interop.md §1). */
 export const formatNames: Record<FeedFormat, string> = {
@@ -83,16 +83,6 @@ function intervalProblem(seconds: number): string | null {
 
 /** feedFields are the fields of the register and edit forms, whose errors the service reports at ["body", field]. */
 const feedFields = ['name', 'url', 'format', 'environment', 'license', 'poll_interval_s'];
-
-/**
- * showProblems puts each client-side problem next to its field, and clears the messages that an
- * earlier submit left on the form and its other fields; it says whether there is a problem.
- */
-function showProblems(form: FormState, problems: Record<string, string | null>): boolean {
-  form.setError(null, null);
-  for (const f of feedFields) form.setError(f, problems[f] ?? null);
-  return Object.values(problems).some((p) => p !== null);
-}
 
 /** FeedValues are a feed's settings as its form holds them while they are typed. */
 interface FeedValues {
@@ -284,7 +274,7 @@ function EditFeed(props: { org: Organisation; feed: FeedPublic; onSaved: (f: Fee
     if (v.license.trim() !== feed.license.trim()) changes.license = v.license.trim();
     if (seconds !== feed.poll_interval_s) changes.poll_interval_s = seconds;
     // Only what changed is checked, as only that is sent.
-    const bad = showProblems(form, {
+    const bad = showProblems(form, feedFields, {
       url: changes.url !== undefined ? urlProblem(changes.url) : null,
       poll_interval_s: changes.poll_interval_s !== undefined ? intervalProblem(seconds) : null,
     });
@@ -350,7 +340,7 @@ export function Feeds({ org }: { org: Organisation }) {
     setMsg(null);
     const u = draft.url.trim();
     const seconds = intervalSeconds(draft.every, draft.unit);
-    const bad = showProblems(form, {
+    const bad = showProblems(form, feedFields, {
       url: urlProblem(u),
       format: draft.format === '' ? 'Choose the format of the feed document.' : null,
       poll_interval_s: intervalProblem(seconds),
