@@ -369,6 +369,23 @@ test('the console, from sign-up to a revoked key', async (t) => {
     await row.getByRole('button', { name: 'Resume' }).waitFor();
   });
 
+  await step('adds a webhook endpoint and sees its secret once', async () => {
+    // docs/webhooks.md §4: the signing secret is shown in the answer only.
+    await page.getByRole('link', { name: 'Webhooks' }).click();
+    await page.getByRole('heading', { name: 'Webhooks', level: 2 }).waitFor();
+    await page.getByLabel('URL').fill(`http://127.0.0.1:${upstream.address().port}/hooks`);
+    await page.getByRole('button', { name: 'Add endpoint' }).click();
+    const secret = page.getByTestId('webhook-secret');
+    await secret.waitFor();
+    assert.match(await secret.textContent(), /^whsec_[0-9a-f]{64}$/);
+    await shot(page, '10d-webhook-secret');
+    await page.getByRole('button', { name: 'I have copied it' }).click();
+    await secret.waitFor({ state: 'detached' });
+    await page.reload();
+    await page.getByRole('heading', { name: 'Webhooks', level: 2 }).waitFor();
+    assert.ok(!(await page.content()).includes('whsec_'), 'the secret is shown again after a reload');
+  });
+
   await step('invites a colleague who accepts in a second browser context', async () => {
     await page.getByRole('link', { name: 'Members' }).click();
     await page.getByRole('heading', { name: 'Members', level: 2 }).waitFor();

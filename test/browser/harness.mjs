@@ -54,6 +54,8 @@ export async function startServer() {
   env.ROADEVENTS_LOG_LEVEL = 'warn';
   // The walk's feed is served on loopback (docs/interop.md §10).
   env.ROADEVENTS_FEEDS_ALLOW_PRIVATE = 'true';
+  // And its webhook receiver (docs/webhooks.md §4).
+  env.ROADEVENTS_WEBHOOKS_ALLOW_PRIVATE = 'true';
   const proc = spawn(bin, ['-addr', '127.0.0.1:0', '-data', data], { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let log = '';
   proc.stderr.on('data', (b) => (log += b));
