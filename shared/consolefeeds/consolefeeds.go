@@ -6,7 +6,6 @@
 package consolefeeds
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -20,14 +19,6 @@ import (
 	"github.com/roadevents/roadevents/shared/orgs"
 	"github.com/roadevents/roadevents/shared/schema"
 )
-
-// Orgs tells a user's role in an organisation; *orgs.Service is one. ok is false when the user
-// is not a member or the organisation does not exist.
-type Orgs interface {
-	Access(ctx context.Context, orgID, userID string) (role, plan string, ok bool, err error)
-}
-
-var _ Orgs = (*orgs.Service)(nil)
 
 // Public sentences of the errors (docs/api.md §7, shape 1).
 const (
@@ -208,7 +199,7 @@ var ErrorTable = httpapi.ErrorTable{
 
 // Routes returns the feed routes, for the console-orgs group. They declare
 // httpapi.SecuritySession: mount consoleauth.Middleware in the API.
-func Routes(og Orgs, reg *feeds.Registry) []httpapi.Route {
+func Routes(og orgs.Accessor, reg *feeds.Registry) []httpapi.Route {
 	h := handlers{orgs: og, reg: reg}
 	session := []httpapi.Security{httpapi.SecuritySession}
 	tags := []string{"console feeds"}
@@ -296,28 +287,14 @@ func Routes(og Orgs, reg *feeds.Registry) []httpapi.Route {
 }
 
 type handlers struct {
-	orgs Orgs
+	orgs orgs.Accessor
 	reg  *feeds.Registry
 }
 
-// caller resolves the caller's role in {org_id}: orgs.ErrNotFound for no membership,
-// orgs.ErrOwnerOnly for a member when owner is asked.
+// caller resolves the caller's organisation and, as an actor, the caller (orgs.CallerIn).
 func (h handlers) caller(r *http.Request, owner bool) (string, feeds.Actor, error) {
-	c, ok := consoleauth.CallerFrom(r.Context())
-	if !ok {
-		return "", feeds.Actor{}, errors.New("consolefeeds: route served without consoleauth.Middleware")
-	}
-	org := r.PathValue("org_id")
-	role, _, ok, err := h.orgs.Access(r.Context(), org, c.User.ID)
-	switch {
-	case err != nil:
-		return "", feeds.Actor{}, fmt.Errorf("consolefeeds: resolve membership of %s: %w", org, err)
-	case !ok:
-		return "", feeds.Actor{}, fmt.Errorf("organisation %s: %w", org, orgs.ErrNotFound)
-	case owner && role != orgs.RoleOwner:
-		return "", feeds.Actor{}, fmt.Errorf("organisation %s: %w", org, orgs.ErrOwnerOnly)
-	}
-	return org, feeds.Actor{UserID: c.User.ID, Email: c.User.Email}, nil
+	org, a, err := orgs.CallerIn(r, h.orgs, owner)
+	return org, feeds.Actor{UserID: a.UserID, Email: a.Email}, err
 }
 
 func (h handlers) list(r *httpapi.Request[httpapi.NoBody]) ([]FeedPublic, error) {

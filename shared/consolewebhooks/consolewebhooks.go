@@ -6,7 +6,6 @@
 package consolewebhooks
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,16 +20,9 @@ import (
 	"github.com/roadevents/roadevents/shared/webhooks"
 )
 
-// Orgs tells a user's role in an organisation; *orgs.Service is one.
-type Orgs interface {
-	Access(ctx context.Context, orgID, userID string) (role, plan string, ok bool, err error)
-}
-
-var _ Orgs = (*orgs.Service)(nil)
-
 // Deps are what the routes are built from.
 type Deps struct {
-	Orgs      Orgs
+	Orgs      orgs.Accessor
 	Endpoints *webhooks.Endpoints
 	Queue     *webhooks.Queue
 	// Delivering tells whether this deployment runs the producer and the dispatcher; when it
@@ -291,24 +283,10 @@ type handlers struct {
 	d Deps
 }
 
-// caller resolves the caller's role in {org_id}: orgs.ErrNotFound for no membership,
-// orgs.ErrOwnerOnly for a member when owner is asked.
+// caller resolves the caller's organisation and, as an actor, the caller (orgs.CallerIn).
 func (h handlers) caller(r *http.Request, owner bool) (string, webhooks.Actor, error) {
-	c, ok := consoleauth.CallerFrom(r.Context())
-	if !ok {
-		return "", webhooks.Actor{}, errors.New("consolewebhooks: route served without consoleauth.Middleware")
-	}
-	org := r.PathValue("org_id")
-	role, _, ok, err := h.d.Orgs.Access(r.Context(), org, c.User.ID)
-	switch {
-	case err != nil:
-		return "", webhooks.Actor{}, fmt.Errorf("consolewebhooks: resolve membership of %s: %w", org, err)
-	case !ok:
-		return "", webhooks.Actor{}, fmt.Errorf("organisation %s: %w", org, orgs.ErrNotFound)
-	case owner && role != orgs.RoleOwner:
-		return "", webhooks.Actor{}, fmt.Errorf("organisation %s: %w", org, orgs.ErrOwnerOnly)
-	}
-	return org, webhooks.Actor{UserID: c.User.ID, Email: c.User.Email}, nil
+	org, a, err := orgs.CallerIn(r, h.d.Orgs, owner)
+	return org, webhooks.Actor{UserID: a.UserID, Email: a.Email}, err
 }
 
 // badURL answers the refusal of a URL as a validation error at body.url, without the URL.

@@ -1,6 +1,9 @@
 package orgs
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -554,4 +557,34 @@ func (h *handlers) issueKey(r *httpapi.Request[createKeyIn], c consoleauth.Calle
 
 func (h *handlers) revokeKey(r *httpapi.Request[httpapi.NoBody], c consoleauth.Caller, m Membership) (consoleauth.OkResponse, error) {
 	return done(h.s.RevokeKey(r.Context(), m, ActorOf(c), r.Params.String("key_id")))
+}
+
+// Accessor tells a user's role in an organisation and its plan; *Service is one. ok is false
+// when the user is not a member or the organisation does not exist.
+type Accessor interface {
+	Access(ctx context.Context, orgID, userID string) (role, plan string, ok bool, err error)
+}
+
+var _ Accessor = (*Service)(nil)
+
+// CallerIn resolves the console caller of r in the organisation of its {org_id}, for the
+// routes of other packages under /console/orgs/{org_id} (docs/api.md §4.3): ErrNotFound (404)
+// without a membership, ErrOwnerOnly (403) for a member when owner is asked. It returns the
+// organisation's id and the caller as the actor of the audit log.
+func CallerIn(r *http.Request, a Accessor, owner bool) (string, Actor, error) {
+	c, ok := consoleauth.CallerFrom(r.Context())
+	if !ok {
+		return "", Actor{}, errors.New("orgs: route served without consoleauth.Middleware")
+	}
+	org := r.PathValue("org_id")
+	role, _, ok, err := a.Access(r.Context(), org, c.User.ID)
+	switch {
+	case err != nil:
+		return "", Actor{}, fmt.Errorf("orgs: resolve membership of %s: %w", org, err)
+	case !ok:
+		return "", Actor{}, fmt.Errorf("organisation %s: %w", org, ErrNotFound)
+	case owner && role != RoleOwner:
+		return "", Actor{}, fmt.Errorf("organisation %s: %w", org, ErrOwnerOnly)
+	}
+	return org, ActorOf(c), nil
 }
