@@ -7,7 +7,7 @@ import type { Organisation } from './api';
 import { App } from './app';
 import { publishCommand, queryCommand } from './firstcall';
 import { BASE } from './router';
-import { mountPoint } from './testing';
+import { mountPoint, pageHelpers } from './testing';
 
 const ME = { user_id: 'usr_1', email: 'ann@example.com', display_name: null, locale: 'en', totp_enabled: false };
 const zero = { reads: 0, publishes: 0, signals: 0, stream_connects: 0, tickets: 0 };
@@ -82,6 +82,7 @@ afterEach(() => {
   vi.unstubAllGlobals();
 });
 const mount = mountPoint();
+const { button } = pageHelpers(mount);
 
 /** start opens the console at path (under /app/) against service and waits for it to settle. */
 async function start(path: string, member: Organisation[]) {
@@ -104,10 +105,10 @@ function heading(): string | undefined {
 }
 
 async function click(text: string) {
-  const button = [...mount.el.querySelectorAll('button')].find((b) => b.textContent === text);
-  expect(button, `a button "${text}"`).toBeTruthy();
+  const b = button(text);
+  expect(b, `a button "${text}"`).toBeTruthy();
   await act(async () => {
-    button!.click();
+    b!.click();
   });
 }
 

@@ -1,10 +1,8 @@
-import { render } from 'preact';
 import { act } from 'preact/test-utils';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { ApiError, type BillingSummary, type Client, type Organisation, type Plan } from './api';
-import { AppContext, type Ctx } from './context';
+import { ApiError, type BillingSummary, type Client, type Plan } from './api';
 import { Billing } from './pages/billing';
-import { mountPoint } from './testing';
+import { mountPoint, pageHelpers, settle } from './testing';
 
 const plans: Plan[] = [
   { plan_id: 'free', name: 'Free', monthly_price_cents: 0, currency: 'usd', included_reads: 100000, live_key_cap: 1, seat_cap: 3, self_serve: false },
@@ -20,25 +18,10 @@ afterEach(() => {
   vi.restoreAllMocks();
 });
 const mount = mountPoint();
+const { renderPage, button } = pageHelpers(mount);
 
 async function show(role: 'owner' | 'member', client: Partial<Client>) {
-  const org: Organisation = { org_id: 'org_1', name: 'Acme', plan: 'free', role };
-  const ctx = { client: { plans: async () => plans, ...client } as Client } as Ctx;
-  await act(async () => {
-    render(
-      <AppContext.Provider value={ctx}>
-        <Billing org={org} />
-      </AppContext.Provider>,
-      mount.el,
-    );
-  });
-  await act(async () => {
-    await new Promise((r) => setTimeout(r, 0));
-  });
-}
-
-function button(name: string): HTMLButtonElement | undefined {
-  return [...mount.el.querySelectorAll('button')].find((b) => b.textContent === name);
+  await renderPage((org) => <Billing org={org} />, role, { plans: async () => plans, ...client });
 }
 
 describe('billing page', () => {
@@ -57,9 +40,7 @@ describe('billing page', () => {
     await act(async () => {
       button('Choose Team')!.click();
     });
-    await act(async () => {
-      await new Promise((r) => setTimeout(r, 0));
-    });
+    await settle();
     expect(checkout).toHaveBeenCalledWith('org_1', 'team');
     expect(mount.el.querySelector('[role="alert"]')?.textContent).toBe('Billing is not set up on this deployment, so plans cannot be bought here.');
   });

@@ -1,10 +1,8 @@
-import { render } from 'preact';
 import { act } from 'preact/test-utils';
 import { describe, expect, it, vi } from 'vitest';
-import { ApiError, type Client, type FeedDraft, type FeedPublic, type FeedUpdate, type Organisation } from './api';
-import { AppContext, type Ctx } from './context';
+import { ApiError, type Client, type FeedDraft, type FeedPublic, type FeedUpdate } from './api';
 import { Feeds } from './pages/feeds';
-import { mountPoint } from './testing';
+import { click, mountPoint, pageHelpers, settle } from './testing';
 
 const idle = { last_poll_at: null, last_success_at: null, last_error: null, last_error_at: null, last_poll: null, active_records: 0, imported_total: 0, skipped_total: 0, ended_total: 0 };
 
@@ -56,41 +54,14 @@ const failing = feed({
 });
 
 const mount = mountPoint();
-
-async function settle() {
-  await act(async () => {
-    await new Promise((r) => setTimeout(r, 0));
-  });
-}
+const { renderPage, button, type, submit } = pageHelpers(mount);
 
 async function show(role: 'owner' | 'member', client: Partial<Client>) {
-  const org: Organisation = { org_id: 'org_1', name: 'Acme', plan: 'free', role };
-  const ctx = { client: client as Client } as Ctx;
-  await act(async () => {
-    render(
-      <AppContext.Provider value={ctx}>
-        <Feeds org={org} />
-      </AppContext.Provider>,
-      mount.el,
-    );
-  });
-  await settle();
-}
-
-function button(name: string, within: ParentNode = mount.el): HTMLButtonElement | undefined {
-  return [...within.querySelectorAll('button')].find((b) => b.textContent === name);
+  await renderPage((org) => <Feeds org={org} />, role, client);
 }
 
 function row(feedId: string): HTMLElement {
   return mount.el.querySelector(`[data-testid="feed-${feedId}"]`) as HTMLElement;
-}
-
-async function type(name: string, value: string, within: ParentNode = mount.el) {
-  const el = within.querySelector(`input[name="${name}"]`) as HTMLInputElement;
-  await act(async () => {
-    el.value = value;
-    el.dispatchEvent(new Event('input', { bubbles: true }));
-  });
 }
 
 async function choose(selector: string, value: string, within: ParentNode = mount.el) {
@@ -99,21 +70,6 @@ async function choose(selector: string, value: string, within: ParentNode = moun
     el.value = value;
     el.dispatchEvent(new Event('change', { bubbles: true }));
   });
-}
-
-async function submit(within: ParentNode = mount.el) {
-  await act(async () => {
-    within.querySelector('form')!.dispatchEvent(new Event('submit', { cancelable: true, bubbles: true }));
-  });
-  await settle();
-}
-
-async function click(b: HTMLButtonElement | undefined) {
-  expect(b).toBeDefined();
-  await act(async () => {
-    b!.click();
-  });
-  await settle();
 }
 
 /** editPanel is the open edit form's section, or null. */

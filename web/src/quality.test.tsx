@@ -1,10 +1,7 @@
-import { render } from 'preact';
-import { act } from 'preact/test-utils';
 import { describe, expect, it } from 'vitest';
-import type { Client, Organisation, ReputationReport } from './api';
-import { AppContext, type Ctx } from './context';
+import type { ReputationReport } from './api';
 import { Quality } from './pages/quality';
-import { mountPoint } from './testing';
+import { mountPoint, pageHelpers } from './testing';
 
 const report: ReputationReport = {
   org_id: 'org_1',
@@ -19,21 +16,10 @@ const report: ReputationReport = {
 };
 
 const mount = mountPoint();
+const { renderPage } = pageHelpers(mount);
 
 async function show(r: ReputationReport) {
-  const org: Organisation = { org_id: 'org_1', name: 'Acme', plan: 'free', role: 'member' };
-  const ctx = { client: { reputation: async () => r } as Partial<Client> as Client } as Ctx;
-  await act(async () => {
-    render(
-      <AppContext.Provider value={ctx}>
-        <Quality org={org} />
-      </AppContext.Provider>,
-      mount.el,
-    );
-  });
-  await act(async () => {
-    await new Promise((res) => setTimeout(res, 0));
-  });
+  await renderPage((org) => <Quality org={org} />, 'member', { reputation: async () => r });
 }
 
 describe('quality page', () => {

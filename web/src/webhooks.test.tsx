@@ -1,10 +1,7 @@
-import { render } from 'preact';
-import { act } from 'preact/test-utils';
 import { describe, expect, it, vi } from 'vitest';
-import { ApiError, Client, type Organisation, type WebhookDelivery, type WebhookEndpointDraft, type WebhookEndpointPublic } from './api';
-import { AppContext, type Ctx } from './context';
+import { ApiError, Client, type WebhookDelivery, type WebhookEndpointDraft, type WebhookEndpointPublic } from './api';
 import { Webhooks } from './pages/webhooks';
-import { mountPoint } from './testing';
+import { click, mountPoint, pageHelpers } from './testing';
 
 function endpoint(over: Partial<WebhookEndpointPublic> & { endpoint_id: string }): WebhookEndpointPublic {
   return {
@@ -70,64 +67,18 @@ const delivered = delivery({
 });
 
 const mount = mountPoint();
-
-async function settle() {
-  await act(async () => {
-    await new Promise((r) => setTimeout(r, 0));
-  });
-}
+const { renderPage, button, testid, type, submit } = pageHelpers(mount);
 
 async function show(role: 'owner' | 'member', client: Partial<Client>) {
-  const org: Organisation = { org_id: 'org_1', name: 'Acme', plan: 'free', role };
-  const ctx = { client: client as Client } as Ctx;
-  await act(async () => {
-    render(
-      <AppContext.Provider value={ctx}>
-        <Webhooks org={org} />
-      </AppContext.Provider>,
-      mount.el,
-    );
-  });
-  await settle();
-}
-
-function button(name: string, within: ParentNode = mount.el): HTMLButtonElement | undefined {
-  return [...within.querySelectorAll('button')].find((b) => b.textContent === name);
+  await renderPage((org) => <Webhooks org={org} />, role, client);
 }
 
 function row(endpointId: string): HTMLElement {
   return mount.el.querySelector(`[data-testid="webhook-${endpointId}"]`) as HTMLElement;
 }
 
-function testid(id: string): HTMLElement | null {
-  return mount.el.querySelector(`[data-testid="${id}"]`);
-}
-
 function checkbox(kind: string): HTMLInputElement {
   return mount.el.querySelector(`input[name="kinds"][value="${kind}"]`) as HTMLInputElement;
-}
-
-async function type(name: string, value: string) {
-  const el = mount.el.querySelector(`input[name="${name}"]`) as HTMLInputElement;
-  await act(async () => {
-    el.value = value;
-    el.dispatchEvent(new Event('input', { bubbles: true }));
-  });
-}
-
-async function submit() {
-  await act(async () => {
-    mount.el.querySelector('form')!.dispatchEvent(new Event('submit', { cancelable: true, bubbles: true }));
-  });
-  await settle();
-}
-
-async function click(b: HTMLButtonElement | HTMLInputElement | undefined) {
-  expect(b).toBeDefined();
-  await act(async () => {
-    b!.click();
-  });
-  await settle();
 }
 
 function secretRegion(): HTMLElement | null {
