@@ -104,14 +104,10 @@ type Document struct {
 
 // Fetch gets the document at rawURL, conditionally on v.
 func (f *Fetcher) Fetch(ctx context.Context, rawURL string, v Validators) (Document, error) {
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		// Not echoed: it may hold a password.
-		return Document{}, errors.New("feeds: the feed's URL does not parse")
+	if err := netguard.CheckURL(rawURL, len(rawURL), "https", "http"); err != nil {
+		return Document{}, fmt.Errorf("feeds: %w", err)
 	}
-	if (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil {
-		return Document{}, fmt.Errorf("feeds: %s is not an http(s) URL without credentials", u.Redacted())
-	}
+	u, _ := url.Parse(rawURL) // CheckURL parsed it
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return Document{}, err

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"github.com/roadevents/roadevents/shared/audit"
 	"github.com/roadevents/roadevents/shared/clock"
 	"github.com/roadevents/roadevents/shared/interop"
+	"github.com/roadevents/roadevents/shared/netguard"
 	"github.com/roadevents/roadevents/shared/store"
 )
 
@@ -470,17 +470,10 @@ func (f *Registered) apply(d Draft) error {
 }
 
 // CheckURL refuses a feed URL the fetcher would: not absolute http(s), with credentials in
-// it, or too long. The refusal never repeats the URL, which may hold a password.
+// it, or too long (netguard.CheckURL).
 func CheckURL(raw string) error {
-	if len(raw) > MaxURLLen {
-		return fmt.Errorf("%w: a URL of more than %d bytes", ErrInvalid, MaxURLLen)
-	}
-	u, err := url.Parse(raw)
-	switch {
-	case err != nil, u.Scheme != "https" && u.Scheme != "http", u.Host == "":
-		return fmt.Errorf("%w: the URL is not an absolute http or https URL", ErrInvalid)
-	case u.User != nil:
-		return fmt.Errorf("%w: the URL holds credentials; feeds are fetched without them", ErrInvalid)
+	if err := netguard.CheckURL(raw, MaxURLLen, "https", "http"); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	return nil
 }
@@ -506,11 +499,7 @@ func (f Registered) changes(before Registered) []string {
 // auditDetail says which feed an entry is about: its address without query or fragment,
 // which may hold an access token.
 func (f Registered) auditDetail() map[string]any {
-	where := f.URL
-	if u, err := url.Parse(f.URL); err == nil {
-		where = u.Scheme + "://" + u.Host + u.EscapedPath()
-	}
-	return map[string]any{"name": f.Name, "format": string(f.Format), "environment": f.Environment, "address": where}
+	return map[string]any{"name": f.Name, "format": string(f.Format), "environment": f.Environment, "address": netguard.Address(f.URL)}
 }
 
 func (f Registered) item() store.Item {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/roadevents/roadevents/shared/netguard"
@@ -53,4 +54,23 @@ func TestDialerRefusesLoopback(t *testing.T) {
 		t.Fatalf("with private addresses allowed: %v", err)
 	}
 	c.Close()
+}
+
+// docs/interop.md §10, docs/webhooks.md §4: URLs with credentials, relative ones, other schemes
+// and overlong ones are refused without being repeated; the audit log names a URL without its
+// user, query and fragment.
+func TestCheckURLAndAddress(t *testing.T) {
+	t.Parallel()
+	for raw, ok := range map[string]bool{
+		"https://feeds.example/a.json?key=1": true, "http://feeds.example/a": true, "ftp://feeds.example/a": false,
+		"/a.json": false, "https://user:hunter2@feeds.example/a": false, "https://feeds.example/" + strings.Repeat("a", 100): false,
+	} {
+		err := netguard.CheckURL(raw, 64, "https", "http")
+		if (err == nil) != ok || err != nil && (!errors.Is(err, netguard.ErrURL) || strings.Contains(err.Error(), "hunter2")) {
+			t.Errorf("CheckURL(%q) = %v; want ok %v, a refusal that does not repeat the URL", raw, err, ok)
+		}
+	}
+	if got := netguard.Address("https://u:p@hooks.example/in/a?token=s3cret#x"); got != "https://hooks.example/in/a" {
+		t.Errorf("Address = %q; want the URL without user, query and fragment", got)
+	}
 }

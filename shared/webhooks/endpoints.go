@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/roadevents/roadevents/shared/audit"
 	"github.com/roadevents/roadevents/shared/clock"
+	"github.com/roadevents/roadevents/shared/netguard"
 	"github.com/roadevents/roadevents/shared/seal"
 	"github.com/roadevents/roadevents/shared/store"
 )
@@ -391,17 +391,14 @@ func (ep *Endpoint) apply(d EndpointDraft, plainHTTP bool) error {
 }
 
 // CheckURL refuses an endpoint URL the dispatcher would not send to: not absolute https (or
-// http, with plainHTTP), with credentials, or too long. The refusal never repeats the URL.
+// http, with plainHTTP), with credentials, or too long (netguard.CheckURL).
 func CheckURL(raw string, plainHTTP bool) error {
-	if len(raw) > MaxURLLen {
-		return fmt.Errorf("%w: a URL of more than %d bytes", ErrInvalid, MaxURLLen)
+	schemes := []string{"https"}
+	if plainHTTP {
+		schemes = append(schemes, "http")
 	}
-	u, err := url.Parse(raw)
-	switch {
-	case err != nil, u.Scheme != "https" && !(plainHTTP && u.Scheme == "http"), u.Host == "":
-		return fmt.Errorf("%w: the URL is not an absolute https URL", ErrInvalid)
-	case u.User != nil:
-		return fmt.Errorf("%w: the URL holds credentials; deliveries are signed instead", ErrInvalid)
+	if err := netguard.CheckURL(raw, MaxURLLen, schemes...); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	return nil
 }
@@ -427,11 +424,7 @@ func (ep Endpoint) changes(before Endpoint) []string {
 // auditDetail names the endpoint without its query, which may hold a token, and never a
 // secret.
 func (ep Endpoint) auditDetail() map[string]any {
-	where := ep.URL
-	if u, err := url.Parse(ep.URL); err == nil {
-		where = u.Scheme + "://" + u.Host + u.EscapedPath()
-	}
-	return map[string]any{"address": where, "kinds": ep.Kinds, "enabled": ep.Enabled}
+	return map[string]any{"address": netguard.Address(ep.URL), "kinds": ep.Kinds, "enabled": ep.Enabled}
 }
 
 func (ep Endpoint) item() store.Item {
