@@ -379,13 +379,6 @@ func (h handlers) redeliver(r *httpapi.Request[httpapi.NoBody]) (DeliveryPublic,
 	if err != nil {
 		return DeliveryPublic{}, err
 	}
-	d, err := h.d.Queue.Get(r.Context(), org, r.Params.String("delivery_id"))
-	if err == nil && d.Endpoint != r.Params.String("endpoint_id") {
-		err = fmt.Errorf("%w: %s", webhooks.ErrDeliveryNotFound, d.ID)
-	}
-	if err != nil {
-		return DeliveryPublic{}, err
-	}
-	d, err = h.d.Queue.Redeliver(r.Context(), org, d.ID)
+	d, err := h.d.Queue.Redeliver(r.Context(), org, r.Params.String("endpoint_id"), r.Params.String("delivery_id"))
 	return PublicDelivery(d), err
 }

@@ -131,6 +131,9 @@ func TestWebhookDeliveredThroughTheConsole(t *testing.T) {
 			t.Fatalf("deliveries %+v; want the one, delivered at its first attempt", list)
 		}
 		r.ExpectDetail(r.Call("POST", hook+"/deliveries/"+list[0].DeliveryID+"/redeliver", bob, ""), http.StatusForbidden, "a member redelivers")
+		other := apitest.Decode[consolewebhooks.IssuedEndpoint](t, r.Call("POST", base, ada, `{"url":"https://hooks.example/other","kinds":["event.ended"]}`))
+		r.ExpectDetail(r.Call("POST", base+"/"+other.Endpoint.EndpointID+"/deliveries/"+list[0].DeliveryID+"/redeliver", ada, ""),
+			http.StatusNotFound, "a delivery redelivered under another endpoint's path")
 		res = r.Call("POST", hook+"/deliveries/"+list[0].DeliveryID+"/redeliver", ada, "")
 		r.Expect(res, http.StatusOK, consolewebhooks.DeliveryPublicSchema, "redeliver")
 		if d := apitest.Decode[consolewebhooks.DeliveryPublic](t, res); d.State != webhooks.StatePending || d.NextAttemptAt == nil {

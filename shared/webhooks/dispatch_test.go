@@ -119,7 +119,7 @@ func (r *rig) enqueue(t *testing.T, ep webhooks.Endpoint, source string) webhook
 
 func (r *rig) get(t *testing.T, d webhooks.Delivery) webhooks.Delivery {
 	t.Helper()
-	got, err := r.queue.Get(context.Background(), d.Org, d.ID)
+	got, err := r.queue.Get(context.Background(), d.Org, d.Endpoint, d.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func TestDeliveryRetriedUntilTaken(t *testing.T) {
 		if n := r.pass(t); n != 0 {
 			t.Errorf("a pass after the delivery was taken sent %d; want none", n)
 		}
-		list, err := r.queue.List(context.Background(), "org_a", "", 10)
+		list, err := r.queue.List(context.Background(), "org_a", ep.ID, 10)
 		if err != nil || len(list) != 1 {
 			t.Errorf("the organisation's deliveries: %d, %v; want the one", len(list), err)
 		}
@@ -224,7 +224,7 @@ func TestReceiverDownForAnHour(t *testing.T) {
 				got.State, len(got.Attempts), got.Reason)
 		}
 		r.recv.down.Store(false)
-		if _, err := r.queue.Redeliver(context.Background(), "org_a", late.ID); err != nil {
+		if _, err := r.queue.Redeliver(context.Background(), "org_a", ep.ID, late.ID); err != nil {
 			t.Fatal(err)
 		}
 		r.pass(t)

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/roadevents/roadevents/shared/clock"
@@ -67,11 +68,11 @@ type Delivery struct {
 //
 // # Storage layout
 //
-//	pk "org#<org_id>"        sk "delivery#<delivery_id>"                       the delivery and its attempts; TTL Keep
+//	pk "org#<org_id>"        sk "delivery#<endpoint_id>#<delivery_id>"         the delivery and its attempts; TTL Keep
 //	pk "webhookdue#<shard>"  sk "<next attempt>#<org_id>#<delivery_id>"        a pending delivery's turn
 //
-// A delivery lives in its organisation's partition, its id ordered by time (DeliveryID), so
-// that the console lists the newest first. Each
+// A delivery lives in its organisation's partition under its endpoint, its id ordered by time
+// (DeliveryID), so that the console reads an endpoint's newest deliveries and nothing else. Each
 // pending one has a turn in one of four due partitions, ordered by time, so that a dispatcher
 // reads what is due with four range queries and no scan; a retry moves the turn.
 type Queue struct {
@@ -98,12 +99,14 @@ const (
 	attrDeliverySK                                             = "delivery_sk"
 )
 
-func deliveryKey(org, id string) store.Key { return store.Key{PK: pkOrg + org, SK: skDelivery + id} }
+func deliveryKey(org, endpoint, id string) store.Key {
+	return store.Key{PK: pkOrg + org, SK: skDelivery + endpoint + "#" + id}
+}
 
 // DeliveryID is the id of the delivery of source (what happened, for example a change of the
 // feed) to endpoint, made at at: the same for the same pair, so that a producer repeating
-// itself stores nothing twice; ordered by time, so that the organisation's deliveries list
-// newest first by id.
+// itself stores nothing twice; ordered by time, so that an endpoint's deliveries list newest
+// first by id.
 func DeliveryID(at time.Time, source, endpoint string) string {
 	h := fnv.New64a()
 	h.Write([]byte(source))
@@ -145,35 +148,25 @@ func (q *Queue) Enqueue(ctx context.Context, d Delivery) error {
 	return nil
 }
 
-// List returns org's deliveries, newest first, at most limit, of endpoint only when it is
-// not empty.
+// List returns the deliveries to org's endpoint, newest first, at most limit.
 func (q *Queue) List(ctx context.Context, org, endpoint string, limit int) ([]Delivery, error) {
-	query := store.Query{PK: pkOrg + org, Prefix: skDelivery, Desc: true}
-	if endpoint == "" {
-		query.Limit = limit
-	}
-	items, err := q.table.Query(ctx, query)
+	items, err := q.table.Query(ctx, store.Query{PK: pkOrg + org, Prefix: skDelivery + endpoint + "#", Desc: true, Limit: limit})
 	if err != nil {
-		return nil, fmt.Errorf("webhooks: list the deliveries of %s: %w", org, err)
+		return nil, fmt.Errorf("webhooks: list the deliveries to %s: %w", endpoint, err)
 	}
-	out := []Delivery{}
-	for _, it := range items {
-		if d := deliveryFrom(it); endpoint == "" || d.Endpoint == endpoint {
-			out = append(out, d)
-			if len(out) == limit {
-				break
-			}
-		}
+	out := make([]Delivery, len(items))
+	for i, it := range items {
+		out[i] = deliveryFrom(it)
 	}
 	return out, nil
 }
 
-// Get returns org's delivery id.
-func (q *Queue) Get(ctx context.Context, org, id string) (Delivery, error) {
-	if !validDeliveryID(id) {
+// Get returns the delivery id to org's endpoint.
+func (q *Queue) Get(ctx context.Context, org, endpoint, id string) (Delivery, error) {
+	if !validDeliveryID(id) || !validEndpointID(endpoint) {
 		return Delivery{}, fmt.Errorf("%w: a malformed id", ErrDeliveryNotFound)
 	}
-	it, err := q.table.Get(ctx, deliveryKey(org, id))
+	it, err := q.table.Get(ctx, deliveryKey(org, endpoint, id))
 	if errors.Is(err, store.ErrNotFound) {
 		return Delivery{}, fmt.Errorf("%w: %s", ErrDeliveryNotFound, id)
 	}
@@ -183,10 +176,10 @@ func (q *Queue) Get(ctx context.Context, org, id string) (Delivery, error) {
 	return deliveryFrom(it), nil
 }
 
-// Redeliver makes org's delivery id pending again and due at once, with 24 hours of retries
-// of its own: a delivery delivered, failed or dropped is sent again as it was.
-func (q *Queue) Redeliver(ctx context.Context, org, id string) (Delivery, error) {
-	d, err := q.Get(ctx, org, id)
+// Redeliver makes the delivery id to org's endpoint pending again and due at once, with 24
+// hours of retries of its own: a delivery delivered, failed or dropped is sent again as it was.
+func (q *Queue) Redeliver(ctx context.Context, org, endpoint, id string) (Delivery, error) {
+	d, err := q.Get(ctx, org, endpoint, id)
 	if err != nil {
 		return Delivery{}, err
 	}
@@ -223,7 +216,7 @@ func (q *Queue) due(ctx context.Context, now time.Time, limit int) ([]Delivery, 
 		}
 		turns = append(turns, items...)
 	}
-	slices.SortFunc(turns, func(a, b store.Item) int { return compareStrings(a.Key().SK, b.Key().SK) })
+	slices.SortFunc(turns, func(a, b store.Item) int { return strings.Compare(a.Key().SK, b.Key().SK) })
 	if len(turns) > limit {
 		turns = turns[:limit]
 	}
@@ -286,17 +279,7 @@ func (q *Queue) settle(ctx context.Context, before, d Delivery) error {
 	return nil
 }
 
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-func (d Delivery) key() store.Key { return deliveryKey(d.Org, d.ID) }
+func (d Delivery) key() store.Key { return deliveryKey(d.Org, d.Endpoint, d.ID) }
 
 func dueItem(d Delivery) store.Item {
 	k := dueKey(d)
