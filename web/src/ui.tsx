@@ -204,6 +204,42 @@ export function Loading<T>(props: { load: Load<T>; children: (data: T) => Compon
   );
 }
 
+/** Msg is a page's message on how something went. */
+export type Msg = { kind: 'success' | 'error'; text: string };
+
+/** RowActions is what useRowActions exposes to a list whose rows have actions. */
+export interface RowActions {
+  msg: Msg | null;
+  setMsg(m: Msg | null): void;
+  /** busyId is the id of the row whose action is running, or null. */
+  busyId: string | null;
+  /**
+   * run clears the message, marks row id busy and calls fn; then it shows done's text for fn's
+   * result (nothing when done returns null), or "name: error" when fn fails, frees the row and
+   * reads the list again.
+   */
+  run<T>(id: string, name: string, fn: () => Promise<T>, done: (r: T) => string | null): Promise<void>;
+}
+
+/** useRowActions holds a list's message and busy row for its row actions; reload reads the list again. */
+export function useRowActions(reload: () => void): RowActions {
+  const [msg, setMsg] = useState<Msg | null>(null);
+  const [busyId, setBusyId] = useState<string | null>(null);
+  const run = async <T,>(id: string, name: string, fn: () => Promise<T>, done: (r: T) => string | null) => {
+    setMsg(null);
+    setBusyId(id);
+    try {
+      const text = done(await fn());
+      if (text) setMsg({ kind: 'success', text });
+    } catch (e) {
+      setMsg({ kind: 'error', text: `${name}: ${(e as Error).message}` });
+    }
+    setBusyId(null);
+    reload();
+  };
+  return { msg, setMsg, busyId, run };
+}
+
 /** formatTime shows a timestamp in the reader's locale, or a dash. */
 export function formatTime(v: string | null | undefined): string {
   if (!v) return '—';

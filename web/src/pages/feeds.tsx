@@ -6,7 +6,7 @@ import type { ComponentChildren } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import type { Environment, FeedFormat, FeedPollCounts, FeedPublic, FeedUpdate, Organisation } from '../api';
 import { useApp } from '../context';
-import { Confirm, Field, FormError, Loading, Notice, formatNumber, formatTime, showProblems, useForm, useLoad, type FormState } from '../ui';
+import { Confirm, Field, FormError, Loading, Notice, formatNumber, formatTime, showProblems, useForm, useLoad, useRowActions, type FormState } from '../ui';
 
 /** formatNames are the formats' names for people (docs/interop.md §1). */
 export const formatNames: Record<FeedFormat, string> = {
@@ -242,8 +242,6 @@ function Health({ f }: { f: FeedPublic }) {
   );
 }
 
-type Msg = { kind: 'success' | 'error'; text: string };
-
 /**
  * EditFeed is the form that changes one feed's settings, filled with them. It sends only the
  * settings that changed (none: it says so and sends nothing); the environment is fixed.
@@ -328,8 +326,7 @@ export function Feeds({ org }: { org: Organisation }) {
   const { client } = useApp();
   const feeds = useLoad(() => client.feeds(org.org_id), [org.org_id]);
   const owner = org.role === 'owner';
-  const [msg, setMsg] = useState<Msg | null>(null);
-  const [busyId, setBusyId] = useState<string | null>(null);
+  const { msg, setMsg, busyId, run } = useRowActions(feeds.reload);
 
   const [draft, setDraft] = useState<FeedValues>(blankFeed);
   const [env, setEnv] = useState<Environment>('sandbox');
@@ -383,19 +380,8 @@ export function Feeds({ org }: { org: Organisation }) {
     feeds.reload();
   };
 
-  /** act runs one row action, says how it went, and reads the list again. */
-  const act = async (f: FeedPublic, fn: () => Promise<unknown>, done: string) => {
-    setMsg(null);
-    setBusyId(f.feed_id);
-    try {
-      await fn();
-      setMsg({ kind: 'success', text: done });
-    } catch (e) {
-      setMsg({ kind: 'error', text: `“${feedTitle(f)}”: ${(e as Error).message}` });
-    }
-    setBusyId(null);
-    feeds.reload();
-  };
+  /** act runs one row action, says how it went (done), and reads the list again. */
+  const act = (f: FeedPublic, fn: () => Promise<unknown>, done: string) => run(f.feed_id, `“${feedTitle(f)}”`, fn, () => done);
   const setPaused = (f: FeedPublic, paused: boolean) =>
     act(
       f,

@@ -5,7 +5,7 @@ import { useState } from 'preact/hooks';
 import type { Environment, IssuedKey, Organisation } from '../api';
 import { useApp } from '../context';
 import { FirstCall, apiOrigin } from '../firstcall';
-import { Confirm, CopyButton, Field, FormError, Loading, Notice, formatTime, useForm, useLoad } from '../ui';
+import { Confirm, CopyButton, Field, FormError, Loading, Notice, formatTime, useForm, useLoad, type Msg } from '../ui';
 
 /** Keys lists and issues the organisation's API keys. */
 export function Keys({ org }: { org: Organisation }) {
@@ -16,7 +16,7 @@ export function Keys({ org }: { org: Organisation }) {
   const [env, setEnv] = useState<Environment>('sandbox');
   const [totp, setTotp] = useState('');
   const form = useForm(['label', 'environment', 'totp_code']);
-  const [revokeMsg, setRevokeMsg] = useState<{ kind: 'success' | 'error'; text: string } | null>(null);
+  const [revokeMsg, setRevokeMsg] = useState<Msg | null>(null);
   const owner = org.role === 'owner';
 
   const issue = async (e: Event) => {

@@ -5,7 +5,7 @@ import type { Organisation, Role } from '../api';
 import { useApp } from '../context';
 import { navigate } from '../router';
 import { currentOrg } from '../state';
-import { Confirm, Field, FormError, Loading, Notice, formatTime, useForm, useLoad } from '../ui';
+import { Confirm, Field, FormError, Loading, Notice, formatTime, useForm, useLoad, type Msg } from '../ui';
 
 /** Members lists members and invitations. */
 export function Members({ org }: { org: Organisation }) {
@@ -14,7 +14,7 @@ export function Members({ org }: { org: Organisation }) {
   const [email, setEmail] = useState('');
   const [role, setRole] = useState<Role>('member');
   const form = useForm(['email', 'role']);
-  const [msg, setMsg] = useState<{ kind: 'success' | 'error'; text: string } | null>(null);
+  const [msg, setMsg] = useState<Msg | null>(null);
   const owner = org.role === 'owner';
 
   const act = async (fn: () => Promise<unknown>, success: string) => {

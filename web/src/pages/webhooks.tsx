@@ -6,7 +6,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import type { Organisation, WebhookDelivery, WebhookDeliveryState, WebhookEndpointPublic, WebhookKind } from '../api';
 import { useApp } from '../context';
-import { Confirm, CopyButton, Field, FormError, Loading, Notice, formatNumber, formatTime, showProblems, useForm, useLoad } from '../ui';
+import { Confirm, CopyButton, Field, FormError, Loading, Notice, formatNumber, formatTime, showProblems, useForm, useLoad, useRowActions } from '../ui';
 
 /** kindNames are the kinds of delivery in words (docs/webhooks.md §1). */
 export const kindNames: Record<WebhookKind, { label: string; words: string }> = {
@@ -66,8 +66,6 @@ interface Draft {
 }
 
 const blankDraft: Draft = { url: '', kinds: allKinds, description: '' };
-
-type Msg = { kind: 'success' | 'error'; text: string };
 
 /** Issued is a secret to show once: a new endpoint's, or a rotated one's. */
 type Issued = { secret: string; endpoint: WebhookEndpointPublic; rotated: boolean };
@@ -142,28 +140,19 @@ function Deliveries(props: { org: Organisation; endpoint: WebhookEndpointPublic;
   const { client } = useApp();
   const { org, endpoint: ep, owner } = props;
   const deliveries = useLoad(() => client.webhookDeliveries(org.org_id, ep.endpoint_id, DELIVERIES), [org.org_id, ep.endpoint_id, props.refreshes]);
-  const [msg, setMsg] = useState<Msg | null>(null);
-  const [busyId, setBusyId] = useState<string | null>(null);
+  const { msg, busyId, run } = useRowActions(deliveries.reload);
   const heading = useRef<HTMLHeadingElement>(null);
   useEffect(() => heading.current?.focus(), []);
 
-  const redeliver = async (d: WebhookDelivery) => {
-    setMsg(null);
-    setBusyId(d.delivery_id);
-    try {
-      await client.redeliverWebhook(org.org_id, ep.endpoint_id, d.delivery_id);
-      setMsg({
-        kind: 'success',
-        text:
-          `The delivery ${d.delivery_id} is pending again, due now.` +
-          (ep.enabled ? '' : ' The endpoint is disabled: enable it, or the delivery is dropped.'),
-      });
-    } catch (e) {
-      setMsg({ kind: 'error', text: `${d.delivery_id}: ${(e as Error).message}` });
-    }
-    setBusyId(null);
-    deliveries.reload();
-  };
+  const redeliver = (d: WebhookDelivery) =>
+    run(
+      d.delivery_id,
+      d.delivery_id,
+      () => client.redeliverWebhook(org.org_id, ep.endpoint_id, d.delivery_id),
+      () =>
+        `The delivery ${d.delivery_id} is pending again, due now.` +
+        (ep.enabled ? '' : ' The endpoint is disabled: enable it, or the delivery is dropped.'),
+    );
 
   return (
     <section class="card webhook-deliveries" id="webhook-deliveries" aria-labelledby="webhook-deliveries-title">
@@ -263,8 +252,7 @@ export function Webhooks({ org }: { org: Organisation }) {
   const { client } = useApp();
   const endpoints = useLoad(() => client.webhookEndpoints(org.org_id), [org.org_id]);
   const owner = org.role === 'owner';
-  const [msg, setMsg] = useState<Msg | null>(null);
-  const [busyId, setBusyId] = useState<string | null>(null);
+  const { msg, setMsg, busyId, run } = useRowActions(endpoints.reload);
   const [issued, setIssued] = useState<Issued | null>(null);
   const [draft, setDraft] = useState<Draft>(blankDraft);
   const form = useForm(webhookFields);
@@ -305,18 +293,8 @@ export function Webhooks({ org }: { org: Organisation }) {
     setDraft((d) => ({ ...d, kinds: allKinds.filter((k) => (k === kind ? on : d.kinds.includes(k))) }));
 
   /** act runs one row action, says how it went (done's text, when it has one), and reads the list again. */
-  const act = async <T,>(ep: WebhookEndpointPublic, fn: () => Promise<T>, done: (r: T) => string | null) => {
-    setMsg(null);
-    setBusyId(ep.endpoint_id);
-    try {
-      const text = done(await fn());
-      if (text) setMsg({ kind: 'success', text });
-    } catch (e) {
-      setMsg({ kind: 'error', text: `“${endpointTitle(ep)}”: ${(e as Error).message}` });
-    }
-    setBusyId(null);
-    endpoints.reload();
-  };
+  const act = <T,>(ep: WebhookEndpointPublic, fn: () => Promise<T>, done: (r: T) => string | null) =>
+    run(ep.endpoint_id, `“${endpointTitle(ep)}”`, fn, done);
   const setEnabled = (ep: WebhookEndpointPublic, enabled: boolean) =>
     act(
       ep,
