@@ -28,6 +28,7 @@ require (
 	github.com/tidwall/btree v1.8.2
 	github.com/uber/h3-go/v4 v4.3.0
 	go.etcd.io/bbolt v1.4.3
+	golang.org/x/sync v0.20.0
 )
 
 require (
@@ -62,7 +63,6 @@ require (
 	go.yaml.in/yaml/v4 v4.0.0 // indirect
 	golang.org/x/lint v0.0.0-20241112194109-818c5a804067 // indirect
 	golang.org/x/mod v0.34.0 // indirect
-	golang.org/x/sync v0.20.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/telemetry v0.0.0-20260311193753-579e4da9a98c // indirect
 	golang.org/x/text v0.14.0 // indirect

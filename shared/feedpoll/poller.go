@@ -8,8 +8,10 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"sync"
+	"sync/atomic"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/roadevents/roadevents/shared/clock"
 	"github.com/roadevents/roadevents/shared/event"
@@ -47,34 +49,23 @@ func (p *Poller) Pass(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	var (
-		wg       sync.WaitGroup
-		mu       sync.Mutex
-		polled   int
-		firstErr error
-	)
-	slots := make(chan struct{}, Parallel)
+	var g errgroup.Group
+	g.SetLimit(Parallel)
+	var polled atomic.Int64
 	for _, f := range due {
 		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < passMargin {
 			break
 		}
-		slots <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-slots; wg.Done() }()
+		g.Go(func() error {
 			ok, err := p.one(ctx, f)
-			mu.Lock()
-			defer mu.Unlock()
 			if ok {
-				polled++
+				polled.Add(1)
 			}
-			if err != nil && firstErr == nil {
-				firstErr = err
-			}
-		}()
+			return err
+		})
 	}
-	wg.Wait()
-	return polled, firstErr
+	err = g.Wait()
+	return int(polled.Load()), err
 }
 
 // Run makes a pass at every tick until ctx ends, logging what fails: the in-process

@@ -9,8 +9,10 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"sync"
+	"sync/atomic"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/roadevents/roadevents/shared/clock"
 	"github.com/roadevents/roadevents/shared/netguard"
@@ -89,31 +91,20 @@ func (d *Dispatcher) Pass(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	var (
-		wg       sync.WaitGroup
-		mu       sync.Mutex
-		sent     int
-		firstErr error
-	)
-	slots := make(chan struct{}, DispatchParallel)
+	var g errgroup.Group
+	g.SetLimit(DispatchParallel)
+	var sent atomic.Int64
 	for _, dl := range due {
-		slots <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-slots; wg.Done() }()
+		g.Go(func() error {
 			ok, err := d.attempt(ctx, dl)
-			mu.Lock()
-			defer mu.Unlock()
 			if ok {
-				sent++
+				sent.Add(1)
 			}
-			if err != nil && firstErr == nil {
-				firstErr = err
-			}
-		}()
+			return err
+		})
 	}
-	wg.Wait()
-	return sent, firstErr
+	err = g.Wait()
+	return int(sent.Load()), err
 }
 
 // Run makes a pass at every tick until ctx ends: the in-process dispatcher of go run ..

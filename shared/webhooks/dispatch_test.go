@@ -332,3 +332,22 @@ func TestDispatchGuards(t *testing.T) {
 		}
 	})
 }
+
+// docs/webhooks.md §3: a receiver that does not answer within 10 s is a failed attempt,
+// retried.
+func TestDispatchTimeout(t *testing.T) {
+	t.Parallel()
+	tab := tables.Embedded(t)
+	r := newRig(t, tab)
+	silent := make(chan struct{})
+	defer close(silent)
+	r.recv.srv.Config.Handler = http.HandlerFunc(func(http.ResponseWriter, *http.Request) { <-silent })
+	ep, _ := r.endpoint(t, "org_a")
+	d := r.enqueue(t, ep, "change-1")
+	r.pass(t)
+	got := r.get(t, d)
+	if got.State != webhooks.StatePending || len(got.Attempts) != 1 || got.Attempts[0].Status != 0 || got.Attempts[0].Error == "" ||
+		got.Attempts[0].LatencyMS < webhooks.SendTimeout.Milliseconds() {
+		t.Errorf("a receiver that does not answer: %s %+v; want a failed attempt after %s, retried", got.State, got.Attempts, webhooks.SendTimeout)
+	}
+}
