@@ -176,6 +176,7 @@ func TestFeedImportedThroughTheConsole(t *testing.T) {
 		// Deleting ends the feed's events at the next pass.
 		r.Expect(r.Call("DELETE", one, ada, ""), http.StatusOK, nil, "delete")
 		r.ExpectDetail(r.Call("GET", one, ada, ""), http.StatusNotFound, "the deleted feed")
+		r.ExpectDetail(r.Call("POST", one+"/poll", ada, ""), http.StatusNotFound, "a poll of the deleted feed")
 		r.pass()
 		res = r.Call("GET", "/v1/events?lat=48.105&lon=11.505&radius=3000", key, "")
 		if n := len(apitest.Decode[[]event.EventPublic](t, res)); n != 0 {

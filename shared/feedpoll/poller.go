@@ -38,14 +38,15 @@ type Poller struct {
 	Fetcher  *feeds.Fetcher
 	Importer Importer
 	Clock    clock.Clock
-	Logger   *slog.Logger
+	// Logger is slog.Default() when nil.
+	Logger *slog.Logger
 }
 
 // Pass polls every feed due now, Parallel at a time, and returns how many it polled. Feeds
 // another poller holds are left to it. An error is the table's: the feeds not polled are
 // due at the next pass.
 func (p *Poller) Pass(ctx context.Context) (int, error) {
-	due, err := p.Registry.Due(ctx, p.now())
+	due, err := p.Registry.Due(ctx, p.Clock.Now())
 	if err != nil {
 		return 0, err
 	}
@@ -85,7 +86,7 @@ func (p *Poller) Run(ctx context.Context, tick <-chan time.Time) {
 
 // one polls f, if it can claim it; false when another poller has it.
 func (p *Poller) one(ctx context.Context, f feeds.Registered) (bool, error) {
-	now := p.now()
+	now := p.Clock.Now()
 	ok, err := p.Registry.Claim(ctx, f, now)
 	if !ok || err != nil {
 		return false, err
@@ -114,13 +115,6 @@ func (p *Poller) retire(ctx context.Context, f feeds.Registered, st feeds.State)
 		}
 	}
 	return p.Registry.Forget(ctx, f)
-}
-
-func (p *Poller) now() time.Time {
-	if p.Clock == nil {
-		return time.Now()
-	}
-	return p.Clock.Now()
 }
 
 func (p *Poller) logger() *slog.Logger {

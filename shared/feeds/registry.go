@@ -300,14 +300,13 @@ func (r *Registry) Delete(ctx context.Context, org, id string, a Actor) error {
 	return nil
 }
 
-// PollNow makes org's feed id due at once, unless it is paused.
+// PollNow makes org's feed id due at once, unless it is paused: one conditional write, which
+// answers the feed as it then is.
 func (r *Registry) PollNow(ctx context.Context, org, id string) (Registered, error) {
-	f, err := r.Get(ctx, org, id)
-	if err != nil {
-		return Registered{}, err
+	if !validID(id) {
+		return Registered{}, fmt.Errorf("%w: a malformed id", ErrNotFound)
 	}
-	f.NextPollAt = r.clock.Now().UTC()
-	_, err = r.table.Update(ctx, feedKey(org, id), store.Update{Set: map[string]any{attrNext: store.FormatTime(f.NextPollAt)}},
+	it, err := r.table.Update(ctx, feedKey(org, id), store.Update{Set: map[string]any{attrNext: store.FormatTime(r.clock.Now())}},
 		store.IfEqual(attrDeleted, false))
 	if errors.Is(err, store.ErrConditionFailed) {
 		return Registered{}, fmt.Errorf("%w: %s", ErrNotFound, id)
@@ -315,7 +314,7 @@ func (r *Registry) PollNow(ctx context.Context, org, id string) (Registered, err
 	if err != nil {
 		return Registered{}, fmt.Errorf("feeds: schedule feed %s: %w", id, err)
 	}
-	return f, nil
+	return registeredFrom(it), nil
 }
 
 // Due returns every feed due at now: not paused, its time come, no poll holding it. Deleted

@@ -43,7 +43,8 @@ type Producer struct {
 	Endpoints *webhooks.Endpoints
 	Queue     *webhooks.Queue
 	Clock     clock.Clock
-	Logger    *slog.Logger
+	// Logger is slog.Default() when nil.
+	Logger *slog.Logger
 }
 
 // Kinds returns the kinds of delivery change makes, with the id of the event they are about;
@@ -118,7 +119,7 @@ func (p *Producer) Handle(ctx context.Context, ch store.Change) (int, error) {
 		// Only an event still active when its time ran out expired on its own (an ended one
 		// removes its index items itself); each of its index items says so, and the delivery,
 		// of its expiry, is made once.
-		if ev.Status != event.StatusActive || ev.ExpiresAt.After(p.now()) {
+		if ev.Status != event.StatusActive || ev.ExpiresAt.After(p.Clock.Now()) {
 			return 0, nil
 		}
 		at = ev.ExpiresAt
@@ -127,7 +128,7 @@ func (p *Producer) Handle(ctx context.Context, ch store.Change) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	now, made := p.now(), 0
+	now, made := p.Clock.Now(), 0
 	for _, ep := range endpoints {
 		for _, kind := range kinds {
 			if !ep.Enabled || !slices.Contains(ep.Kinds, kind) {
@@ -245,13 +246,6 @@ func (p *Producer) position(ctx context.Context) (uint64, error) {
 		return 0, fmt.Errorf("webhookfeed: read the recorded position: %w", err)
 	}
 	return uint64(it.Int(attrPosition)), nil
-}
-
-func (p *Producer) now() time.Time {
-	if p.Clock == nil {
-		return time.Now()
-	}
-	return p.Clock.Now()
 }
 
 func (p *Producer) logger() *slog.Logger {
