@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/roadevents/roadevents/shared/alerts"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -166,7 +167,8 @@ func New(d Deps, groups ...routetable.Group) (*API, error) {
 	}
 	endpoints, queue := consoleorgsgroup.NewEndpoints(td, t), webhooks.NewQueue(td.Table, td.Clock)
 	a := &API{billing: bill, events: evs, feeds: eventsgroup.NewPoller(td, evs, t.Orgs),
-		hooks: &webhookfeed.Producer{Table: td.Table, Endpoints: endpoints, Queue: queue, Clock: td.Clock, Logger: td.Logger},
+		hooks: &webhookfeed.Producer{Table: td.Table, Endpoints: endpoints, Queue: queue, Clock: td.Clock, Logger: td.Logger,
+			Rules: alerts.NewRules(td.Table, t.Orgs.Audit(), td.Clock)},
 		dispatch: webhooks.NewDispatcher(queue, endpoints, webhooks.DispatcherOptions{
 			AllowPrivate: d.Config.Webhooks.AllowPrivate, Clock: td.Clock, Logger: td.Logger}),
 	}

@@ -6,6 +6,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/roadevents/roadevents/shared/alerts"
+	"github.com/roadevents/roadevents/shared/geo"
 	"io"
 	"log/slog"
 	"net/http"
@@ -602,6 +604,20 @@ func (g *grantsTour) tourEveryRoute() {
 	g.call("GET", hook+"/deliveries", owner, "", http.StatusOK, "its deliveries")
 	g.call("POST", hook+"/deliveries/"+dlv.ID+"/redeliver", owner, "", http.StatusOK, "redeliver")
 	g.call("DELETE", hook, owner, "", http.StatusOK, "delete the endpoint")
+
+	// console-orgs' alert rules: made where deliveries do not run is refused too; one made as
+	// the process of the embedded store makes it is read, changed and deleted.
+	circle := `{"name":"A9","environment":"live","area":{"type":"Circle","lat":48.1,"lon":11.5,"radius_m":5000}}`
+	g.call("POST", op+"/alert-rules", owner, circle, http.StatusServiceUnavailable, "make an alert rule where deliveries do not run")
+	rule, err := alerts.NewRules(g.db, audit.New(g.db, audit.Options{Clock: g.clk}), g.clk).Create(context.Background(), alpha, alerts.Actor{},
+		alerts.Draft{Name: ptr("A9"), Environment: ptr("live"), Area: &alerts.Area{Circle: &alerts.Circle{Center: geo.Point{Lat: 48.1, Lon: 11.5}, RadiusM: 5000}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.call("GET", op+"/alert-rules", owner, "", http.StatusOK, "alert rules")
+	g.call("GET", op+"/alert-rules/"+rule.ID, owner, "", http.StatusOK, "an alert rule")
+	g.call("PATCH", op+"/alert-rules/"+rule.ID, owner, `{"min_confidence":0.7}`, http.StatusOK, "change the rule")
+	g.call("DELETE", op+"/alert-rules/"+rule.ID, owner, "", http.StatusOK, "delete the rule")
 
 	// console-orgs' panels, now that there is activity.
 	for _, p := range []string{"/audit", "/usage", "/vitality", "/reputation"} {

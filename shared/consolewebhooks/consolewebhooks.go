@@ -1,8 +1,9 @@
-// Package consolewebhooks serves an organisation's webhook endpoints and their deliveries to
-// the console (docs/webhooks.md §4): owners register endpoints (the signing secret shown once),
-// change, disable, delete them, rotate their secret and redeliver a delivery; every member
-// reads them and each delivery's attempts. Changes are written to the audit log. A caller who
-// is not a member, or an endpoint of another organisation, gets 404 (docs/api.md §4.3).
+// Package consolewebhooks serves an organisation's webhook endpoints, their deliveries and its
+// alert rules to the console (docs/webhooks.md §4, §5): owners register endpoints (the signing
+// secret shown once), change, disable, delete them, rotate their secret, redeliver a delivery,
+// and make, change and delete alert rules; every member reads them and each delivery's
+// attempts. Changes are written to the audit log. A caller who is not a member, or an endpoint
+// or rule of another organisation, gets 404 (docs/api.md §4.3).
 package consolewebhooks
 
 import (
@@ -12,6 +13,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/roadevents/roadevents/shared/alerts"
 	"github.com/roadevents/roadevents/shared/clock"
 	"github.com/roadevents/roadevents/shared/consoleauth"
 	"github.com/roadevents/roadevents/shared/httpapi"
@@ -25,6 +27,7 @@ type Deps struct {
 	Orgs      orgs.Accessor
 	Endpoints *webhooks.Endpoints
 	Queue     *webhooks.Queue
+	Rules     *alerts.Rules
 	// Delivering tells whether this deployment runs the producer and the dispatcher; when it
 	// does not, registering an endpoint is refused rather than accepted in silence.
 	Delivering bool
@@ -276,7 +279,7 @@ func Routes(d Deps) []httpapi.Route {
 			Handler: httpapi.JSON(http.StatusOK, h.redeliver),
 		},
 	}
-	return ErrorTable.Defaults(routes)
+	return append(ErrorTable.Defaults(routes), ruleRoutes(h)...)
 }
 
 type handlers struct {

@@ -3,6 +3,8 @@ package consolewebhooks_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +13,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/roadevents/roadevents/shared/alerts"
 	"github.com/roadevents/roadevents/shared/apikey"
 	"github.com/roadevents/roadevents/shared/apitest"
 	"github.com/roadevents/roadevents/shared/app"
@@ -196,4 +199,92 @@ func TestWebhookRoutesRefuse(t *testing.T) {
 	lambda := newRig(t, tables.Embedded(t), config.StoreDynamoDB)
 	tok, org := lambda.owner("dan@example.com", "Delta")
 	lambda.ExpectDetail(lambda.Call("POST", "/console/orgs/"+org+"/webhooks", tok, good), http.StatusServiceUnavailable, "registration where deliveries do not run")
+}
+
+// docs/webhooks.md §5, docs/api.md §4.3: an owner makes, changes and deletes alert rules,
+// each change in the audit log; members read them; another organisation reaches none, by its
+// own path either; bad input is 422 at the field at fault (a polygon's position by its index);
+// past the cap is 409.
+func TestAlertRuleRoutes(t *testing.T) {
+	t.Parallel()
+	tables.Each(t, func(t *testing.T, tab tables.Table) {
+		t.Parallel()
+		r := newRig(t, tab, config.StoreEmbedded)
+		ada, alpha := r.owner("ada@example.com", "Alpha")
+		bob := consoletest.Join(r.Client, r.inbox, ada, alpha, "bob@example.com", "member")
+		cat, gamma := r.owner("cat@example.com", "Gamma")
+		base := "/console/orgs/" + alpha + "/alert-rules"
+		square := `{"type":"Polygon","coordinates":[[[11.4,48.3],[11.6,48.3],[11.6,48.4],[11.4,48.4],[11.4,48.3]]]}`
+		res := r.Call("POST", base, ada, `{"name":"City","environment":"live","area":`+square+`,"types":["accident","accident","wrong_way_vehicle"]}`)
+		r.Expect(res, http.StatusCreated, consolewebhooks.AlertRulePublicSchema, "make a rule")
+		made := apitest.Decode[consolewebhooks.AlertRulePublic](t, res)
+		if made.Area.Type != "Polygon" || len(made.Area.Coordinates[0]) != 5 || !slices.Equal(made.Types, []string{"accident", "wrong_way_vehicle"}) ||
+			made.MinConfidence != 0 || !made.Enabled {
+			t.Fatalf("rule %+v; want the polygon, the two types once each, confidence 0, enabled", made)
+		}
+		rule := base + "/" + made.RuleID
+		res = r.Call("PATCH", rule, ada, `{"area":{"type":"Circle","lat":48.1,"lon":11.5,"radius_m":2500},"types":[],"min_confidence":0.6}`)
+		r.Expect(res, http.StatusOK, consolewebhooks.AlertRulePublicSchema, "change the rule")
+		changed := apitest.Decode[consolewebhooks.AlertRulePublic](t, res)
+		if changed.Area.Type != "Circle" || *changed.Area.RadiusM != 2500 || len(changed.Types) != 0 || changed.MinConfidence != 0.6 || changed.Name != "City" {
+			t.Fatalf("changed rule %+v; want a 2500 m circle, every type, 0.6, its name kept", changed)
+		}
+		res = r.Call("GET", base, bob, "")
+		r.Expect(res, http.StatusOK, nil, "a member lists the rules")
+		if list := apitest.Decode[[]consolewebhooks.AlertRulePublic](t, res); len(list) != 1 || list[0].RuleID != made.RuleID {
+			t.Fatalf("rules %+v; want the one", list)
+		}
+		for _, c := range []struct{ method, path, body string }{
+			{"POST", base, `{"name":"x","environment":"live","area":` + square + `}`}, {"PATCH", rule, `{"enabled":false}`}, {"DELETE", rule, ""},
+		} {
+			r.ExpectDetail(r.Call(c.method, c.path, bob, c.body), http.StatusForbidden, "member: "+c.method+" "+c.path)
+			r.ExpectDetail(r.Call(c.method, c.path, cat, c.body), http.StatusNotFound, "another organisation: "+c.method+" "+c.path)
+		}
+		r.ExpectDetail(r.Call("GET", strings.Replace(rule, alpha, gamma, 1), cat, ""), http.StatusNotFound, "alpha's rule under gamma's path")
+
+		for body, loc := range map[string]string{
+			`{"environment":"live","area":` + square + `}`:                                                                                              "body name",
+			`{"name":"x","environment":"prod","area":` + square + `}`:                                                                                   "body environment",
+			`{"name":"x","environment":"live","area":{"type":"Circle","lat":48.1,"lon":11.5,"radius_m":5}}`:                                             "body area radius_m",
+			`{"name":"x","environment":"live","area":{"type":"Circle","lat":48.1,"lon":11.5}}`:                                                          "body area radius_m",
+			`{"name":"x","environment":"live","area":{"type":"Square","lat":48.1}}`:                                                                     "body area",
+			`{"name":"x","environment":"live","area":` + square + `,"types":["tornado"]}`:                                                               "body types 0",
+			`{"name":"x","environment":"live","area":` + square + `,"min_confidence":1.5}`:                                                              "body min_confidence",
+			`{"name":"   ","environment":"live","area":` + square + `}`:                                                                                 "body name",
+			`{"name":"x","environment":"live","area":{"type":"Polygon","coordinates":[[[11.4,48.3],[11.6,48.3],[11.6,98],[11.4,48.4],[11.4,48.3]]]}}`:   "body area coordinates 0 2",
+			`{"name":"x","environment":"live","area":{"type":"Polygon","coordinates":[[[11.4,48.3],[11.6,48.4],[11.6,48.3],[11.4,48.4],[11.4,48.3]]]}}`: "body area coordinates 0 2",
+		} {
+			problems := r.ExpectProblems(r.Call("POST", base, ada, body), body)
+			if got := strings.Trim(fmt.Sprint(problems[0].Loc), "[]"); !strings.HasPrefix(got, loc) {
+				t.Errorf("%s: problems %+v; want the first at %s", body, problems, loc)
+			}
+		}
+
+		for i := 1; i < alerts.MaxPerOrg; i++ {
+			r.Expect(r.Call("POST", base, ada, fmt.Sprintf(`{"name":"r%d","environment":"sandbox","area":%s}`, i, square)), http.StatusCreated, nil, "make rules up to the cap")
+		}
+		r.ExpectDetail(r.Call("POST", base, ada, `{"name":"one more","environment":"live","area":`+square+`}`), http.StatusConflict, "past the cap")
+		r.Expect(r.Call("DELETE", rule, ada, ""), http.StatusOK, nil, "delete the rule")
+		r.ExpectDetail(r.Call("GET", rule, ada, ""), http.StatusNotFound, "the deleted rule")
+		r.Expect(r.Call("POST", base, ada, `{"name":"again","environment":"live","area":`+square+`}`), http.StatusCreated, nil, "a rule in the place freed")
+
+		var audit []struct {
+			Action string         `json:"action"`
+			Target string         `json:"target"`
+			Detail map[string]any `json:"detail"`
+		}
+		res = r.Call("GET", "/console/orgs/"+alpha+"/audit?limit=200", ada, "")
+		if err := json.Unmarshal(res.Body, &audit); err != nil {
+			t.Fatal(err)
+		}
+		var actions []string
+		for _, e := range audit {
+			if e.Target == made.RuleID {
+				actions = append(actions, e.Action+fmt.Sprint(e.Detail["changed"]))
+			}
+		}
+		if want := []string{"alert_rule.deleted<nil>", "alert_rule.updated[area types min_confidence]", "alert_rule.created<nil>"}; !slices.Equal(actions, want) {
+			t.Errorf("the rule's audit entries %v; want %v", actions, want)
+		}
+	})
 }

@@ -42,6 +42,8 @@ var validBodies = map[string]string{
 	"updateFeed":            `{"name":"odd"}`,
 	"createWebhookEndpoint": `{"url":"https://hooks.example/in","kinds":["event.ended"]}`,
 	"updateWebhookEndpoint": `{"description":"odd"}`,
+	"createAlertRule":       `{"name":"odd","environment":"live","area":{"type":"Circle","lat":48.1,"lon":11.5,"radius_m":500}}`,
+	"updateAlertRule":       `{"name":"odd"}`,
 }
 
 // docs/api.md §7 and §4.3: an id that names nothing is a 404 {detail} (or a 422 when the router
@@ -76,9 +78,16 @@ func TestOddPathIDsAreNotFound(t *testing.T) {
 		if err := webhooks.NewQueue(tab, tab.Clock).Enqueue(context.Background(), dlv); err != nil {
 			t.Fatal(err)
 		}
+		rule := e.Call("POST", "/console/orgs/"+f.org.OrgID+"/alert-rules", f.owner.token, validBodies["createAlertRule"])
+		var ar struct {
+			RuleID string `json:"rule_id"`
+		}
+		if err := json.Unmarshal(rule.Body, &ar); err != nil || ar.RuleID == "" {
+			t.Fatalf("make an alert rule: %s", rule)
+		}
 		real := map[string]string{
 			"org_id": f.org.OrgID, "user_id": f.member.id, "invite_id": f.invite.InviteID, "key_id": f.keyID, "feed_id": fd.FeedID,
-			"endpoint_id": wh.Endpoint.EndpointID, "delivery_id": dlv.ID,
+			"endpoint_id": wh.Endpoint.EndpointID, "delivery_id": dlv.ID, "rule_id": ar.RuleID,
 		}
 		ids := oddIDs
 		if tab.Adapter == tables.AdapterDynamoDB {

@@ -142,8 +142,9 @@ var grants = map[Group]Grants{
 			{"ratelimit#console-invites-recipient#", []ItemAction{UpdateItem}},
 			{"ratelimit#console-key-issuance#", []ItemAction{UpdateItem}},
 			{"ratelimit#console-totp-attempts#", []ItemAction{UpdateItem}},
-			{"feed#", []ItemAction{GetItem, Query, PutItem, UpdateItem}}, // the feed registry
-			{"webhookdue#", []ItemAction{PutItem}},                       // a redelivery's turn
+			{"feed#", []ItemAction{GetItem, Query, PutItem, UpdateItem}},                  // the feed registry
+			{"webhookdue#", []ItemAction{PutItem}},                                        // a redelivery's turn
+			{"alertrule#", []ItemAction{GetItem, Query, PutItem, UpdateItem, DeleteItem}}, // the alert rules
 		},
 		// Decrypt: the TOTP step-up of key issuance; Encrypt: sealing webhook signing secrets.
 		KMS:       []KMSAction{KMSEncrypt, KMSDecrypt},

@@ -124,6 +124,11 @@ var table = map[Group][]Route{
 		{"POST", "/console/orgs/{org_id}/webhooks/{endpoint_id}/rotate"},
 		{"GET", "/console/orgs/{org_id}/webhooks/{endpoint_id}/deliveries"},
 		{"POST", "/console/orgs/{org_id}/webhooks/{endpoint_id}/deliveries/{delivery_id}/redeliver"},
+		{"GET", "/console/orgs/{org_id}/alert-rules"},
+		{"POST", "/console/orgs/{org_id}/alert-rules"},
+		{"GET", "/console/orgs/{org_id}/alert-rules/{rule_id}"},
+		{"PATCH", "/console/orgs/{org_id}/alert-rules/{rule_id}"},
+		{"DELETE", "/console/orgs/{org_id}/alert-rules/{rule_id}"},
 	},
 	GroupBilling: {
 		{"GET", "/console/plans"},

@@ -116,6 +116,15 @@ func (s *Schema) typeError(v any, loc []any) ValidationError {
 }
 
 func (s *Schema) validateAnyOf(v any, loc []any, errs *Errors) {
+	if obj, ok := v.(map[string]any); ok && s.Discriminator != "" {
+		// The alternative the discriminator names is the one whose errors the caller needs.
+		for _, alt := range s.AnyOf {
+			if constEqual(alt.property(s.Discriminator).Schema.Const, obj[s.Discriminator]) {
+				alt.validate(v, loc, errs)
+				return
+			}
+		}
+	}
 	var best Errors
 	for i, alt := range s.AnyOf {
 		var got Errors

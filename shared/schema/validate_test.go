@@ -278,3 +278,20 @@ func TestPrintable(t *testing.T) {
 		t.Errorf("JSONSchema = %s; want format printable and a description with the rule and the field's own words", doc)
 	}
 }
+
+// A value of a OneOf is checked against the alternative its discriminator names, so that its
+// errors are that alternative's, however many they are.
+func TestOneOfValidatesTheNamedAlternative(t *testing.T) {
+	t.Parallel()
+	circle := schema.Object(schema.Req("type", schema.Const("Circle")), schema.Req("radius", schema.Number())).Named("C")
+	polygon := schema.Object(schema.Req("type", schema.Const("Polygon")), schema.Req("ring", schema.Array(schema.Number()))).Named("P")
+	area := schema.OneOf("type", circle, polygon)
+	errs := area.Validate(decode(t, `{"type":"Polygon","radius":3,"other":1}`), []any{"body"})
+	want := []string{`missing@["body","ring"]`, `extra_forbidden@["body","other"]`, `extra_forbidden@["body","radius"]`}
+	if got := brief(errs); !reflect.DeepEqual(got, want) {
+		t.Errorf("errors = %v; want the polygon's %v", got, want)
+	}
+	if errs := area.Validate(decode(t, `{"type":"Circle","radius":3}`), nil); len(errs) != 0 {
+		t.Errorf("a good circle: %v", errs)
+	}
+}

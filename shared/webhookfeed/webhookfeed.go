@@ -15,10 +15,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"reflect"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
+	"github.com/roadevents/roadevents/shared/alerts"
 	"github.com/roadevents/roadevents/shared/clock"
 	"github.com/roadevents/roadevents/shared/event"
 	"github.com/roadevents/roadevents/shared/eventstore"
@@ -26,7 +30,7 @@ import (
 	"github.com/roadevents/roadevents/shared/webhooks"
 )
 
-// Body is a delivery's JSON body (docs/webhooks.md §1).
+// Body is a delivery's JSON body (docs/webhooks.md §1, §5).
 type Body struct {
 	ID          string    `json:"id"`
 	Kind        string    `json:"kind"`
@@ -34,44 +38,69 @@ type Body struct {
 	Environment string    `json:"environment"`
 	Data        struct {
 		Event event.EventPublic `json:"event"`
+		// Rule is the alert rule an alert.* delivery is of.
+		Rule *RuleRef `json:"rule,omitempty"`
+		// Reason says why an alert.ended came: the event is no longer active, left the
+		// rule's area, or fell below its confidence.
+		Reason string `json:"reason,omitempty"`
 	} `json:"data"`
 }
+
+// RuleRef names an alert rule in a delivery.
+type RuleRef struct {
+	RuleID string `json:"rule_id"`
+	Name   string `json:"name"`
+}
+
+// The reasons of an alert.ended (docs/webhooks.md §5).
+const (
+	ReasonNotActive     = "not_active"
+	ReasonLeftArea      = "left_area"
+	ReasonLowConfidence = "below_confidence"
+)
+
+// rulesRefreshInterval bounds how long the producer keeps the rules it read: a rule's change
+// in another shard of a stream than the producer reads is seen within it.
+const rulesRefreshInterval = 15 * time.Second
 
 // Producer makes the deliveries of the changes it is given.
 type Producer struct {
 	Table     store.Table
 	Endpoints *webhooks.Endpoints
 	Queue     *webhooks.Queue
-	Clock     clock.Clock
+	// Rules are the alert rules; nil makes no alert deliveries.
+	Rules *alerts.Rules
+	Clock clock.Clock
 	// Logger is slog.Default() when nil.
 	Logger *slog.Logger
+
+	mu sync.Mutex
+	// byID holds every rule, as the feed has changed them since they were read at
+	// rulesAt; index is built from them.
+	byID    map[string]alerts.Rule
+	rulesAt time.Time
+	index   *alerts.Index
 }
 
-// Kinds returns the kinds of delivery change makes, with the id of the event they are about;
-// none for a change that is no such news.
-func Kinds(ch store.Change) (eventID string, kinds []string, err error) {
+// ownKinds returns the kinds of delivery to its publisher change makes, with the id of the
+// event they are about; none for a change that is no such news.
+func ownKinds(ch store.Change) (eventID string, kinds []string, err error) {
 	if ch.Kind == store.ChangeRemove && ch.Expired {
 		// An area index item expires with its event: an event that reached its expiry active.
 		if id, ok := eventstore.AreaEventID(ch.Key); ok {
 			return id, []string{webhooks.KindExpired}, nil
 		}
 	}
-	if ch.New == nil {
+	if ch.New == nil || ch.Kind != store.ChangeInsert {
 		return "", nil, nil
 	}
 	if eventstore.IsEventItem(ch.Key) {
 		// A publication merged at once into a report already there has no entry of its own.
-		if ch.Kind != store.ChangeInsert {
-			return "", nil, nil
-		}
 		ev, err := eventstore.DecodeEvent(ch.New)
 		if err != nil || ev.Status != event.StatusMerged {
 			return "", nil, err
 		}
 		return ev.ID, []string{webhooks.KindMerged}, nil
-	}
-	if ch.Kind != store.ChangeInsert {
-		return "", nil, nil
 	}
 	id, e, ok, err := eventstore.DecodeEntry(ch.New)
 	if !ok || err != nil {
@@ -99,58 +128,243 @@ func Kinds(ch store.Change) (eventID string, kinds []string, err error) {
 // Handle enqueues the deliveries of ch and returns how many. Handling a change again
 // enqueues nothing new.
 func (p *Producer) Handle(ctx context.Context, ch store.Change) (int, error) {
-	id, kinds, err := Kinds(ch)
+	if ch.Key.PK == alerts.Partition {
+		return 0, p.ruleChanged(ch)
+	}
+	own, err := p.own(ctx, ch)
+	if err != nil {
+		return own, err
+	}
+	alerted, err := p.alerts(ctx, ch)
+	return own + alerted, err
+}
+
+// own enqueues the deliveries of ch to the endpoints of its event's publisher (§1).
+func (p *Producer) own(ctx context.Context, ch store.Change) (int, error) {
+	id, kinds, err := ownKinds(ch)
 	if err != nil || len(kinds) == 0 {
 		return 0, err
 	}
-	it, err := p.Table.Get(ctx, eventstore.EventKey(id))
-	if errors.Is(err, store.ErrNotFound) {
-		return 0, nil // gone already: its retention ended
-	}
-	if err != nil {
-		return 0, fmt.Errorf("webhookfeed: read event %s: %w", id, err)
-	}
-	ev, err := eventstore.DecodeEvent(it)
-	if err != nil {
+	ev, ok, err := p.event(ctx, id)
+	if !ok || err != nil {
 		return 0, err
 	}
 	at := ch.At
 	if slices.Equal(kinds, []string{webhooks.KindExpired}) {
-		// Only an event still active when its time ran out expired on its own (an ended one
-		// removes its index items itself); each of its index items says so, and the delivery,
-		// of its expiry, is made once.
-		if ev.Status != event.StatusActive || ev.ExpiresAt.After(p.Clock.Now()) {
+		if !p.expiredActive(ev) {
 			return 0, nil
 		}
 		at = ev.ExpiresAt
 	}
-	endpoints, err := p.Endpoints.List(ctx, ev.Org)
+	made := 0
+	for _, kind := range kinds {
+		source := ch.Key.String()
+		if kind == webhooks.KindExpired {
+			source = ev.ID
+		}
+		n, err := p.deliver(ctx, ev.Org, kind, source, at, ev, nil)
+		if made += n; err != nil {
+			return made, err
+		}
+	}
+	return made, nil
+}
+
+// alerts enqueues the alert deliveries of ch (§5): a change of an event's item compares the
+// rules it matched before with those it matches now; the expiry of its area index items ends
+// it for the rules it matched while active.
+func (p *Producer) alerts(ctx context.Context, ch store.Change) (int, error) {
+	if p.Rules == nil {
+		return 0, nil
+	}
+	expiry := ch.Kind == store.ChangeRemove && ch.Expired
+	if !expiry && (ch.New == nil || !eventstore.IsEventItem(ch.Key)) {
+		return 0, nil
+	}
+	index, err := p.ruleIndex(ctx)
+	if err != nil || index.Len() == 0 {
+		return 0, err
+	}
+	if expiry {
+		id, ok := eventstore.AreaEventID(ch.Key)
+		if !ok {
+			return 0, nil
+		}
+		ev, ok, err := p.event(ctx, id)
+		if !ok || err != nil || !p.expiredActive(ev) {
+			return 0, err
+		}
+		made := 0
+		for _, rule := range index.Matching(ev) {
+			n, err := p.deliver(ctx, rule.Org, webhooks.KindAlertEnded, ev.ID+"#expired#"+rule.ID, ev.ExpiresAt, ev,
+				func(b *Body) { b.Data.Rule, b.Data.Reason = &RuleRef{rule.ID, rule.Name}, ReasonNotActive })
+			if made += n; err != nil {
+				return made, err
+			}
+		}
+		return made, nil
+	}
+	now, err := eventstore.DecodeEvent(ch.New)
+	if err != nil {
+		return 0, err
+	}
+	var before event.Event
+	if ch.Old != nil {
+		if before, err = eventstore.DecodeEvent(ch.Old); err != nil {
+			return 0, err
+		}
+	}
+	was, is := index.Matching(before), index.Matching(now)
+	made := 0
+	for _, rule := range union(was, is) {
+		in, out := containsRule(was, rule), containsRule(is, rule)
+		var kind, reason string
+		switch {
+		case !in && out:
+			kind = webhooks.KindAlertCreated
+		case in && out && p.changed(before, now):
+			kind = webhooks.KindAlertUpdated
+		case in && !out:
+			kind, reason = webhooks.KindAlertEnded, endReason(rule, now)
+		default:
+			continue
+		}
+		source := ch.Key.String() + "#" + ch.Seq + "#" + rule.ID
+		n, err := p.deliver(ctx, rule.Org, kind, source, ch.At, now,
+			func(b *Body) { b.Data.Rule, b.Data.Reason = &RuleRef{rule.ID, rule.Name}, reason })
+		if made += n; err != nil {
+			return made, err
+		}
+	}
+	return made, nil
+}
+
+// changed reports whether a receiver would see the event changed: its served form differs.
+func (p *Producer) changed(before, now event.Event) bool {
+	at := p.Clock.Now()
+	return !reflect.DeepEqual(before.Public(at), now.Public(at))
+}
+
+// endReason says why ev, matched by rule before, no longer is.
+func endReason(rule alerts.Rule, ev event.Event) string {
+	switch {
+	case ev.Status != event.StatusActive:
+		return ReasonNotActive
+	case !rule.Area.Touches(ev.Extent()):
+		return ReasonLeftArea
+	default:
+		return ReasonLowConfidence
+	}
+}
+
+// expiredActive reports whether ev expired on its own: only an event still active when its
+// time ran out did (an ended one removes its index items itself); each of its index items
+// says so, and the delivery of its expiry is made once.
+func (p *Producer) expiredActive(ev event.Event) bool {
+	return ev.Status == event.StatusActive && !ev.ExpiresAt.After(p.Clock.Now())
+}
+
+// event reads the event id; false when its retention ended already.
+func (p *Producer) event(ctx context.Context, id string) (event.Event, bool, error) {
+	it, err := p.Table.Get(ctx, eventstore.EventKey(id))
+	if errors.Is(err, store.ErrNotFound) {
+		return event.Event{}, false, nil
+	}
+	if err != nil {
+		return event.Event{}, false, fmt.Errorf("webhookfeed: read event %s: %w", id, err)
+	}
+	ev, err := eventstore.DecodeEvent(it)
+	return ev, err == nil, err
+}
+
+// deliver enqueues a delivery of kind about ev to each enabled endpoint of org subscribed to
+// it; source names what happened, so that the same news makes the same delivery ids.
+func (p *Producer) deliver(ctx context.Context, org, kind, source string, at time.Time, ev event.Event, fill func(*Body)) (int, error) {
+	endpoints, err := p.Endpoints.List(ctx, org)
 	if err != nil {
 		return 0, err
 	}
 	now, made := p.Clock.Now(), 0
 	for _, ep := range endpoints {
-		for _, kind := range kinds {
-			if !ep.Enabled || !slices.Contains(ep.Kinds, kind) {
-				continue
-			}
-			source := ch.Key.String() + "#" + kind
-			if kind == webhooks.KindExpired {
-				source = ev.ID + "#" + kind
-			}
-			d := webhooks.Delivery{ID: webhooks.DeliveryID(at, source, ep.ID), Org: ev.Org, Endpoint: ep.ID, Kind: kind, CreatedAt: now}
-			b := Body{ID: d.ID, Kind: kind, CreatedAt: now.UTC(), Environment: ev.Environment}
-			b.Data.Event = ev.Public(now)
-			if d.Body, err = json.Marshal(b); err != nil {
-				return made, err
-			}
-			if err := p.Queue.Enqueue(ctx, d); err != nil {
-				return made, err
-			}
-			made++
+		if !ep.Enabled || !slices.Contains(ep.Kinds, kind) {
+			continue
 		}
+		d := webhooks.Delivery{ID: webhooks.DeliveryID(at, source+"#"+kind, ep.ID), Org: org, Endpoint: ep.ID, Kind: kind, CreatedAt: now}
+		b := Body{ID: d.ID, Kind: kind, CreatedAt: now.UTC(), Environment: ev.Public(now).Environment}
+		b.Data.Event = ev.Public(now)
+		if fill != nil {
+			fill(&b)
+		}
+		if d.Body, err = json.Marshal(b); err != nil {
+			return made, err
+		}
+		if err := p.Queue.Enqueue(ctx, d); err != nil {
+			return made, err
+		}
+		made++
 	}
 	return made, nil
+}
+
+// ruleIndex returns the index of every alert rule. They are read at the first change of an event,
+// then kept as the feed changes them, so that a rule applies from its change on in the
+// feed's order; they are read again after rulesRefreshInterval, since a stream in shards may
+// carry a rule's change in another shard than the producer reads.
+func (p *Producer) ruleIndex(ctx context.Context) (*alerts.Index, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := p.Clock.Now()
+	if p.index != nil && now.Sub(p.rulesAt) < rulesRefreshInterval {
+		return p.index, nil
+	}
+	all, err := p.Rules.All(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("webhookfeed: read the alert rules: %w", err)
+	}
+	p.byID, p.rulesAt = map[string]alerts.Rule{}, now
+	for _, r := range all {
+		p.byID[r.ID] = r
+	}
+	p.index = alerts.NewIndex(all)
+	return p.index, nil
+}
+
+// ruleChanged applies a change of the rules' partition to the rules kept.
+func (p *Producer) ruleChanged(ch store.Change) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.index == nil {
+		return nil // not read yet: they will be read as they are
+	}
+	it := ch.New
+	if it == nil {
+		it = ch.Old
+	}
+	rule, ok, err := alerts.Decode(it)
+	if !ok || err != nil {
+		return err
+	}
+	if ch.New == nil {
+		delete(p.byID, rule.ID)
+	} else {
+		p.byID[rule.ID] = rule
+	}
+	p.index = alerts.NewIndex(slices.Collect(maps.Values(p.byID)))
+	return nil
+}
+
+func containsRule(rules []alerts.Rule, r alerts.Rule) bool {
+	return slices.ContainsFunc(rules, func(x alerts.Rule) bool { return x.ID == r.ID })
+}
+
+func union(a, b []alerts.Rule) []alerts.Rule {
+	out := append([]alerts.Rule{}, a...)
+	for _, r := range b {
+		if !containsRule(out, r) {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // The producer's place in the feed, kept in the table.

@@ -12,10 +12,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/roadevents/roadevents/shared/alerts"
 	"github.com/roadevents/roadevents/shared/apitest"
 	"github.com/roadevents/roadevents/shared/audit"
 	"github.com/roadevents/roadevents/shared/event"
 	"github.com/roadevents/roadevents/shared/eventstore"
+	"github.com/roadevents/roadevents/shared/geo"
 	"github.com/roadevents/roadevents/shared/seal"
 	"github.com/roadevents/roadevents/shared/store"
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
@@ -30,6 +32,7 @@ type rig struct {
 	events    *eventstore.Store
 	endpoints *webhooks.Endpoints
 	queue     *webhooks.Queue
+	rules     *alerts.Rules
 	producer  *webhookfeed.Producer
 }
 
@@ -45,7 +48,8 @@ func newRig(t *testing.T, tab tables.Table) *rig {
 	}
 	r := &rig{tab: tab, events: evs, queue: webhooks.NewQueue(tab, tab.Clock),
 		endpoints: webhooks.NewEndpoints(tab, audit.New(tab, audit.Options{Clock: tab.Clock}), sealer, webhooks.EndpointsOptions{Clock: tab.Clock})}
-	r.producer = &webhookfeed.Producer{Table: tab, Endpoints: r.endpoints, Queue: r.queue, Clock: tab.Clock}
+	r.rules = alerts.NewRules(tab, audit.New(tab, audit.Options{Clock: tab.Clock}), tab.Clock)
+	r.producer = &webhookfeed.Producer{Table: tab, Endpoints: r.endpoints, Queue: r.queue, Rules: r.rules, Clock: tab.Clock}
 	return r
 }
 
@@ -83,6 +87,37 @@ func (r *rig) endpoint(t *testing.T, org string, kinds ...string) webhooks.Endpo
 	return ep
 }
 
+// rule makes an alert rule of org.
+func (r *rig) rule(t *testing.T, org string, d alerts.Draft) alerts.Rule {
+	t.Helper()
+	if d.Environment == nil {
+		d.Environment = ptr(event.EnvironmentLive)
+	}
+	rule, err := r.rules.Create(context.Background(), org, alerts.Actor{}, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rule
+}
+
+// alerted lists the alert deliveries to ep as "kind rule-name event [reason]", sorted.
+func (r *rig) alerted(t *testing.T, ep webhooks.Endpoint) []string {
+	t.Helper()
+	list, err := r.queue.List(context.Background(), ep.Org, ep.ID, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, d := range list {
+		var b webhookfeed.Body
+		if err := json.Unmarshal(d.Body, &b); err != nil || b.Data.Rule == nil {
+			t.Fatalf("delivery %s body %s: %v; want a rule", d.ID, d.Body, err)
+		}
+		out = append(out, strings.TrimSpace(fmt.Sprintf("%s %s %s %s", d.Kind, b.Data.Rule.Name, b.Data.Event.EventID, b.Data.Reason)))
+	}
+	return sorted(out)
+}
+
 // delivered lists the kinds delivered to ep, each with the event it is about, in order.
 func (r *rig) delivered(t *testing.T, ep webhooks.Endpoint) []string {
 	t.Helper()
@@ -102,6 +137,10 @@ func (r *rig) delivered(t *testing.T, ep webhooks.Endpoint) []string {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func circle(lat, lon, r float64) *alerts.Area {
+	return &alerts.Area{Circle: &alerts.Circle{Center: geo.Point{Lat: lat, Lon: lon}, RadiusM: r}}
+}
 
 func sorted(s []string) []string { return slices.Sorted(slices.Values(s)) }
 
@@ -266,5 +305,136 @@ func TestExpiryOnItsOwn(t *testing.T) {
 	apitest.Eventually(t, "the expiry's delivery", func() bool { return len(r.delivered(t, ep)) >= len(want) })
 	if got := r.delivered(t, ep); !slices.Equal(sorted(got), want) {
 		t.Errorf("deliveries %v; want %v", got, want)
+	}
+}
+
+// docs/webhooks.md §5: an alert rule hears any organisation's events in its environment, of
+// its types, at or above its confidence, inside its area: alert.created when one comes to
+// match (published, confirmed back above the minimum), alert.updated when one that matches
+// changes, alert.ended when it stops (below the minimum, moved out, closed), each with the
+// reason. Only the rule's organisation hears it, on endpoints subscribed to alert kinds; a
+// disabled rule hears nothing.
+func TestAlertRulesFire(t *testing.T) {
+	tables.Each(t, func(t *testing.T, tab tables.Table) {
+		r := newRig(t, tab)
+		watch := r.endpoint(t, "org_watch", webhooks.KindAlertCreated, webhooks.KindAlertUpdated, webhooks.KindAlertEnded)
+		created := r.endpoint(t, "org_watch", webhooks.KindAlertCreated)
+		ownOnly := r.endpoint(t, "org_watch", webhooks.KindConfirmed, webhooks.KindEnded)
+		publisher := r.endpoint(t, "org_pub", webhooks.Kinds...)
+		r.rule(t, "org_watch", alerts.Draft{Name: ptr("motorway"), Area: circle(48.10, 11.50, 2000),
+			Types: &[]string{"accident"}, MinConfidence: ptr(0.5)})
+		// A polygon of 48.30..48.40 by 11.40..11.60.
+		ring := []geo.Point{{Lat: 48.30, Lon: 11.40}, {Lat: 48.30, Lon: 11.60}, {Lat: 48.40, Lon: 11.60}, {Lat: 48.40, Lon: 11.40}, {Lat: 48.30, Lon: 11.40}}
+		r.rule(t, "org_watch", alerts.Draft{Name: ptr("city"), Area: &alerts.Area{Polygon: ring}})
+		r.rule(t, "org_watch", alerts.Draft{Name: ptr("off"), Area: circle(48.2, 11.5, 100_000), Enabled: ptr(false)})
+		r.rule(t, "org_watch", alerts.Draft{Name: ptr("sandbox"), Environment: ptr(event.EnvironmentSandbox), Area: circle(48.35, 11.5, 1000)})
+		r.follow(t)
+		ctx := context.Background()
+		publish := func(c eventstore.Caller, in event.EventIn) event.Event {
+			t.Helper()
+			ev, _, err := r.events.Publish(ctx, c, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return ev
+		}
+		signal := func(id, action, reporter string) {
+			t.Helper()
+			if _, _, err := r.events.Signal(ctx, caller("org_x"), id, event.SignalIn{Action: action, ReporterToken: &reporter}); err != nil {
+				t.Fatal(err)
+			}
+		}
+
+		a := publish(caller("org_pub"), event.EventIn{Type: "accident", Lat: 48.10, Lon: 11.50}) // 0.667: created
+		publish(caller("org_pub"), event.EventIn{Type: "roadworks", Lat: 48.10, Lon: 11.51})     // not a type heard
+		sandbox := eventstore.Caller{Org: "org_pub", Environment: event.EnvironmentSandbox}
+		publish(sandbox, event.EventIn{Type: "accident", Lat: 48.101, Lon: 11.49}) // a sandbox event: the live rule does not hear it
+		signal(a.ID, event.ActionDeny, "van-1")                                    // 0.5: updated
+		signal(a.ID, event.ActionDeny, "van-2")                                    // 0.4: ended, below the minimum
+		signal(a.ID, event.ActionConfirm, "car-1")                                 // 0.5: created again
+		if _, err := r.events.Revise(ctx, caller("org_pub"), a.ID, event.RevisionIn{Lat: 48.20, Lon: 11.50}); err != nil {
+			t.Fatal(err) // 11 km north: ended, left the area
+		}
+		c := publish(caller("org_pub"), event.EventIn{Type: "object_on_road", Lat: 48.35, Lon: 11.50}) // city and sandbox: created
+		if _, err := r.events.Close(ctx, caller("org_pub"), c.ID); err != nil {
+			t.Fatal(err) // ended, no longer active
+		}
+		// A line from outside the polygon whose end is inside it.
+		line := &event.LineString{Type: "LineString", Coordinates: [][2]float64{{11.50, 48.25}, {11.50, 48.31}}}
+		d := publish(caller("org_pub"), event.EventIn{Type: "roadworks", Lat: 48.25, Lon: 11.50, Geometry: line})
+		publish(caller("org_pub"), event.EventIn{Type: "roadworks", Lat: 48.45, Lon: 11.50}) // outside every rule
+
+		want := sorted([]string{
+			"alert.created motorway " + a.ID, "alert.updated motorway " + a.ID, "alert.ended motorway " + a.ID + " below_confidence",
+			"alert.created motorway " + a.ID, "alert.ended motorway " + a.ID + " left_area",
+			"alert.created city " + c.ID, "alert.created sandbox " + c.ID,
+			"alert.ended city " + c.ID + " not_active", "alert.ended sandbox " + c.ID + " not_active",
+			"alert.created city " + d.ID,
+		})
+		apitest.Eventually(t, "every alert", func() bool { return len(r.alerted(t, watch)) >= len(want) })
+		if got := r.alerted(t, watch); !slices.Equal(got, want) {
+			t.Errorf("alerts:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+		var createdOnly []string
+		for _, w := range want {
+			if strings.HasPrefix(w, webhooks.KindAlertCreated) {
+				createdOnly = append(createdOnly, w)
+			}
+		}
+		if got := r.alerted(t, created); !slices.Equal(got, createdOnly) {
+			t.Errorf("the endpoint of alert.created only heard %v; want %v", got, createdOnly)
+		}
+		if got := r.delivered(t, ownOnly); len(got) != 0 {
+			t.Errorf("an endpoint of own kinds, with no event of its own, heard %v", got)
+		}
+		for _, got := range r.delivered(t, publisher) {
+			if strings.HasPrefix(got, "alert.") {
+				t.Errorf("the publisher heard another organisation's alert: %s", got)
+			}
+		}
+	})
+}
+
+// docs/webhooks.md §5: an event that expires while it matches a rule ends it (not_active),
+// once however many index items it had; a rule made, changed or deleted applies to the changes
+// after it.
+func TestAlertRuleExpiryAndChanges(t *testing.T) {
+	tab := tables.Embedded(t)
+	r := newRig(t, tab)
+	watch := r.endpoint(t, "org_watch", webhooks.KindAlertCreated, webhooks.KindAlertUpdated, webhooks.KindAlertEnded)
+	r.follow(t)
+	ctx := context.Background()
+	line := &event.LineString{Type: "LineString", Coordinates: [][2]float64{{11.50, 48.10}, {11.53, 48.10}}}
+	before, _, err := r.events.Publish(ctx, caller("org_pub"), event.EventIn{Type: "roadworks", Lat: 48.10, Lon: 11.50, Geometry: line})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rule := r.rule(t, "org_watch", alerts.Draft{Name: ptr("works"), Area: circle(48.10, 11.515, 3000)})
+	line2 := &event.LineString{Type: "LineString", Coordinates: [][2]float64{{11.50, 48.11}, {11.53, 48.11}}}
+	a, _, err := r.events.Publish(ctx, caller("org_pub"), event.EventIn{Type: "roadworks", Lat: 48.11, Lon: 11.50, Geometry: line2})
+	if err != nil || a.Status != event.StatusActive {
+		t.Fatal(err, a.Status)
+	}
+	apitest.Eventually(t, "the created alert", func() bool { return len(r.alerted(t, watch)) == 1 })
+	if _, err := r.rules.Update(ctx, "org_watch", rule.ID, alerts.Actor{}, alerts.Draft{Types: &[]string{"accident"}}); err != nil {
+		t.Fatal(err)
+	}
+	reporter := "car-1"
+	if _, _, err := r.events.Signal(ctx, caller("org_x"), a.ID, event.SignalIn{Action: event.ActionConfirm, ReporterToken: &reporter}); err != nil {
+		t.Fatal(err) // the rule hears accidents only now: nothing
+	}
+	if _, err := r.rules.Update(ctx, "org_watch", rule.ID, alerts.Actor{}, alerts.Draft{Types: &[]string{}}); err != nil {
+		t.Fatal(err)
+	}
+	tab.Clock.Set(a.ExpiresAt.Add(time.Minute))
+	if err := tab.Table.(interface{ Sweep(context.Context) error }).Sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The event published before the rule existed ended too: it matches the rule when it
+	// expires, so it is announced as ended without a created before it.
+	want := sorted([]string{"alert.created works " + a.ID, "alert.ended works " + a.ID + " not_active", "alert.ended works " + before.ID + " not_active"})
+	apitest.Eventually(t, "the expiry's alerts", func() bool { return len(r.alerted(t, watch)) >= len(want) })
+	if got := r.alerted(t, watch); !slices.Equal(got, want) {
+		t.Errorf("alerts %v; want %v", got, want)
 	}
 }

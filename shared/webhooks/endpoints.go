@@ -28,8 +28,16 @@ const (
 	KindExpired   = "event.expired"
 )
 
+// The kinds of delivery of the organisation's alert rules (docs/webhooks.md §5): any network
+// event that comes to match a rule, changes while it matches, or stops matching.
+const (
+	KindAlertCreated = "alert.created"
+	KindAlertUpdated = "alert.updated"
+	KindAlertEnded   = "alert.ended"
+)
+
 // Kinds are the kinds an endpoint may subscribe to, in the order the documents list them.
-var Kinds = []string{KindConfirmed, KindDenied, KindMerged, KindEnded, KindExpired}
+var Kinds = []string{KindConfirmed, KindDenied, KindMerged, KindEnded, KindExpired, KindAlertCreated, KindAlertUpdated, KindAlertEnded}
 
 // Endpoint limits and rules (docs/webhooks.md §4).
 const (

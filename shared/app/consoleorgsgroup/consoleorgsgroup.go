@@ -4,6 +4,7 @@
 package consoleorgsgroup
 
 import (
+	"github.com/roadevents/roadevents/shared/alerts"
 	"github.com/roadevents/roadevents/shared/app/groupapi"
 	"github.com/roadevents/roadevents/shared/app/tenants"
 	"github.com/roadevents/roadevents/shared/config"
@@ -43,6 +44,7 @@ func Routes(d tenants.Deps, t *tenants.Tenants, ledger *reputation.Ledger) []htt
 	routes = append(routes, consolefeeds.Routes(og, feeds.NewRegistry(d.Table, og.Audit(), d.Clock))...)
 	routes = append(routes, consolewebhooks.Routes(consolewebhooks.Deps{
 		Orgs: og, Endpoints: NewEndpoints(d, t), Queue: webhooks.NewQueue(d.Table, d.Clock), Clock: d.Clock,
+		Rules: alerts.NewRules(d.Table, og.Audit(), d.Clock),
 		// Deliveries run in the process of the embedded store only, so far (docs/webhooks.md).
 		Delivering: d.Config.Store == config.StoreEmbedded,
 	})...)
