@@ -100,6 +100,7 @@ func (s *Stack) addFunctions(st awscdk.Stack, p Props, sec secrets, removal awsc
 	identity := awsses.NewEmailIdentity(st, jsii.String("MailIdentity"), &awsses.EmailIdentityProps{
 		Identity: awsses.Identity_Domain(jsii.String(p.MailDomain)),
 	})
+	s.addWebhookQueues(st)
 	for _, g := range routetable.Lambdas {
 		grants := g.Grants()
 		name := functionID(g)
@@ -120,6 +121,10 @@ func (s *Stack) addFunctions(st awscdk.Stack, p Props, sec secrets, removal awsc
 		}
 		if grants.SendsMail {
 			identity.GrantSendEmail(role)
+		}
+		if grants.SendsTurns {
+			env[WebhookQueueEnv] = s.WebhookTurns.QueueUrl()
+			s.WebhookTurns.GrantSendMessages(role)
 		}
 
 		code := awslambda.Code(nil)
@@ -146,8 +151,12 @@ func (s *Stack) addFunctions(st awscdk.Stack, p Props, sec secrets, removal awsc
 		accept(fn, "Serverless-LambdaDLQ", "invoked synchronously by the load balancer (and EventBridge, which retries): "+
 			"a failed invocation is answered, not queued")
 		s.Functions[g] = fn
-		if g == routetable.GroupEvents {
+		switch g {
+		case routetable.GroupEvents:
 			s.addFeedPoller(st, p, role, code, env, removal)
+			s.addWebhookProducer(st, p, role, code, env, removal)
+		case routetable.GroupConsoleOrgs:
+			s.addWebhookDispatcher(st, p, role, code, env, removal)
 		}
 	}
 }

@@ -43,6 +43,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssnssubscriptions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
@@ -280,6 +281,16 @@ type Stack struct {
 	// FeedSchedule invokes every minute.
 	FeedPoller   awslambda.Function
 	FeedSchedule awsevents.Rule
+	// WebhookProducer makes webhook deliveries from the table's stream (WebhookProducerStream),
+	// with WebhookStreamFailures for records given up; WebhookDispatcher sends them, invoked by
+	// the turns' queue WebhookTurns, whose given-up turns go to WebhookTurnsDeadLetters
+	// (docs/webhooks.md §3).
+	WebhookProducer         awslambda.Function
+	WebhookProducerStream   awslambda.EventSourceMapping
+	WebhookDispatcher       awslambda.Function
+	WebhookTurns            awssqs.Queue
+	WebhookTurnsDeadLetters awssqs.Queue
+	WebhookStreamFailures   awssqs.Queue
 
 	Vpc          awsec2.Vpc
 	LoadBalancer awselasticloadbalancingv2.ApplicationLoadBalancer
@@ -421,6 +432,7 @@ func (s *Stack) addAlarms(st awscdk.Stack, p Props) {
 	})
 	relayDown.AddAlarmAction(action)
 	alarm(st, "RelayRestarting", relayMetric("RelayRestarts"), 1, 3, action)
+	s.webhookAlarms(st, action)
 	// The load balancer's own 5xx: a function that failed or was throttled, no healthy
 	// streamer. Clients saw 503s (docs/operations.md §5).
 	alarm(st, "FrontDoorErrors", s.LoadBalancer.Metrics().HttpCodeElb(awselasticloadbalancingv2.HttpCodeElb_ELB_5XX_COUNT,

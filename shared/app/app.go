@@ -14,7 +14,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/roadevents/roadevents/shared/alerts"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -74,6 +73,9 @@ type Deps struct {
 	// serves GroupStream runs it on its store's feed (stream.Hub.Run) and drains it on
 	// shutdown. Without one the route is only documented, and answers 503.
 	Hub *stream.Hub
+	// Turns carries webhook deliveries' turns as on AWS (tenants.OpenTurns); nil keeps them in
+	// the table, as go run . does.
+	Turns webhooks.Sender
 	// StreamTimers make each stream's keepalive and end-of-life timers; real ones when nil.
 	StreamTimers stream.Timers
 	// PlanCaps gives the live-key and seat caps of a plan to the console's organisations
@@ -136,6 +138,7 @@ func New(d Deps, groups ...routetable.Group) (*API, error) {
 	td := tenants.Deps{
 		Base:  groupapi.Base{Config: d.Config, Build: d.Build, Clock: d.Clock, Logger: d.Logger},
 		Table: d.Table, Keys: d.Keys, Meter: d.Meter, Mailer: d.Mailer, Sealer: d.Sealer, PlanCaps: d.PlanCaps,
+		Turns: d.Turns,
 	}
 	// Every group is built from the constructors its own function uses (docs/architecture.md
 	// §4), here on services built once for all of them.
@@ -165,13 +168,8 @@ func New(d Deps, groups ...routetable.Group) (*API, error) {
 		hub:     d.Hub,
 		timers:  d.StreamTimers,
 	}
-	endpoints, queue := consoleorgsgroup.NewEndpoints(td, t), webhooks.NewQueue(td.Table, td.Clock)
 	a := &API{billing: bill, events: evs, feeds: eventsgroup.NewPoller(td, evs, t.Orgs),
-		hooks: &webhookfeed.Producer{Table: td.Table, Endpoints: endpoints, Queue: queue, Clock: td.Clock, Logger: td.Logger,
-			Rules: alerts.NewRules(td.Table, t.Orgs.Audit(), td.Clock)},
-		dispatch: webhooks.NewDispatcher(queue, endpoints, webhooks.DispatcherOptions{
-			AllowPrivate: d.Config.Webhooks.AllowPrivate, Clock: td.Clock, Logger: td.Logger}),
-	}
+		hooks: eventsgroup.NewProducer(td, t), dispatch: consoleorgsgroup.NewDispatcher(td, t)}
 	a.doc = groupapi.NewAPI(td.Base, t.Middleware(d.Keys, b.tickets)...)
 	a.doc.Handle(a.routes(b, routetable.All...)...)
 	a.served = a.doc

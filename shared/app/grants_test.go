@@ -6,8 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/roadevents/roadevents/shared/alerts"
-	"github.com/roadevents/roadevents/shared/geo"
 	"io"
 	"log/slog"
 	"net/http"
@@ -22,6 +20,7 @@ import (
 
 	"github.com/stripe/stripe-go/v76/webhook"
 
+	"github.com/roadevents/roadevents/shared/alerts"
 	"github.com/roadevents/roadevents/shared/apikey"
 	"github.com/roadevents/roadevents/shared/apitest"
 	"github.com/roadevents/roadevents/shared/app"
@@ -33,6 +32,8 @@ import (
 	"github.com/roadevents/roadevents/shared/consolefeeds"
 	"github.com/roadevents/roadevents/shared/consoletest"
 	"github.com/roadevents/roadevents/shared/event"
+	"github.com/roadevents/roadevents/shared/eventstore"
+	"github.com/roadevents/roadevents/shared/geo"
 	"github.com/roadevents/roadevents/shared/mail"
 	"github.com/roadevents/roadevents/shared/metering"
 	"github.com/roadevents/roadevents/shared/orgs"
@@ -70,6 +71,7 @@ type callLog struct {
 	items map[routetable.Group][]itemCall
 	kms   map[routetable.Group]map[routetable.KMSAction]bool
 	mail  map[routetable.Group]int
+	turns map[routetable.Group]int
 }
 
 func (l *callLog) item(g routetable.Group, a routetable.ItemAction, pk string) {
@@ -180,6 +182,19 @@ func (m recordedMailer) Send(ctx context.Context, msg mail.Message) error {
 	return m.inbox.Send(ctx, msg)
 }
 
+// recordedTurns counts the webhook turns each group sends (routetable.Grants.SendsTurns).
+type recordedTurns struct {
+	group routetable.Group
+	log   *callLog
+}
+
+func (r recordedTurns) Send(context.Context, webhooks.Turn) error {
+	r.log.mu.Lock()
+	defer r.log.mu.Unlock()
+	r.log.turns[r.group]++
+	return nil
+}
+
 // stripeStandIn answers every Stripe call with an object that has what the billing group reads
 // of a customer, a checkout or portal session and a usage record: an id and a URL.
 func stripeStandIn(w http.ResponseWriter, r *http.Request) {
@@ -248,7 +263,7 @@ func newGrantsTour(t *testing.T) *grantsTour {
 		t.Fatal(err)
 	}
 	tour := &grantsTour{t: t, clk: clk, inbox: &consoletest.Inbox{}, served: map[string]int{}, db: db, sealer: aes,
-		log:    &callLog{items: map[routetable.Group][]itemCall{}, kms: map[routetable.Group]map[routetable.KMSAction]bool{}, mail: map[routetable.Group]int{}},
+		log:    &callLog{items: map[routetable.Group][]itemCall{}, kms: map[routetable.Group]map[routetable.KMSAction]bool{}, mail: map[routetable.Group]int{}, turns: map[routetable.Group]int{}},
 		groups: map[routetable.Group]*groupProcess{}}
 
 	ctx, stop := context.WithCancel(context.Background())
@@ -269,8 +284,10 @@ func newGrantsTour(t *testing.T) *grantsTour {
 			keys:  apikey.New(table, apikey.Options{Clock: clk, Logger: logger}),
 			meter: metering.New(table, metering.Options{Clock: clk, Logger: logger, FlushInterval: -1})}
 		deps := app.Deps{Config: cfg, Table: table, Clock: clk, Logger: logger, Keys: p.keys, Meter: p.meter,
-			Mailer:   recordedMailer{inbox: tour.inbox, group: g, log: tour.log},
-			Sealer:   recordedSealer{Sealer: aes, group: g, log: tour.log},
+			Mailer: recordedMailer{inbox: tour.inbox, group: g, log: tour.log},
+			Sealer: recordedSealer{Sealer: aes, group: g, log: tour.log},
+			// Turns go to their queue, as on AWS, so that the table's calls are those of AWS.
+			Turns:    recordedTurns{group: g, log: tour.log},
 			PlanCaps: func(string) (int, int) { return 10, 0 }}
 		if g == routetable.GroupStream {
 			deps.Hub = hub
@@ -604,6 +621,19 @@ func (g *grantsTour) tourEveryRoute() {
 	g.call("GET", hook+"/deliveries", owner, "", http.StatusOK, "its deliveries")
 	g.call("POST", hook+"/deliveries/"+dlv.ID+"/redeliver", owner, "", http.StatusOK, "redeliver")
 	g.call("DELETE", hook, owner, "", http.StatusOK, "delete the endpoint")
+	// The console-orgs group's dispatcher, as the turns' queue hands it the redelivery's turn
+	// on AWS: its endpoint is gone, so the delivery is dropped.
+	redelivered, err := queue.Get(context.Background(), alpha, ep.ID, dlv.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, dispatcher := g.groups[routetable.GroupConsoleOrgs].api.Webhooks()
+	if err := dispatcher.Turn(context.Background(), webhooks.Turn{Org: alpha, Endpoint: ep.ID, Delivery: dlv.ID, At: redelivered.NextAttemptAt}, false); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := queue.Get(context.Background(), alpha, ep.ID, dlv.ID); d.State != webhooks.StateDropped {
+		t.Fatalf("after its turn, the delivery is %s; want dropped", d.State)
+	}
 
 	// console-orgs' alert rules: made where deliveries do not run is refused too; one made as
 	// the process of the embedded store makes it is read, changed and deleted.
@@ -614,6 +644,24 @@ func (g *grantsTour) tourEveryRoute() {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The events group's webhook producer, as the table's stream hands it a change on AWS:
+	// it reads the alert rules and makes the rule's delivery.
+	alerting, _, err := endpoints.Create(context.Background(), alpha, webhooks.Actor{}, webhooks.EndpointDraft{
+		URL: ptr("https://hooks.example/alerts"), Kinds: []string{webhooks.KindAlertCreated}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inside := apitest.Decode[event.EventPublic](t, g.call("POST", "/v1/events", alphaKey, `{"type":"accident","lat":48.1,"lon":11.52}`, http.StatusCreated, "an event in the rule"))
+	evItem, err := g.db.Get(context.Background(), eventstore.EventKey(inside.EventID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	producer, _ := g.groups[routetable.GroupEvents].api.Webhooks()
+	if n, err := producer.Handle(context.Background(), store.Change{Seq: "1", Kind: store.ChangeInsert, Key: evItem.Key(), New: evItem, At: g.clk.Now()}); err != nil || n != 1 {
+		t.Fatalf("the producer made %d deliveries, %v; want the rule's alert", n, err)
+	}
+	g.groups[routetable.GroupEvents].finish()
+	endpoints.Delete(context.Background(), alpha, alerting.ID, webhooks.Actor{})
 	g.call("GET", op+"/alert-rules", owner, "", http.StatusOK, "alert rules")
 	g.call("GET", op+"/alert-rules/"+rule.ID, owner, "", http.StatusOK, "an alert rule")
 	g.call("PATCH", op+"/alert-rules/"+rule.ID, owner, `{"min_confidence":0.7}`, http.StatusOK, "change the rule")
@@ -707,6 +755,9 @@ func TestGroupsStayWithinTheirGrants(t *testing.T) {
 			}
 			if sent := tour.log.mail[g] > 0; sent != grants.SendsMail {
 				t.Errorf("%s sent e-mail: %v; its grants say %v", g, sent, grants.SendsMail)
+			}
+			if sent := tour.log.turns[g] > 0; sent != grants.SendsTurns {
+				t.Errorf("%s sent webhook turns: %v; its grants say %v", g, sent, grants.SendsTurns)
 			}
 			// A group that lacks a secret it would use says so when it is built, naming it.
 			logs := tour.groups[g].logs.String()

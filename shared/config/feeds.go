@@ -20,10 +20,14 @@ type Webhooks struct {
 	// (ROADEVENTS_WEBHOOKS_ALLOW_PRIVATE=true): for receivers inside the deployment's own
 	// network, and for tests.
 	AllowPrivate bool
+	// QueueURL is the SQS queue that carries the deliveries' turns on AWS
+	// (ROADEVENTS_WEBHOOK_QUEUE_URL); empty on the embedded store, which keeps them in the table.
+	QueueURL string
 }
 
 // readFeeds applies the feed and webhook variables of getenv.
 func (c *Config) readFeeds(getenv func(string) string) error {
+	c.Webhooks.QueueURL = getenv("ROADEVENTS_WEBHOOK_QUEUE_URL")
 	for name, dst := range map[string]*bool{
 		"ROADEVENTS_FEEDS_ALLOW_PRIVATE":    &c.Feeds.AllowPrivate,
 		"ROADEVENTS_WEBHOOKS_ALLOW_PRIVATE": &c.Webhooks.AllowPrivate,

@@ -59,6 +59,9 @@ type Grants struct {
 	KMS []KMSAction
 	// SendsMail tells whether the group sends e-mail (SES).
 	SendsMail bool
+	// SendsTurns tells whether the group sends webhook deliveries' turns to their queue (SQS,
+	// docs/webhooks.md §3): the producer of deliveries, the dispatcher, a redelivery.
+	SendsTurns bool
 }
 
 // Allows reports whether g grants action on the item with partition key pk.
@@ -106,9 +109,13 @@ var grants = map[Group]Grants{
 			{"org#", []ItemAction{GetItem, Query, PutItem, UpdateItem}},
 			// the feed poller, the group's scheduled job (docs/interop.md §13)
 			{"feed#", []ItemAction{GetItem, Query, PutItem, UpdateItem, DeleteItem}},
+			// the webhook producer on the table's stream reads the alert rules
+			// (docs/webhooks.md §5) and writes deliveries under org#
+			{"alertrule#", query},
 		},
-		Secrets:   []string{SecretEventIDKey},
-		SendsMail: true, // a verdict's e-mail to the publisher's owners
+		Secrets:    []string{SecretEventIDKey},
+		SendsMail:  true, // a verdict's e-mail to the publisher's owners
+		SendsTurns: true, // the deliveries the producer makes
 	},
 	GroupConsoleAuth: {
 		Items: []ItemGrant{
@@ -143,12 +150,13 @@ var grants = map[Group]Grants{
 			{"ratelimit#console-key-issuance#", []ItemAction{UpdateItem}},
 			{"ratelimit#console-totp-attempts#", []ItemAction{UpdateItem}},
 			{"feed#", []ItemAction{GetItem, Query, PutItem, UpdateItem}},                  // the feed registry
-			{"webhookdue#", []ItemAction{PutItem}},                                        // a redelivery's turn
 			{"alertrule#", []ItemAction{GetItem, Query, PutItem, UpdateItem, DeleteItem}}, // the alert rules
 		},
-		// Decrypt: the TOTP step-up of key issuance; Encrypt: sealing webhook signing secrets.
-		KMS:       []KMSAction{KMSEncrypt, KMSDecrypt},
-		SendsMail: true, // invitations, notices of issued keys
+		// Decrypt: the TOTP step-up of key issuance and signing deliveries; Encrypt: sealing
+		// webhook signing secrets.
+		KMS:        []KMSAction{KMSEncrypt, KMSDecrypt},
+		SendsMail:  true, // invitations, notices of issued keys
+		SendsTurns: true, // the dispatcher's next turns, redeliveries
 	},
 	GroupBilling: {
 		Items: []ItemGrant{

@@ -22,11 +22,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/roadevents/roadevents/shared/alerts"
 	"github.com/roadevents/roadevents/shared/clock"
 	"github.com/roadevents/roadevents/shared/event"
 	"github.com/roadevents/roadevents/shared/eventstore"
 	"github.com/roadevents/roadevents/shared/store"
+	"github.com/roadevents/roadevents/shared/store/dynamodb"
 	"github.com/roadevents/roadevents/shared/webhooks"
 )
 
@@ -365,6 +368,25 @@ func union(a, b []alerts.Rule) []alerts.Rule {
 		}
 	}
 	return out
+}
+
+// HandleStream makes the deliveries of a batch of the table's stream, as Lambda hands it to
+// the producer function on AWS (docs/webhooks.md §3). The records of a shard come in order; at
+// the first that cannot be handled it stops and reports it, so that Lambda hands that record
+// and the ones after it again (the event source's ReportBatchItemFailures): nothing is skipped,
+// and what is handled twice makes the same deliveries, stored once.
+func (p *Producer) HandleStream(ctx context.Context, ev events.DynamoDBEvent) events.DynamoDBEventResponse {
+	for _, rec := range ev.Records {
+		ch, err := dynamodb.ChangeFromLambda(rec)
+		if err == nil {
+			_, err = p.Handle(ctx, ch)
+		}
+		if err != nil {
+			p.logger().Warn("webhookfeed: a change could not be handled; the batch is handed again from it", "event", rec.EventID, "err", err)
+			return events.DynamoDBEventResponse{BatchItemFailures: []events.DynamoDBBatchItemFailure{{ItemIdentifier: rec.Change.SequenceNumber}}}
+		}
+	}
+	return events.DynamoDBEventResponse{}
 }
 
 // The producer's place in the feed, kept in the table.

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/roadevents/roadevents/shared/alerts"
 	"github.com/roadevents/roadevents/shared/apitest"
 	"github.com/roadevents/roadevents/shared/audit"
@@ -436,5 +438,86 @@ func TestAlertRuleExpiryAndChanges(t *testing.T) {
 	apitest.Eventually(t, "the expiry's alerts", func() bool { return len(r.alerted(t, watch)) >= len(want) })
 	if got := r.alerted(t, watch); !slices.Equal(got, want) {
 		t.Errorf("alerts %v; want %v", got, want)
+	}
+}
+
+// lambdaImage writes an item as a stream record of Lambda holds it.
+func lambdaImage(t *testing.T, it store.Item) map[string]events.DynamoDBAttributeValue {
+	t.Helper()
+	out := map[string]events.DynamoDBAttributeValue{}
+	for name, v := range it {
+		switch v := v.(type) {
+		case string:
+			out[name] = events.NewStringAttribute(v)
+		case int64:
+			out[name] = events.NewNumberAttribute(strconv.FormatInt(v, 10))
+		case float64:
+			out[name] = events.NewNumberAttribute(strconv.FormatFloat(v, 'f', -1, 64))
+		case bool:
+			out[name] = events.NewBooleanAttribute(v)
+		case []byte:
+			out[name] = events.NewBinaryAttribute(v)
+		case []string:
+			var l []events.DynamoDBAttributeValue
+			for _, s := range v {
+				l = append(l, events.NewStringAttribute(s))
+			}
+			out[name] = events.NewListAttribute(l)
+		default:
+			t.Fatalf("attribute %s of type %T", name, v)
+		}
+	}
+	return out
+}
+
+// docs/webhooks.md §3, on AWS: the producer function takes the table's stream in batches, as
+// Lambda hands them; a record it cannot handle is reported, so that Lambda hands it and the
+// ones after it again, and the records before it made their deliveries.
+func TestHandleStreamReportsTheFirstFailure(t *testing.T) {
+	tab := tables.Embedded(t)
+	r := newRig(t, tab)
+	ep := r.endpoint(t, "org_watch", webhooks.KindAlertCreated)
+	r.rule(t, "org_watch", alerts.Draft{Name: ptr("all"), Area: circle(48.1, 11.5, 5000)})
+	ctx := context.Background()
+	record := func(seq string, ev event.Event) events.DynamoDBEventRecord {
+		it, err := tab.Get(ctx, eventstore.EventKey(ev.ID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return events.DynamoDBEventRecord{EventID: seq, EventName: "INSERT", EventSource: "aws:dynamodb", Change: events.DynamoDBStreamRecord{
+			SequenceNumber: seq, ApproximateCreationDateTime: events.SecondsEpochTime{Time: tab.Clock.Now()},
+			Keys: lambdaImage(t, store.Item{store.AttrPK: it.Key().PK, store.AttrSK: it.Key().SK}), NewImage: lambdaImage(t, it)}}
+	}
+	var evs []event.Event
+	for _, lat := range []float64{48.10, 48.11, 48.12} {
+		ev, _, err := r.events.Publish(ctx, caller("org_pub"), event.EventIn{Type: "accident", Lat: lat, Lon: 11.5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs = append(evs, ev)
+	}
+	bad := record("101", evs[1])
+	bad.Change.NewImage["odd"] = events.NewNumberSetAttribute([]string{"1"})
+	batch := events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{record("100", evs[0]), bad, record("102", evs[2])}}
+	// Through JSON, as Lambda hands it.
+	raw, err := json.Marshal(batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var handed events.DynamoDBEvent
+	if err := json.Unmarshal(raw, &handed); err != nil {
+		t.Fatal(err)
+	}
+	res := r.producer.HandleStream(ctx, handed)
+	if len(res.BatchItemFailures) != 1 || res.BatchItemFailures[0].ItemIdentifier != "101" {
+		t.Fatalf("failures %+v; want the second record", res.BatchItemFailures)
+	}
+	if got := r.alerted(t, ep); !slices.Equal(got, []string{"alert.created all " + evs[0].ID}) {
+		t.Errorf("alerts %v; want the first record's only", got)
+	}
+	// Lambda hands the batch again from the failed record, which now reads.
+	res = r.producer.HandleStream(ctx, events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{record("101", evs[1]), record("102", evs[2])}})
+	if len(res.BatchItemFailures) != 0 || len(r.alerted(t, ep)) != 3 {
+		t.Errorf("after the batch again: failures %+v, alerts %v; want none and three", res.BatchItemFailures, r.alerted(t, ep))
 	}
 }

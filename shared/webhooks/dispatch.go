@@ -107,6 +107,9 @@ func (d *Dispatcher) Pass(ctx context.Context) (int, error) {
 	return int(sent.Load()), err
 }
 
+// Logger is where the dispatcher logs.
+func (d *Dispatcher) Logger() *slog.Logger { return d.logger }
+
 // Run makes a pass at every tick until ctx ends: the in-process dispatcher of go run ..
 func (d *Dispatcher) Run(ctx context.Context, tick <-chan time.Time) {
 	for {
@@ -119,6 +122,34 @@ func (d *Dispatcher) Run(ctx context.Context, tick <-chan time.Time) {
 		case <-tick:
 		}
 	}
+}
+
+// Turn takes a turn a Sender carried back (docs/webhooks.md §3, on AWS): the delivery is
+// attempted when the turn is its current one and due; a turn that came back before it is due
+// (a Sender holds a message so long at most) is sent on. A turn the delivery has moved on from
+// is dropped, unless retried is true: the message came back because its handling failed, maybe
+// between the delivery's write and the send of its next turn, so the delivery's current turn
+// is sent again (twice is harmless; lost is not). A delivery another dispatcher holds is left
+// to it: should that one stop before it records the attempt, its own message comes back.
+func (d *Dispatcher) Turn(ctx context.Context, t Turn, retried bool) error {
+	dl, err := d.queue.Get(ctx, t.Org, t.Endpoint, t.Delivery)
+	if errors.Is(err, ErrDeliveryNotFound) {
+		return nil // no longer kept
+	}
+	if err != nil || dl.State != StatePending {
+		return err
+	}
+	switch {
+	case !dl.NextAttemptAt.Equal(t.At):
+		if retried {
+			return d.queue.sendTurn(ctx, dl)
+		}
+		return nil
+	case dl.NextAttemptAt.After(d.clock.Now()):
+		return d.queue.sendTurn(ctx, dl)
+	}
+	_, err = d.attempt(ctx, dl)
+	return err
 }
 
 // attempt sends dl once, if it can claim it, and records what came of it.

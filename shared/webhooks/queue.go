@@ -75,17 +75,64 @@ type Delivery struct {
 // (DeliveryID), so that the console reads an endpoint's newest deliveries and nothing else. Each
 // pending one has a turn in one of four due partitions, ordered by time, so that a dispatcher
 // reads what is due with four range queries and no scan; a retry moves the turn.
+//
+// On AWS the turns are messages of a queue instead (a Sender: SQS), delayed until they are due,
+// which invoke the dispatcher (Dispatcher.Turn); the deliveries stay in the table.
 type Queue struct {
-	table store.Table
-	clock clock.Clock
+	table  store.Table
+	clock  clock.Clock
+	sender Sender
 }
 
-// NewQueue returns the queue on table.
-func NewQueue(table store.Table, c clock.Clock) *Queue {
+// Turn is a pending delivery's turn: which delivery, and when it is due.
+type Turn struct {
+	Org      string    `json:"org_id"`
+	Endpoint string    `json:"endpoint_id"`
+	Delivery string    `json:"delivery_id"`
+	At       time.Time `json:"at"`
+}
+
+// Sender carries turns as messages that come back to a dispatcher when they are due (or
+// earlier: a message waits at most so long). A turn sent twice is harmless: the dispatcher
+// takes a delivery at one turn once.
+type Sender interface {
+	Send(ctx context.Context, t Turn) error
+}
+
+// NewQueue returns the queue on table, its turns in the table.
+func NewQueue(table store.Table, c clock.Clock) *Queue { return NewQueueSending(table, c, nil) }
+
+// NewQueueSending returns the queue on table, its turns sent by sender (in the table when
+// sender is nil).
+func NewQueueSending(table store.Table, c clock.Clock, sender Sender) *Queue {
 	if c == nil {
 		c = clock.System
 	}
-	return &Queue{table: table, clock: c}
+	return &Queue{table: table, clock: c, sender: sender}
+}
+
+func (d Delivery) turn() Turn {
+	return Turn{Org: d.Org, Endpoint: d.Endpoint, Delivery: d.ID, At: d.NextAttemptAt}
+}
+
+// turnOps are the writes that store d's turn beside the delivery's own: none when a sender
+// carries turns.
+func (q *Queue) turnOps(d Delivery) []store.Op {
+	if q.sender != nil {
+		return nil
+	}
+	return []store.Op{store.PutOp(dueItem(d), store.Condition{})}
+}
+
+// sendTurn sends d's turn once the delivery is committed, when a sender carries turns.
+func (q *Queue) sendTurn(ctx context.Context, d Delivery) error {
+	if q.sender == nil {
+		return nil
+	}
+	if err := q.sender.Send(ctx, d.turn()); err != nil {
+		return fmt.Errorf("webhooks: send the turn of %s: %w", d.ID, err)
+	}
+	return nil
 }
 
 const (
@@ -125,7 +172,9 @@ func dueKey(d Delivery) store.Key {
 }
 
 // Enqueue stores d as pending, due at once. Enqueuing a delivery with the id of one already
-// stored does nothing, so that a producer that repeats itself after a crash sends nothing twice.
+// stored does nothing, so that a producer that repeats itself after a crash sends nothing twice;
+// when a sender carries turns, the turn of one still pending is sent again, in case the crash
+// came between the delivery's write and its turn's.
 func (q *Queue) Enqueue(ctx context.Context, d Delivery) error {
 	now := q.clock.Now().UTC()
 	d.State, d.FirstAttemptAt, d.NextAttemptAt = StatePending, now, now
@@ -134,18 +183,22 @@ func (q *Queue) Enqueue(ctx context.Context, d Delivery) error {
 	}
 	it := d.item()
 	it[store.AttrTTL] = d.CreatedAt.Add(Keep).Unix()
-	err := q.table.TransactWrite(ctx, []store.Op{
-		store.PutOp(it, store.IfNotExists()),
-		store.PutOp(dueItem(d), store.Condition{}),
-	})
+	err := q.table.TransactWrite(ctx, append([]store.Op{store.PutOp(it, store.IfNotExists())}, q.turnOps(d)...))
 	var ce *store.ConditionError
 	if errors.As(err, &ce) && ce.Op == 0 {
-		return nil
+		if q.sender == nil {
+			return nil
+		}
+		stored, err := q.Get(ctx, d.Org, d.Endpoint, d.ID)
+		if err != nil || stored.State != StatePending {
+			return err
+		}
+		return q.sendTurn(ctx, stored)
 	}
 	if err != nil {
 		return fmt.Errorf("webhooks: enqueue delivery %s: %w", d.ID, err)
 	}
-	return nil
+	return q.sendTurn(ctx, d)
 }
 
 // List returns the deliveries to org's endpoint, newest first, at most limit.
@@ -178,24 +231,24 @@ func (q *Queue) Get(ctx context.Context, org, endpoint, id string) (Delivery, er
 
 // Redeliver makes the delivery id to org's endpoint pending again and due at once, with 24
 // hours of retries of its own: a delivery delivered, failed or dropped is sent again as it was.
+// A pending one keeps its turn (sent again when a sender carries turns).
 func (q *Queue) Redeliver(ctx context.Context, org, endpoint, id string) (Delivery, error) {
 	d, err := q.Get(ctx, org, endpoint, id)
 	if err != nil {
 		return Delivery{}, err
 	}
 	if d.State == StatePending {
-		return d, nil
+		return d, q.sendTurn(ctx, d)
 	}
 	now := q.clock.Now().UTC()
 	d.State, d.Reason, d.FirstAttemptAt, d.NextAttemptAt = StatePending, "", now, now
-	err = q.table.TransactWrite(ctx, []store.Op{
+	err = q.table.TransactWrite(ctx, append([]store.Op{
 		store.UpdateOp(d.key(), store.Update{
 			Set: map[string]any{attrState: d.State, attrReason: "", attrFirstAttempt: store.FormatTime(now),
 				attrNextAttempt: store.FormatTime(now)},
 			Add: map[string]int64{attrRev: 1},
 		}, store.IfEqual(attrRev, d.rev)),
-		store.PutOp(dueItem(d), store.Condition{}),
-	})
+	}, q.turnOps(d)...))
 	if errors.Is(err, store.ErrConditionFailed) || errors.Is(err, store.ErrConflict) {
 		return Delivery{}, fmt.Errorf("%w: delivery %s", ErrBusy, id)
 	}
@@ -203,7 +256,7 @@ func (q *Queue) Redeliver(ctx context.Context, org, endpoint, id string) (Delive
 		return Delivery{}, fmt.Errorf("webhooks: redeliver %s: %w", id, err)
 	}
 	d.rev++
-	return d, nil
+	return d, q.sendTurn(ctx, d)
 }
 
 // due returns the pending deliveries whose turn has come, oldest turn first, at most limit.
@@ -268,15 +321,20 @@ func (q *Queue) settle(ctx context.Context, before, d Delivery) error {
 	ops := []store.Op{
 		store.UpdateOp(d.key(), store.Update{Set: set, Add: map[string]int64{attrRev: 1}, Remove: []string{attrLease}},
 			store.IfEqual(attrRev, before.rev)),
-		store.DeleteOp(dueKey(before), store.Condition{}),
+	}
+	if q.sender == nil {
+		ops = append(ops, store.DeleteOp(dueKey(before), store.Condition{}))
 	}
 	if d.State == StatePending {
-		ops = append(ops, store.PutOp(dueItem(d), store.Condition{}))
+		ops = append(ops, q.turnOps(d)...)
 	}
 	if err := q.table.TransactWrite(ctx, ops); err != nil {
 		return fmt.Errorf("webhooks: record an attempt of %s: %w", d.ID, err)
 	}
-	return nil
+	if d.State != StatePending {
+		return nil
+	}
+	return q.sendTurn(ctx, d)
 }
 
 func (d Delivery) key() store.Key { return deliveryKey(d.Org, d.Endpoint, d.ID) }

@@ -4,10 +4,13 @@
 package consoleorgsgroup
 
 import (
+	"context"
+
+	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/roadevents/roadevents/shared/alerts"
 	"github.com/roadevents/roadevents/shared/app/groupapi"
 	"github.com/roadevents/roadevents/shared/app/tenants"
-	"github.com/roadevents/roadevents/shared/config"
 	"github.com/roadevents/roadevents/shared/consolefeeds"
 	"github.com/roadevents/roadevents/shared/consolereputation"
 	"github.com/roadevents/roadevents/shared/consoleusage"
@@ -18,6 +21,7 @@ import (
 	"github.com/roadevents/roadevents/shared/reputation"
 	"github.com/roadevents/roadevents/shared/routetable"
 	"github.com/roadevents/roadevents/shared/webhooks"
+	"github.com/roadevents/roadevents/shared/webhooks/sqsturns"
 )
 
 // New builds the group on its own, for its function.
@@ -32,7 +36,19 @@ func New(d tenants.Deps) (*groupapi.Group, error) {
 	}
 	api := groupapi.NewAPI(d.Base, t.Middleware(d.Keys, nil)...)
 	api.Handle(Routes(d, t, ledger)...)
-	return &groupapi.Group{API: api}, nil
+	// On AWS the webhook turns' queue invokes the function with the turns that are due
+	// (docs/webhooks.md §3).
+	dispatcher := NewDispatcher(d, t)
+	turns := func(ctx context.Context, ev events.SQSEvent) events.SQSEventResponse {
+		return sqsturns.Handle(ctx, dispatcher, ev)
+	}
+	return &groupapi.Group{API: api, Queue: turns}, nil
+}
+
+// NewDispatcher builds the dispatcher of the webhook deliveries (docs/webhooks.md §3).
+func NewDispatcher(d tenants.Deps, t *tenants.Tenants) *webhooks.Dispatcher {
+	return webhooks.NewDispatcher(tenants.NewDeliveries(d), tenants.NewEndpoints(d, t), webhooks.DispatcherOptions{
+		AllowPrivate: d.Config.Webhooks.AllowPrivate, Clock: d.Clock, Logger: d.Logger})
 }
 
 // Routes returns the group's routes on the organisations of t and the reputation ledger.
@@ -43,17 +59,8 @@ func Routes(d tenants.Deps, t *tenants.Tenants, ledger *reputation.Ledger) []htt
 	routes = append(routes, consolereputation.Routes(consolereputation.Deps{Orgs: og, Standings: ledger})...)
 	routes = append(routes, consolefeeds.Routes(og, feeds.NewRegistry(d.Table, og.Audit(), d.Clock))...)
 	routes = append(routes, consolewebhooks.Routes(consolewebhooks.Deps{
-		Orgs: og, Endpoints: NewEndpoints(d, t), Queue: webhooks.NewQueue(d.Table, d.Clock), Clock: d.Clock,
-		Rules: alerts.NewRules(d.Table, og.Audit(), d.Clock),
-		// Deliveries run in the process of the embedded store only, so far (docs/webhooks.md).
-		Delivering: d.Config.Store == config.StoreEmbedded,
+		Orgs: og, Endpoints: tenants.NewEndpoints(d, t), Queue: tenants.NewDeliveries(d), Clock: d.Clock,
+		Rules: alerts.NewRules(d.Table, og.Audit(), d.Clock), Delivering: tenants.Delivering(d),
 	})...)
 	return groupapi.Private(groupapi.ReadsTable(routes))
-}
-
-// NewEndpoints returns the organisations' webhook endpoints, their secrets sealed with t's
-// sealer and their changes in the audit log.
-func NewEndpoints(d tenants.Deps, t *tenants.Tenants) *webhooks.Endpoints {
-	return webhooks.NewEndpoints(d.Table, t.Orgs.Audit(), t.Sealer,
-		webhooks.EndpointsOptions{Clock: d.Clock, PlainHTTP: d.Config.Webhooks.AllowPrivate})
 }

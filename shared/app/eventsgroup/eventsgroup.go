@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/roadevents/roadevents/shared/alerts"
 	"github.com/roadevents/roadevents/shared/app/groupapi"
 	"github.com/roadevents/roadevents/shared/app/tenants"
 	"github.com/roadevents/roadevents/shared/config"
@@ -24,6 +25,7 @@ import (
 	"github.com/roadevents/roadevents/shared/routetable"
 	"github.com/roadevents/roadevents/shared/stream"
 	"github.com/roadevents/roadevents/shared/verdict"
+	"github.com/roadevents/roadevents/shared/webhookfeed"
 )
 
 // New builds the group on its own, for its function.
@@ -50,7 +52,16 @@ func New(d tenants.Deps) (*groupapi.Group, error) {
 		d.Logger.Info("feeds: poll pass", "feeds", n)
 		return err
 	}
-	return &groupapi.Group{API: api, Scheduled: pass}, nil
+	// On AWS the table's stream invokes the function with its changes, which make the webhook
+	// deliveries (docs/webhooks.md §3).
+	return &groupapi.Group{API: api, Scheduled: pass, Stream: NewProducer(d, t).HandleStream}, nil
+}
+
+// NewProducer builds the producer of webhook deliveries from the table's changes
+// (docs/webhooks.md §1, §5).
+func NewProducer(d tenants.Deps, t *tenants.Tenants) *webhookfeed.Producer {
+	return &webhookfeed.Producer{Table: d.Table, Endpoints: tenants.NewEndpoints(d, t), Queue: tenants.NewDeliveries(d),
+		Rules: alerts.NewRules(d.Table, t.Orgs.Audit(), d.Clock), Clock: d.Clock, Logger: d.Logger}
 }
 
 // NewPoller builds the poller of the organisations' feeds, importing into evs

@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/roadevents/roadevents/shared/clock"
 	"github.com/roadevents/roadevents/shared/config"
 	"github.com/roadevents/roadevents/shared/httpapi"
@@ -40,6 +42,11 @@ type Group struct {
 	Flush func(context.Context) error
 	// Close releases the group's store once it is flushed.
 	Close func(context.Context) error
+	// Stream handles a batch of the table's stream (the events group's webhook producer,
+	// docs/webhooks.md §3).
+	Stream func(context.Context, events.DynamoDBEvent) events.DynamoDBEventResponse
+	// Queue handles a batch of the webhook turns' queue (the console-orgs group's dispatcher).
+	Queue func(context.Context, events.SQSEvent) events.SQSEventResponse
 }
 
 // Constructor builds a group for a Lambda function from the instance's configuration.

@@ -22,6 +22,9 @@ import (
 //     setting) headers and query parameters come as lists, and the answer's headers must too.
 //   - An EventBridge schedule rule sends a scheduled event (IsScheduledEvent), which runs the
 //     group's scheduled job (groupapi.Group.Scheduled).
+//   - The table's stream and the webhook turns' queue send "Records" whose eventSource is
+//     aws:dynamodb or aws:sqs, handed to groupapi.Group.Stream and Queue; the answer names the
+//     records that failed, so that only those come again.
 //
 // The answer's body goes base64-encoded (isBase64Encoded) when it is not UTF-8 text, as a
 // compressed answer never is (docs/api.md §10.1, compression); Content-Encoding and Vary go
@@ -43,6 +46,9 @@ type shape struct {
 	RequestContext struct {
 		ELB json.RawMessage `json:"elb"`
 	} `json:"requestContext"`
+	Records []struct {
+		EventSource string `json:"eventSource"`
+	} `json:"Records"`
 }
 
 // Invoke serves one invocation (lambda.Handler): a scheduled event runs the group's job, and
@@ -62,6 +68,9 @@ func (f *Function) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 	if err := json.Unmarshal(payload, &s); err != nil {
 		return nil, fmt.Errorf("%w: not a JSON object", ErrEvent)
 	}
+	if len(s.Records) > 0 {
+		return f.invokeRecords(ctx, s.Records[0].EventSource, payload)
+	}
 	switch {
 	case s.RequestContext.ELB != nil:
 		return f.invokeALB(ctx, payload)
@@ -69,6 +78,29 @@ func (f *Function) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 		return f.invokeHTTP(ctx, payload)
 	}
 	return nil, fmt.Errorf("%w: neither an HTTP API or function URL event (payload format 2.0) nor a load balancer's", ErrEvent)
+}
+
+// invokeRecords hands a batch of the table's stream or of the turns' queue to the group.
+func (f *Function) invokeRecords(ctx context.Context, source string, payload []byte) ([]byte, error) {
+	var out any
+	switch {
+	case source == "aws:dynamodb" && f.group.Stream != nil:
+		var ev events.DynamoDBEvent
+		if err := json.Unmarshal(payload, &ev); err != nil {
+			return nil, fmt.Errorf("decode stream event: %w", err)
+		}
+		out = f.group.Stream(ctx, ev)
+	case source == "aws:sqs" && f.group.Queue != nil:
+		var ev events.SQSEvent
+		if err := json.Unmarshal(payload, &ev); err != nil {
+			return nil, fmt.Errorf("decode queue event: %w", err)
+		}
+		out = f.group.Queue(ctx, ev)
+	default:
+		return nil, fmt.Errorf("%w: records of %q, which the %s function does not handle", ErrEvent, source, f.name)
+	}
+	f.finish(ctx)
+	return json.Marshal(out)
 }
 
 // invokeHTTP serves an HTTP API or function URL event.

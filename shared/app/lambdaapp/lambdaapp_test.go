@@ -8,11 +8,13 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
@@ -211,6 +213,52 @@ func TestInvokeDispatches(t *testing.T) {
 	}
 	if _, err := g.Invoke(context.Background(), []byte(scheduledPayload)); !errors.Is(err, lambdaapp.ErrEvent) {
 		t.Errorf("Invoke(scheduled event) of a function without a job = %v; want ErrEvent", err)
+	}
+	if _, err := g.Invoke(context.Background(), []byte(`{"Records":[{"eventSource":"aws:sqs","messageId":"m1","body":"{}"}]}`)); !errors.Is(err, lambdaapp.ErrEvent) {
+		t.Errorf("Invoke(queue event) of a function without a queue handler = %v; want ErrEvent", err)
+	}
+}
+
+// docs/webhooks.md §3, on AWS: the table's stream and the turns' queue invoke a function with
+// "Records"; each batch goes to the group's handler of its source, and the answer names the
+// records that failed, in the shape each event source reads.
+func TestInvokeHandsRecords(t *testing.T) {
+	t.Parallel()
+	var streamed, queued []string
+	construct := func(ctx context.Context, b groupapi.Base) (*groupapi.Group, error) {
+		grp, err := (&stub{}).construct(ctx, b)
+		grp.Stream = func(_ context.Context, ev events.DynamoDBEvent) events.DynamoDBEventResponse {
+			for _, r := range ev.Records {
+				streamed = append(streamed, r.EventName+" "+r.Change.Keys["pk"].String())
+			}
+			return events.DynamoDBEventResponse{BatchItemFailures: []events.DynamoDBBatchItemFailure{{ItemIdentifier: "7"}}}
+		}
+		grp.Queue = func(_ context.Context, ev events.SQSEvent) events.SQSEventResponse {
+			for _, m := range ev.Records {
+				queued = append(queued, m.MessageId+" "+m.Body)
+			}
+			return events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{{ItemIdentifier: "m2"}}}
+		}
+		return grp, err
+	}
+	f, err := lambdaapp.New(context.Background(), routetable.GroupEvents, construct, lambdaapp.Options{
+		Getenv: env(map[string]string{"ROADEVENTS_DATA": t.TempDir()}), Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := f.Invoke(context.Background(), []byte(`{"Records":[{"eventID":"1","eventName":"INSERT","eventSource":"aws:dynamodb",
+		"dynamodb":{"SequenceNumber":"7","Keys":{"pk":{"S":"event#ev_1"}}}}]}`))
+	if err != nil || string(out) != `{"batchItemFailures":[{"itemIdentifier":"7"}]}` || !slices.Equal(streamed, []string{"INSERT event#ev_1"}) {
+		t.Errorf("stream batch: %s, %v, handled %v", out, err, streamed)
+	}
+	out, err = f.Invoke(context.Background(), []byte(`{"Records":[{"eventSource":"aws:sqs","messageId":"m1","body":"a"},
+		{"eventSource":"aws:sqs","messageId":"m2","body":"b"}]}`))
+	if err != nil || string(out) != `{"batchItemFailures":[{"itemIdentifier":"m2"}]}` || !slices.Equal(queued, []string{"m1 a", "m2 b"}) {
+		t.Errorf("queue batch: %s, %v, handled %v", out, err, queued)
+	}
+	if _, err := f.Invoke(context.Background(), []byte(`{"Records":[{"eventSource":"aws:s3"}]}`)); !errors.Is(err, lambdaapp.ErrEvent) {
+		t.Errorf("records of another source: %v; want ErrEvent", err)
 	}
 }
 

@@ -65,10 +65,14 @@ func build(ctx context.Context, b groupapi.Base, table store.Table, newGroup fun
 	if err != nil {
 		return nil, err
 	}
+	turns, err := tenants.OpenTurns(ctx, b.Config, b.Clock)
+	if err != nil {
+		return nil, err
+	}
 	keys := apikey.New(table, apikey.Options{Clock: b.Clock, Logger: b.Logger})
 	// No background flush: a frozen instance's timer would not fire. The function flushes.
 	meter := metering.New(table, metering.Options{Clock: b.Clock, Logger: b.Logger, FlushInterval: -1})
-	g, err := newGroup(tenants.Deps{Base: b, Table: table, Keys: keys, Meter: meter, Mailer: mailer, Sealer: sealer})
+	g, err := newGroup(tenants.Deps{Base: b, Table: table, Keys: keys, Meter: meter, Mailer: mailer, Sealer: sealer, Turns: turns})
 	if err != nil {
 		return nil, err
 	}

@@ -10,11 +10,14 @@ import (
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/aws/aws-sdk-go-v2/service/sesv2"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/roadevents/roadevents/shared/clock"
 	"github.com/roadevents/roadevents/shared/config"
 	"github.com/roadevents/roadevents/shared/mail"
 	"github.com/roadevents/roadevents/shared/seal"
+	"github.com/roadevents/roadevents/shared/webhooks"
+	"github.com/roadevents/roadevents/shared/webhooks/sqsturns"
 )
 
 // OutboxDir is the outbox folder inside the data folder (docs/api.md §10.4: <data>/outbox).
@@ -36,6 +39,19 @@ func OpenMailer(ctx context.Context, cfg config.Config, clk clock.Clock, logger 
 		return m, nil
 	}
 	return nil, fmt.Errorf("tenants: unknown mailer %q", cfg.Mail.Adapter)
+}
+
+// OpenTurns builds the carrier of webhook deliveries' turns the configuration names: SQS when
+// a queue is set (on AWS), none (the table keeps them) otherwise.
+func OpenTurns(ctx context.Context, cfg config.Config, clk clock.Clock) (webhooks.Sender, error) {
+	if cfg.Webhooks.QueueURL == "" {
+		return nil, nil
+	}
+	awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("load AWS configuration: %w", err)
+	}
+	return &sqsturns.Sender{API: sqs.NewFromConfig(awsCfg), QueueURL: cfg.Webhooks.QueueURL, Clock: clk}, nil
 }
 
 // OpenSealer builds the sealer of TOTP secrets the configuration names: KMS when a key id is

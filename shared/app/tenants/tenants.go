@@ -26,6 +26,7 @@ import (
 	"github.com/roadevents/roadevents/shared/routetable"
 	"github.com/roadevents/roadevents/shared/seal"
 	"github.com/roadevents/roadevents/shared/store"
+	"github.com/roadevents/roadevents/shared/webhooks"
 )
 
 // Deps is what a group on the table is built from. Base's Clock and Logger, Table, Keys and
@@ -43,6 +44,9 @@ type Deps struct {
 	// Sealer encrypts TOTP secrets at rest; when nil AES-GCM under Config.Console.SealKey, or
 	// under a random key, which New logs for the console-auth group.
 	Sealer seal.Sealer
+	// Turns carries webhook deliveries' turns (on AWS, SQS: OpenTurns); nil keeps them in the
+	// table.
+	Turns webhooks.Sender
 	// PlanCaps gives the live-key and seat caps of a plan (orgs.Options.Caps); the caps of the
 	// plans of Config.Billing (plans.Catalogue.Caps) when nil.
 	PlanCaps func(planID string) (liveKeyCap, seatCap int)
@@ -205,4 +209,23 @@ func NewLedger(d Deps) (*reputation.Ledger, error) {
 		return nil, fmt.Errorf("tenants: %w", err)
 	}
 	return l, nil
+}
+
+// NewEndpoints returns the organisations' webhook endpoints, their secrets sealed with t's
+// sealer and their changes in the audit log (docs/webhooks.md §4).
+func NewEndpoints(d Deps, t *Tenants) *webhooks.Endpoints {
+	return webhooks.NewEndpoints(d.Table, t.Orgs.Audit(), t.Sealer,
+		webhooks.EndpointsOptions{Clock: d.Clock, PlainHTTP: d.Config.Webhooks.AllowPrivate})
+}
+
+// NewDeliveries returns the webhook deliveries' queue, its turns carried by d.Turns (in the
+// table when nil; docs/webhooks.md §3).
+func NewDeliveries(d Deps) *webhooks.Queue {
+	return webhooks.NewQueueSending(d.Table, d.Clock, d.Turns)
+}
+
+// Delivering tells whether webhook deliveries run where d is deployed: in the process of the
+// embedded store, or on AWS with the turns' queue (docs/webhooks.md).
+func Delivering(d Deps) bool {
+	return d.Config.Store == config.StoreEmbedded || d.Config.Webhooks.QueueURL != ""
 }
