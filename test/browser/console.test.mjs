@@ -386,6 +386,35 @@ test('the console, from sign-up to a revoked key', async (t) => {
     assert.ok(!(await page.content()).includes('whsec_'), 'the secret is shown again after a reload');
   });
 
+  await step('makes a circle alert rule, sees it listed and disables it', async () => {
+    // docs/webhooks.md §5: below the endpoints; the one added above receives the alert kinds
+    // (a new endpoint has every kind checked), so no warning says the alerts reach no one.
+    const rules = page.getByRole('region', { name: 'Alert rules' });
+    await rules.getByRole('heading', { name: 'Alert rules', level: 3 }).waitFor();
+    await rules.getByText('No alert rules yet.').waitFor();
+    assert.equal(await rules.locator('.alert.warning').count(), 0, 'an enabled endpoint receives the alert kinds');
+    await rules.getByText('New alert rule', { exact: true }).click();
+    await rules.getByLabel('Name', { exact: true }).fill('District 7 alerts');
+    await rules.getByLabel('Latitude').fill('48.1');
+    await rules.getByLabel('Longitude').fill('11.5');
+    await rules.getByLabel('Radius (metres)').fill('2500');
+    await rules.getByLabel('Object on road').check();
+    await rules.getByLabel('Minimum confidence').fill('0.25');
+    await rules.getByRole('button', { name: 'Make rule' }).click();
+    await rules.getByText('“District 7 alerts” is made').waitFor();
+    const row = rules.locator('tbody tr', { hasText: 'District 7 alerts' });
+    await row.waitFor();
+    assert.match(await row.textContent(), /Circle 2\.5 km around 48\.1000, 11\.5000/);
+    assert.match(await row.textContent(), /Object on road/);
+    assert.match(await row.textContent(), /25%/);
+    await row.getByText('Enabled', { exact: true }).waitFor();
+    await row.getByRole('button', { name: 'Disable' }).click();
+    await rules.getByText('“District 7 alerts” is disabled').waitFor();
+    await row.getByRole('button', { name: 'Enable' }).waitFor();
+    await row.getByText('Disabled', { exact: true }).waitFor();
+    await shot(page, '10f-alert-rule');
+  });
+
   await step('invites a colleague who accepts in a second browser context', async () => {
     await page.getByRole('link', { name: 'Members' }).click();
     await page.getByRole('heading', { name: 'Members', level: 2 }).waitFor();

@@ -183,8 +183,20 @@ export interface FeedDraft {
 }
 /** The body of PATCH /console/orgs/{org_id}/feeds/{feed_id}: only the fields sent are written. */
 export type FeedUpdate = Partial<Pick<FeedPublic, 'name' | 'url' | 'format' | 'license' | 'poll_interval_s' | 'paused'>>;
-/** What an endpoint can be told of (docs/webhooks.md §1); event.expired is not sent yet. */
-export type WebhookKind = 'event.confirmed' | 'event.denied' | 'event.merged' | 'event.ended' | 'event.expired';
+/**
+ * What an endpoint can be told of (docs/webhooks.md §1): what happens to the organisation's own
+ * events, and (alert.*) any network event that comes to match one of its alert rules, changes
+ * while it matches, or stops matching (§5).
+ */
+export type WebhookKind =
+  | 'event.confirmed'
+  | 'event.denied'
+  | 'event.merged'
+  | 'event.ended'
+  | 'event.expired'
+  | 'alert.created'
+  | 'alert.updated'
+  | 'alert.ended';
 /** A webhook endpoint of the organisation (docs/webhooks.md §1-§3), without its secret. */
 export interface WebhookEndpointPublic {
   endpoint_id: string;
@@ -239,6 +251,66 @@ export interface WebhookDelivery {
   /** The JSON body sent (docs/webhooks.md §1). */
   body: Record<string, unknown>;
 }
+/** The event types, in the order of the flat list of docs/api.md §2.1 (GET /v1/meta/event-types). */
+export const eventTypes = [
+  'accident',
+  'stopped_vehicle',
+  'object_on_road',
+  'weather_hazard',
+  'congestion',
+  'wrong_way_vehicle',
+  'road_damage',
+  'people_on_road',
+  'police_check',
+  'speed_camera',
+  'road_closure',
+  'infrastructure_fault',
+  'roadworks',
+] as const;
+export type EventType = (typeof eventTypes)[number];
+/** An alert rule's area: within radius_m metres (10 to 100 000) of a point, measured on the sphere. */
+export interface AlertCircle {
+  type: 'Circle';
+  lat: number;
+  lon: number;
+  radius_m: number;
+}
+/**
+ * An alert rule's area as a GeoJSON Polygon of one ring: 4 to 257 [lon, lat] positions, the
+ * last repeating the first; not crossing itself, spanning less than 180° of longitude.
+ */
+export interface AlertPolygon {
+  type: 'Polygon';
+  coordinates: [number, number][][];
+}
+export type AlertArea = AlertCircle | AlertPolygon;
+/** An alert rule of the organisation (docs/webhooks.md §5): where, which events, and whether it is on. */
+export interface AlertRulePublic {
+  rule_id: string;
+  name: string;
+  /** live hears live events; sandbox hears live and sandbox events. */
+  environment: Environment;
+  area: AlertArea;
+  /** The types heard; empty for every type. */
+  types: string[];
+  /** The least confidence, 0..1, an event needs to match. */
+  min_confidence: number;
+  enabled: boolean;
+  created_at: string;
+  created_by_email: string | null;
+  updated_at: string;
+}
+/** The body of POST /console/orgs/{org_id}/alert-rules (CreateAlertRulePayload). */
+export interface AlertRuleDraft {
+  name: string;
+  environment: Environment;
+  area: AlertArea;
+  types?: string[];
+  min_confidence?: number;
+  enabled?: boolean;
+}
+/** The body of PATCH /console/orgs/{org_id}/alert-rules/{rule_id}: only the fields sent are written. */
+export type AlertRuleUpdate = Partial<AlertRuleDraft>;
 export interface Plan {
   plan_id: string;
   name: string;
@@ -580,6 +652,22 @@ export class Client {
       'POST',
       `/console/orgs/${enc(orgId)}/webhooks/${enc(endpointId)}/deliveries/${enc(deliveryId)}/redeliver`,
     );
+  }
+  // Alert rules (docs/webhooks.md §5): members read, owners change.
+  alertRules(orgId: string) {
+    return this.request<AlertRulePublic[]>('GET', `/console/orgs/${enc(orgId)}/alert-rules`);
+  }
+  createAlertRule(orgId: string, draft: AlertRuleDraft) {
+    return this.request<AlertRulePublic>('POST', `/console/orgs/${enc(orgId)}/alert-rules`, { body: draft });
+  }
+  alertRule(orgId: string, ruleId: string) {
+    return this.request<AlertRulePublic>('GET', `/console/orgs/${enc(orgId)}/alert-rules/${enc(ruleId)}`);
+  }
+  updateAlertRule(orgId: string, ruleId: string, update: AlertRuleUpdate) {
+    return this.request<AlertRulePublic>('PATCH', `/console/orgs/${enc(orgId)}/alert-rules/${enc(ruleId)}`, { body: update });
+  }
+  deleteAlertRule(orgId: string, ruleId: string) {
+    return this.request<{ ok: true }>('DELETE', `/console/orgs/${enc(orgId)}/alert-rules/${enc(ruleId)}`);
   }
   plans() {
     return this.request<Plan[]>('GET', '/console/plans', { anonymous: true });

@@ -95,6 +95,20 @@ describe('formErrors', () => {
     expect(r.fields).toEqual({ label: 'Field required' });
     expect(r.error).toBe('colour: Extra inputs are not permitted Input should be an object');
   });
+  it('places items where locate says first, and the rest by their field', () => {
+    const err = new ApiError(422, 'Please correct the highlighted fields.', [
+      { type: 'value_error', loc: ['body', 'area', 'coordinates', 0, 5], msg: 'the position repeats the one before it' },
+      { type: 'value_error', loc: ['body', 'area', 'coordinates', 0, 7], msg: 'a later one' },
+      { type: 'string_too_short', loc: ['body', 'name'], msg: 'String should have at least 1 character' },
+      { type: 'value_error', loc: ['body', 'area', 'lat'], msg: 'out of range' },
+    ]);
+    const locate = (v: { loc: (string | number)[]; msg: string }) =>
+      v.loc[2] === 'coordinates' ? { field: 'polygon', msg: `At position ${v.loc[4]}: ${v.msg}` } : v.loc[2] === 'lat' ? { field: 'elsewhere', msg: v.msg } : null;
+    const r = formErrors(err, ['name', 'polygon', 'area'], locate);
+    // The first item at a field is shown; one placed at a field the form lacks falls back to its own field.
+    expect(r.fields).toEqual({ polygon: 'At position 5: the position repeats the one before it', name: 'String should have at least 1 character', area: 'out of range' });
+    expect(r.error).toBeNull();
+  });
   it('says something for an error that is not from the API', () => {
     expect(formErrors(new Error('boom'), []).error).toMatch(/went wrong/);
   });

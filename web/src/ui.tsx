@@ -2,7 +2,7 @@
 // 422 loc), labelled inputs, notices, copy buttons and loaders.
 import type { ComponentChildren, JSX } from 'preact';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
-import { ApiError } from './api';
+import { ApiError, type ValidationItem } from './api';
 
 /** FormState is what useForm exposes to a form. */
 export interface FormState {
@@ -17,31 +17,56 @@ export interface FormState {
 }
 
 /**
+ * Locate places a validation item whose loc is deeper than ["body", field] at the form field it
+ * concerns, with the message to show there (a polygon's ["body","area","coordinates",0,5] at
+ * the polygon's input, saying "position 5"); null leaves the item to formErrors' own rule.
+ */
+export type Locate = (v: ValidationItem) => { field: string; msg: string } | null;
+
+/**
  * formErrors splits an error into per-field messages and one form-level message: validation
  * items under ["body", field] (or ["query", field]) go to that field when the form has it,
- * everything else to the form.
+ * everything else to the form. locate, when given, places each item first; the items it
+ * places at a field of the form are not looked at again.
  */
-export function formErrors(err: unknown, known: string[]): { fields: Record<string, string>; error: string | null } {
+export function formErrors(err: unknown, known: string[], locate?: Locate): { fields: Record<string, string>; error: string | null } {
   if (!(err instanceof ApiError)) {
     return { fields: {}, error: 'Something went wrong. Please try again.' };
   }
   if (err.validation.length === 0) return { fields: {}, error: err.message };
   const fields: Record<string, string> = {};
   const rest: string[] = [];
-  for (const [f, msg] of Object.entries({ ...err.fieldErrors('query'), ...err.fieldErrors('body') })) {
-    if (known.includes(f)) fields[f] = msg;
-    else rest.push(f ? `${f}: ${msg}` : msg);
+  let unplaced = err;
+  if (locate) {
+    const left: ValidationItem[] = [];
+    for (const v of err.validation) {
+      const at = locate(v);
+      if (at && known.includes(at.field)) {
+        if (!(at.field in fields)) fields[at.field] = at.msg;
+      } else left.push(v);
+    }
+    unplaced = new ApiError(err.status, err.message, left);
+  }
+  for (const [f, msg] of Object.entries({ ...unplaced.fieldErrors('query'), ...unplaced.fieldErrors('body') })) {
+    if (known.includes(f)) {
+      if (!(f in fields)) fields[f] = msg;
+    } else rest.push(f ? `${f}: ${msg}` : msg);
   }
   return { fields, error: rest.length > 0 ? rest.join(' ') : Object.keys(fields).length ? null : err.message };
 }
 
-/** useForm holds a form's busy flag and errors; known lists the form's field names. */
-export function useForm(known: string[]): FormState {
+/**
+ * useForm holds a form's busy flag and errors; known lists the form's field names, and locate
+ * (see formErrors) places the service's errors whose loc does not name a field of the form.
+ */
+export function useForm(known: string[], locate?: Locate): FormState {
   const [busy, setBusy] = useState(false);
   const [fields, setFields] = useState<Record<string, string>>({});
   const [error, setErr] = useState<string | null>(null);
   const knownRef = useRef(known);
   knownRef.current = known;
+  const locateRef = useRef(locate);
+  locateRef.current = locate;
   const run = useCallback(async <T,>(fn: () => Promise<T>): Promise<T | undefined> => {
     setBusy(true);
     setFields({});
@@ -49,7 +74,7 @@ export function useForm(known: string[]): FormState {
     try {
       return await fn();
     } catch (e) {
-      const r = formErrors(e, knownRef.current);
+      const r = formErrors(e, knownRef.current, locateRef.current);
       setFields(r.fields);
       setErr(r.error);
       return undefined;

@@ -2,22 +2,50 @@
 // the organisation's events, with the kinds each receives, its state and its deliveries (every
 // attempt, and the body sent). Owners add endpoints, whose signing secret is shown once as a
 // new API key is; they enable and disable them, rotate their secret (asks first: the old one
-// keeps signing for 24 hours), delete them (asks first) and redeliver; members read.
+// keeps signing for 24 hours), delete them (asks first) and redeliver; members read. Below
+// them, the organisation's alert rules (alertrules.tsx, §5), whose alerts the endpoints
+// subscribed to the alert kinds receive.
 import { useEffect, useRef, useState } from 'preact/hooks';
 import type { Organisation, WebhookDelivery, WebhookDeliveryState, WebhookEndpointPublic, WebhookKind } from '../api';
 import { useApp } from '../context';
+import { AlertRules } from './alertrules';
 import { Confirm, CopyButton, Field, FormError, Loading, Notice, formatNumber, formatTime, showProblems, useForm, useLoad, useRowActions } from '../ui';
 
-/** kindNames are the kinds of delivery in words (docs/webhooks.md §1). */
+/** kindNames are the kinds of delivery in words (docs/webhooks.md §1, §5). */
 export const kindNames: Record<WebhookKind, { label: string; words: string }> = {
   'event.confirmed': { label: 'Confirmed', words: 'a new reporter confirmed one of our events' },
   'event.denied': { label: 'Denied', words: 'a reporter denied one of our events' },
   'event.merged': { label: 'Merged', words: "another source's report was merged into one of our events, or ours into another's" },
   'event.ended': { label: 'Ended', words: 'one of our events ended (closed, invalidated, or denied by a quorum)' },
   'event.expired': { label: 'Expired', words: 'one of our events reached its expiry while active' },
+  'alert.created': { label: 'Alert: event entered a rule', words: 'a network event came to match one of our alert rules' },
+  'alert.updated': { label: 'Alert: event changed', words: 'a network event that matches one of our alert rules changed' },
+  'alert.ended': { label: 'Alert: event left a rule', words: 'a network event stopped matching one of our alert rules: it ended, left the area, or fell below the confidence' },
 };
 /** allKinds are the kinds an endpoint may subscribe to: a new one subscribes to them all unless unchecked. */
 const allKinds = Object.keys(kindNames) as WebhookKind[];
+
+/** isAlertKind says whether a kind is of the alert rules (docs/webhooks.md §5). */
+function isAlertKind(kind: string): boolean {
+  return kind.startsWith('alert.');
+}
+
+/** reasonNames say why an alert.ended came (docs/webhooks.md §5). */
+const reasonNames: Record<string, string> = {
+  not_active: 'the event is no longer active',
+  left_area: 'the event left the area',
+  below_confidence: "the event's confidence fell below the rule's minimum",
+};
+
+/** alertOf says which rule an alert delivery is of, and why an alert.ended came; null for other kinds. */
+export function alertOf(d: Pick<WebhookDelivery, 'kind' | 'body'>): string | null {
+  if (!isAlertKind(d.kind)) return null;
+  const data = d.body.data as { rule?: { rule_id?: string; name?: string }; reason?: string } | undefined;
+  const rule = data?.rule;
+  const name = rule?.name ? `“${rule.name}”` : (rule?.rule_id ?? 'unknown');
+  const reason = data?.reason ? `: ${reasonNames[data.reason] ?? data.reason}` : '';
+  return `Rule ${name}${reason}`;
+}
 
 /** MAX_ENDPOINTS is how many endpoints an organisation may have. */
 const MAX_ENDPOINTS = 10;
@@ -208,6 +236,11 @@ function Deliveries(props: { org: Organisation; endpoint: WebhookEndpointPublic;
                           <div class="muted small">
                             <code>{d.kind}</code>
                           </div>
+                          {isAlertKind(d.kind) && (
+                            <div class="small" data-testid={'delivery-rule-' + d.delivery_id}>
+                              {alertOf(d)}
+                            </div>
+                          )}
                         </td>
                         <td data-testid={'delivery-state-' + d.delivery_id}>
                           <div class={'health' + state.cls}>{state.label}</div>
@@ -324,6 +357,8 @@ export function Webhooks({ org }: { org: Organisation }) {
     );
 
   const open = endpoints.data?.find((ep) => ep.endpoint_id === viewing);
+  // Whether the rules' alerts reach anyone: unknown until the endpoints are read.
+  const listening = endpoints.data ? endpoints.data.some((ep) => ep.enabled && ep.kinds.some(isAlertKind)) : null;
 
   return (
     <>
@@ -357,7 +392,12 @@ export function Webhooks({ org }: { org: Organisation }) {
             />
             <fieldset aria-describedby={form.fields.kinds ? 'webhook-kinds-error' : undefined}>
               <legend>Send</legend>
-              {allKinds.map((k) => (
+              {allKinds.map((k, i) => [
+                isAlertKind(k) && !isAlertKind(allKinds[i - 1] ?? '') && (
+                  <p class="hint kinds-group" key="alerts">
+                    Of the alert rules below, for any network event in their areas:
+                  </p>
+                ),
                 <label class="check" key={k}>
                   <input
                     type="checkbox"
@@ -369,8 +409,8 @@ export function Webhooks({ org }: { org: Organisation }) {
                   <span>
                     <strong>{kindNames[k].label}</strong>: {kindNames[k].words}
                   </span>
-                </label>
-              ))}
+                </label>,
+              ])}
               <p class="hint">At least one.</p>
               {form.fields.kinds && (
                 <p class="field-error" id="webhook-kinds-error" role="alert">
@@ -490,6 +530,7 @@ export function Webhooks({ org }: { org: Organisation }) {
         }
       </Loading>
       {open && <Deliveries key={open.endpoint_id} org={org} endpoint={open} owner={owner} refreshes={refreshes} onClose={closeDeliveries} />}
+      <AlertRules org={org} listening={listening} refreshes={refreshes} />
     </>
   );
 }
