@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -113,6 +114,39 @@ type Endpoints struct {
 	sealer    seal.Sealer
 	clock     clock.Clock
 	plainHTTP bool
+	opened    openedSecrets
+}
+
+// openedSecrets keeps the secrets a dispatcher opened, by their sealed form: on AWS opening is
+// a KMS call, and a burst of deliveries to one endpoint would make one per attempt. A sealed
+// secret is never sealed alike twice (a fresh nonce, or KMS's own), so a rotation misses.
+type openedSecrets struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+// maxOpened bounds the secrets kept; past it they are all dropped and opened again.
+const maxOpened = 1024
+
+func (o *openedSecrets) open(ctx context.Context, s seal.Sealer, sealed []byte, sealCtx string) (string, error) {
+	key := sealCtx + "\x00" + string(sealed)
+	o.mu.Lock()
+	plain, ok := o.m[key]
+	o.mu.Unlock()
+	if ok {
+		return plain, nil
+	}
+	b, err := s.Open(ctx, sealed, sealCtx)
+	if err != nil {
+		return "", err
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.m == nil || len(o.m) >= maxOpened {
+		o.m = map[string]string{}
+	}
+	o.m[key] = string(b)
+	return string(b), nil
 }
 
 // EndpointsOptions configure Endpoints.
@@ -339,11 +373,11 @@ func (e *Endpoints) Secrets(ctx context.Context, org, id string) (Endpoint, []st
 		if sealed == nil || attr == attrPrevious && !e.clock.Now().Before(ep.PreviousUntil) {
 			continue
 		}
-		s, err := e.sealer.Open(ctx, sealed, sealContext(org, id))
+		s, err := e.opened.open(ctx, e.sealer, sealed, sealContext(org, id))
 		if err != nil {
 			return Endpoint{}, nil, fmt.Errorf("webhooks: open the secret of %s: %w", id, err)
 		}
-		out = append(out, string(s))
+		out = append(out, s)
 	}
 	return ep, out, nil
 }

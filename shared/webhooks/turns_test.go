@@ -1,12 +1,16 @@
 package webhooks_test
 
 import (
+	"bytes"
 	"context"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/roadevents/roadevents/shared/audit"
+	"github.com/roadevents/roadevents/shared/seal"
 	"github.com/roadevents/roadevents/shared/store"
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
 	"github.com/roadevents/roadevents/shared/webhooks"
@@ -95,4 +99,51 @@ func TestTurnsOnAQueue(t *testing.T) {
 			t.Fatalf("a turn of a delivered delivery: %v; want nothing", err)
 		}
 	})
+}
+
+// countingSealer counts the secrets it opens, as KMS would bill them.
+type countingSealer struct {
+	seal.Sealer
+	opens atomic.Int32
+}
+
+func (c *countingSealer) Open(ctx context.Context, sealed []byte, context string) ([]byte, error) {
+	c.opens.Add(1)
+	return c.Sealer.Open(ctx, sealed, context)
+}
+
+// docs/security.md §6: a dispatcher opens an endpoint's sealed secret once, not at each
+// attempt (on AWS each opening is a KMS call); a rotation's new secret is opened and signs at
+// once, beside the previous one.
+func TestSecretsOpenedOnce(t *testing.T) {
+	tab := tables.Embedded(t)
+	aes, err := seal.NewAESGCM(bytes.Repeat([]byte{7}, seal.KeySize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealer := &countingSealer{Sealer: aes}
+	endpoints := webhooks.NewEndpoints(tab, audit.New(tab, audit.Options{Clock: tab.Clock}), sealer, webhooks.EndpointsOptions{Clock: tab.Clock})
+	ctx := context.Background()
+	ep, secret, err := endpoints.Create(ctx, "org_a", webhooks.Actor{}, webhooks.EndpointDraft{URL: ptr("https://hooks.example/in"), Kinds: []string{webhooks.KindEnded}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, got, err := endpoints.Secrets(ctx, "org_a", ep.ID); err != nil || len(got) != 1 || got[0] != secret {
+			t.Fatalf("secrets %v, %v; want the one made", got, err)
+		}
+	}
+	if n := sealer.opens.Load(); n != 1 {
+		t.Errorf("three reads opened the secret %d times; want once", n)
+	}
+	_, rotated, err := endpoints.Rotate(ctx, "org_a", ep.ID, webhooks.Actor{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, got, err := endpoints.Secrets(ctx, "org_a", ep.ID); err != nil || len(got) != 2 || got[0] != rotated || got[1] != secret {
+		t.Fatalf("after rotation: secrets %v, %v; want the new one, then the previous", got, err)
+	}
+	if n := sealer.opens.Load(); n != 2 {
+		t.Errorf("after rotation the secrets were opened %d times in all; want 2 (the new one once)", n)
+	}
 }
