@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"slices"
 	"strings"
@@ -442,10 +443,14 @@ func ruleFrom(it store.Item) (Rule, error) {
 	return rule, nil
 }
 
-// Index finds the rules an event matches among many: each rule's area has a box, and only
-// the rules whose box holds part of the event's are checked in full.
+// Index finds the rules an event matches among many: each rule's area has a box, filed under
+// the cells of a grid of gridDegrees its box covers, so that an event is checked in full
+// against the rules of its own cells only; a rule whose box covers more than maxCells cells (a
+// region) is kept apart and checked by its box.
 type Index struct {
 	rules []indexed
+	grid  map[[2]int32][]int32
+	wide  []int32
 }
 
 type indexed struct {
@@ -453,12 +458,35 @@ type indexed struct {
 	box bounds
 }
 
+// The grid: cells of a quarter of a degree (about 28 km north to south).
+const (
+	gridDegrees = 0.25
+	maxCells    = 256
+)
+
+func cellOf(lat, lon float64) [2]int32 {
+	return [2]int32{int32(math.Floor(lat / gridDegrees)), int32(math.Floor(lon / gridDegrees))}
+}
+
 // NewIndex returns an index of rules; disabled ones are left out.
 func NewIndex(rules []Rule) *Index {
-	x := &Index{}
+	x := &Index{grid: map[[2]int32][]int32{}}
 	for _, r := range rules {
-		if r.Enabled {
-			x.rules = append(x.rules, indexed{r, r.Area.box()})
+		if !r.Enabled {
+			continue
+		}
+		i := int32(len(x.rules))
+		b := r.Area.box()
+		x.rules = append(x.rules, indexed{r, b})
+		lo, hi := cellOf(b.minLat, b.minLon), cellOf(b.maxLat, b.maxLon)
+		if int(hi[0]-lo[0]+1)*int(hi[1]-lo[1]+1) > maxCells {
+			x.wide = append(x.wide, i)
+			continue
+		}
+		for a := lo[0]; a <= hi[0]; a++ {
+			for o := lo[1]; o <= hi[1]; o++ {
+				x.grid[[2]int32{a, o}] = append(x.grid[[2]int32{a, o}], i)
+			}
 		}
 	}
 	return x
@@ -467,16 +495,24 @@ func NewIndex(rules []Rule) *Index {
 // Len is how many rules x holds.
 func (x *Index) Len() int { return len(x.rules) }
 
-// Matching returns the rules ev matches (Rule.Matches).
+// Matching returns the rules ev matches (Rule.Matches), in the order they were given.
 func (x *Index) Matching(ev event.Event) []Rule {
 	if ev.Status != event.StatusActive || len(x.rules) == 0 {
 		return nil
 	}
 	extent := ev.Extent()
 	b := boundsOf(extent)
+	candidates := append([]int32{}, x.wide...)
+	lo, hi := cellOf(b.minLat, b.minLon), cellOf(b.maxLat, b.maxLon)
+	for a := lo[0]; a <= hi[0]; a++ {
+		for o := lo[1]; o <= hi[1]; o++ {
+			candidates = append(candidates, x.grid[[2]int32{a, o}]...)
+		}
+	}
+	slices.Sort(candidates)
 	var out []Rule
-	for _, r := range x.rules {
-		if r.box.overlaps(b) && r.Matches(ev) {
+	for _, i := range slices.Compact(candidates) {
+		if r := x.rules[i]; r.box.overlaps(b) && r.Matches(ev) {
 			out = append(out, r.Rule)
 		}
 	}
