@@ -257,7 +257,7 @@ func (a *API) routes(b built, groups ...routetable.Group) []httpapi.Route {
 		case routetable.GroupBilling:
 			out = append(out, billinggroup.Routes(b.billing)...)
 		case routetable.GroupEvents:
-			out = append(out, eventsgroup.Routes(d, b.events, b.ledger, b.tickets)...)
+			out = append(out, eventsgroup.Routes(d, b.events, b.ledger, b.tickets, b.tenants.Orgs)...)
 		case routetable.GroupStream:
 			out = append(out, groupapi.ReadsTable(stream.Routes(stream.Deps{
 				Hub:       b.hub,

@@ -452,7 +452,7 @@ func (g *grantsTour) webhook(kind string, metadata map[string]string) {
 func (g *grantsTour) tourEveryRoute() {
 	t := g.t
 	// meta, and what goes to it on AWS: a preflight and an unknown path.
-	for _, p := range []string{"/health", "/", "/openapi.json", "/v1/meta/event-types", "/v1/meta/taxonomy", "/v1/meta/limits"} {
+	for _, p := range []string{"/health", "/", "/openapi.json", "/v1/meta/event-types", "/v1/meta/taxonomy", "/v1/meta/limits", "/v1/meta/basemap"} {
 		g.call("GET", p, "", "", http.StatusOK, p)
 	}
 	g.call("GET", "/nowhere", "", "", http.StatusNotFound, "an unknown path")
@@ -555,6 +555,15 @@ func (g *grantsTour) tourEveryRoute() {
 		}
 	}
 	g.call("GET", ev+"/evidence", alphaKey, "", http.StatusOK, "evidence")
+	// The console's Road page: the same operations as a member, no key (docs/console.md §5).
+	road := op + "/events"
+	g.call("GET", road+"?lat=48.85&lon=2.35&radius=5000", owner, "", http.StatusOK, "the console's map")
+	g.call("GET", op+"/own-events", owner, "", http.StatusOK, "the console's list of own events")
+	g.call("GET", strings.Replace(ev, "/v1/events", road, 1), owner, "", http.StatusOK, "the console's inspector")
+	g.call("GET", strings.Replace(ev, "/v1/events", road, 1)+"/evidence", owner, "", http.StatusOK, "the inspector's evidence")
+	g.call("POST", strings.Replace(ev, "/v1/events", road, 1)+"/revisions", owner, `{"lat":48.8502,"lon":2.35}`, http.StatusOK, "revise in the console")
+	g.call("POST", op+"/stream/tickets", owner, "", http.StatusCreated, "the map's stream ticket")
+	g.call("POST", strings.Replace(publish("48.84", "e"), "ev_", road+"/ev_", 1)+"/close", owner, "", http.StatusOK, "close in the console")
 	g.call("POST", ev+"/close", alphaKey, "", http.StatusOK, "close")
 	ticket := apitest.Decode[struct {
 		Ticket string `json:"ticket"`

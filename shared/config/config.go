@@ -52,6 +52,8 @@ type Config struct {
 	Reputation Reputation
 	// Export names the publisher of the open-data exports (export.go).
 	Export Export
+	// Basemap is the console map's background (basemap.go).
+	Basemap Basemap
 	// Feeds configures the import of open-data feeds (feeds.go).
 	Feeds Feeds
 	// Webhooks configures the delivery of webhooks (feeds.go).
@@ -109,6 +111,7 @@ func Default() Config {
 		Billing:     DefaultBilling,
 		Reputation:  DefaultReputation,
 		Export:      DefaultExport,
+		Basemap:     DefaultBasemap,
 	}
 }
 
@@ -164,6 +167,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		return c, err
 	}
 	if err := c.readExport(getenv); err != nil {
+		return c, err
+	}
+	if err := c.readBasemap(getenv); err != nil {
 		return c, err
 	}
 	if err := c.readFeeds(getenv); err != nil {

@@ -34,12 +34,16 @@ func TestFromEnv(t *testing.T) {
 		"ROADEVENTS_STORE": "dynamodb", "ROADEVENTS_TABLE": "events",
 		"ROADEVENTS_CORS_ORIGINS":    "https://a.example, https://b.example",
 		"ROADEVENTS_MAX_CONNECTIONS": "5000",
+		"ROADEVENTS_BASEMAP_TILES":   "https://tiles.example/{z}/{x}/{y}.png", "ROADEVENTS_BASEMAP_ATTRIBUTION": "© Example",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.Addr != "127.0.0.1:9999" || c.DataDir != "/tmp/x" || c.Store != config.StoreDynamoDB || c.Table != "events" {
 		t.Errorf("overrides not applied: %+v", c)
+	}
+	if c.Basemap != (config.Basemap{Tiles: "https://tiles.example/{z}/{x}/{y}.png", Attribution: "© Example"}) {
+		t.Errorf("Basemap = %+v", c.Basemap)
 	}
 	if c.MaxConnections != 5000 {
 		t.Errorf("MaxConnections = %d; want 5000", c.MaxConnections)
@@ -60,6 +64,8 @@ func TestFromEnvRejects(t *testing.T) {
 		"connections not a number": {"ROADEVENTS_MAX_CONNECTIONS": "many"},
 		"event id key not hex":     {"ROADEVENTS_EVENT_ID_KEY": "not-hex-at-all-not-hex-at-all-00"},
 		"event id key short":       {"ROADEVENTS_EVENT_ID_KEY": "00112233445566778899aabbccddee"},
+		"basemap without {z}":      {"ROADEVENTS_BASEMAP_TILES": "https://tiles.example/{x}/{y}.png"},
+		"basemap not a URL":        {"ROADEVENTS_BASEMAP_TILES": "tiles.example/{z}/{x}/{y}.png"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := config.FromEnv(env(m)); err == nil {

@@ -108,3 +108,35 @@ func checkContract(rt *Route, c contract) error {
 	}
 	return nil
 }
+
+// Before returns h preceded by f, which refuses the request (its error is written through the
+// route's ErrorTable) or hands h the request to serve, with a richer context. A typed h stays
+// typed, so that the route's body and answer are still checked against it.
+func Before(h http.Handler, f func(r *http.Request) (*http.Request, error)) http.Handler {
+	b := &before{h: h, f: f}
+	if c, ok := h.(contract); ok {
+		return &typedBefore{before: b, c: c}
+	}
+	return b
+}
+
+type before struct {
+	h http.Handler
+	f func(r *http.Request) (*http.Request, error)
+}
+
+func (b *before) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	next, err := b.f(r)
+	if err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	b.h.ServeHTTP(w, next)
+}
+
+type typedBefore struct {
+	*before
+	c contract
+}
+
+func (t *typedBefore) types() (reflect.Type, reflect.Type, int) { return t.c.types() }

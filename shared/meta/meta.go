@@ -24,6 +24,7 @@ type Deps struct {
 	// ConsoleURL is where the console is, for /.
 	ConsoleURL string
 	Limits     config.Limits
+	Basemap    config.Basemap
 	// OpenAPI returns the interface document of the whole service (every route group), which
 	// the caller generates from the same routes it serves.
 	OpenAPI func() []byte
@@ -103,6 +104,10 @@ var (
 		schema.Req("schema_version", schema.Integer()),
 		schema.Req("types", schema.Array(TypeSpecSchema).Describe("One per type of the flat list, same order.")),
 	).Named("TaxonomyOut")
+	BasemapSchema = schema.Object(
+		schema.Req("tiles", schema.String().OrNull().Describe("Raster tile URL template with {z}, {x} and {y}; null for no background.")),
+		schema.Req("attribution", schema.String().Describe("What the tiles' provider asks to be shown with them.")),
+	).Named("BasemapOut")
 	LimitsSchema = schema.Object(
 		schema.Req("max_query_radius_m", schema.Number()),
 		schema.Req("query_level", schema.Integer().Describe("H3 resolution of the area index.")),
@@ -137,6 +142,20 @@ func Limits(l config.Limits) LimitsOut {
 			"an area query returns at most 500 events, nearest first, truncated silently. " +
 			"These are deployment values: read them here at run time.",
 	}
+}
+
+// BasemapOut is the map background of the console.
+type BasemapOut struct {
+	Tiles       *string `json:"tiles"`
+	Attribution string  `json:"attribution"`
+}
+
+func basemap(b config.Basemap) BasemapOut {
+	out := BasemapOut{Attribution: b.Attribution}
+	if b.Tiles != "" && b.Tiles != "none" {
+		out.Tiles = &b.Tiles
+	}
+	return out
 }
 
 // Routes returns the group's routes.
@@ -202,6 +221,13 @@ func Routes(d Deps) []httpapi.Route {
 			Description: "The limits a client reads instead of hard-coding them: the largest query radius and the resolution of the area index. Values may change between deployments.",
 			Responses:   map[int]httpapi.Response{200: httpapi.JSONResponse("The limits.", LimitsSchema)},
 			Handler:     static(limitsBody),
+		},
+		{
+			Method: http.MethodGet, Path: "/v1/meta/basemap", OperationID: "getBasemap", Tags: tags,
+			Summary:     "The map background the console draws events on",
+			Description: "The deployment's raster tiles and their attribution (ROADEVENTS_BASEMAP_TILES, ROADEVENTS_BASEMAP_ATTRIBUTION; docs/console.md §5).",
+			Responses:   map[int]httpapi.Response{200: httpapi.JSONResponse("The basemap.", BasemapSchema)},
+			Handler:     static(basemap(d.Basemap)),
 		},
 	}
 }

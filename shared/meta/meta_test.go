@@ -155,6 +155,28 @@ func TestLimitsDocument(t *testing.T) {
 	}
 }
 
+// docs/console.md §5: the console's map background is the deployment's tiles and their
+// attribution, OpenStreetMap's by default; "none" is no background, which the map draws its
+// events on a plain one for.
+func TestBasemapDocument(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t)
+	_, _, body := do(t, srv, "GET", "/v1/meta/basemap", "")
+	if string(body) != `{"tiles":"https://tile.openstreetmap.org/{z}/{x}/{y}.png","attribution":"© OpenStreetMap contributors"}` {
+		t.Errorf("default basemap %s", body)
+	}
+	none := meta.Routes(meta.Deps{Basemap: config.Basemap{Tiles: "none", Attribution: ""}})
+	for _, rt := range none {
+		if rt.Path == "/v1/meta/basemap" {
+			rec := httptest.NewRecorder()
+			rt.Handler.ServeHTTP(rec, httptest.NewRequest("GET", "/v1/meta/basemap", nil))
+			if rec.Body.String() != `{"tiles":null,"attribution":""}` {
+				t.Errorf("basemap without tiles %s; want tiles null", rec.Body)
+			}
+		}
+	}
+}
+
 // The response structs agree with the schemas documented in /openapi.json.
 func TestBodiesMatchTheirSchemas(t *testing.T) {
 	t.Parallel()
@@ -167,6 +189,7 @@ func TestBodiesMatchTheirSchemas(t *testing.T) {
 		{meta.TaxonomySchema, meta.TaxonomyOut{}},
 		{meta.TypeSpecSchema, meta.TypeSpec{}},
 		{meta.LimitsSchema, meta.LimitsOut{}},
+		{meta.BasemapSchema, meta.BasemapOut{}},
 	} {
 		if err := schema.CheckStruct(c.s, c.v); err != nil {
 			t.Errorf("%s: %v", c.s.Name, err)

@@ -88,6 +88,7 @@ func TestOddPathIDsAreNotFound(t *testing.T) {
 		real := map[string]string{
 			"org_id": f.org.OrgID, "user_id": f.member.id, "invite_id": f.invite.InviteID, "key_id": f.keyID, "feed_id": fd.FeedID,
 			"endpoint_id": wh.Endpoint.EndpointID, "delivery_id": dlv.ID, "rule_id": ar.RuleID,
+			"event_id": "ev_aaaaaaaaaaaaaaaaaaaaaaaaaa", // well formed, and no event
 		}
 		ids := oddIDs
 		if tab.Adapter == tables.AdapterDynamoDB {

@@ -105,8 +105,12 @@ var grants = map[Group]Grants{
 			{"ratelimit#signals#", []ItemAction{UpdateItem}}, // the signal ceiling
 			{"ticket#", []ItemAction{PutItem}},
 			// usage and last_used_at; a verdict reads the organisation and its owners and
-			// writes its audit entry (docs/network.md §2)
-			{"org#", []ItemAction{GetItem, Query, PutItem, UpdateItem}},
+			// writes its audit entry (docs/network.md §2); the console's Road routes read the
+			// caller's membership
+			{"org#", []ItemAction{GetItem, BatchGetItem, Query, PutItem, UpdateItem}},
+			// the console's Road routes (docs/console.md §5): the caller's session and account
+			{"session#", read},
+			{"user#", read},
 			// the feed poller, the group's scheduled job (docs/interop.md §13)
 			{"feed#", []ItemAction{GetItem, Query, PutItem, UpdateItem, DeleteItem}},
 			// the webhook producer on the table's stream reads the alert rules

@@ -61,6 +61,7 @@ var table = map[Group][]Route{
 		{"GET", "/v1/meta/event-types"},
 		{"GET", "/v1/meta/taxonomy"},
 		{"GET", "/v1/meta/limits"},
+		{"GET", "/v1/meta/basemap"},
 	},
 	GroupEvents: {
 		{"POST", "/v1/events"},
@@ -75,6 +76,13 @@ var table = map[Group][]Route{
 		{"GET", "/v1/exports/tdx"},
 		{"GET", "/v1/exports/datex2"},
 		{"POST", "/v1/stream/tickets"},
+		{"GET", "/console/orgs/{org_id}/events"},
+		{"GET", "/console/orgs/{org_id}/events/{event_id}"},
+		{"GET", "/console/orgs/{org_id}/events/{event_id}/evidence"},
+		{"POST", "/console/orgs/{org_id}/events/{event_id}/revisions"},
+		{"POST", "/console/orgs/{org_id}/events/{event_id}/close"},
+		{"POST", "/console/orgs/{org_id}/stream/tickets"},
+		{"GET", "/console/orgs/{org_id}/own-events"},
 	},
 	GroupConsoleAuth: {
 		{"POST", "/console/auth/request-code"},

@@ -62,8 +62,8 @@ const (
 	ReasonLowConfidence = "below_confidence"
 )
 
-// rulesRefreshInterval bounds how long the producer keeps the rules it read: a rule's change
-// in another shard of a stream than the producer reads is seen within it.
+// rulesRefreshInterval bounds how long a producer fed by a stream in shards keeps the rules it
+// read: a rule's change in another shard than the producer reads is seen within it.
 const rulesRefreshInterval = 15 * time.Second
 
 // Producer makes the deliveries of the changes it is given.
@@ -83,6 +83,9 @@ type Producer struct {
 	byID    map[string]alerts.Rule
 	rulesAt time.Time
 	index   *alerts.Index
+	// sharded: the changes come from a stream in shards (HandleStream), where a rule's change
+	// may come in another shard than the events', so the rules are read again now and then.
+	sharded bool
 }
 
 // ownKinds returns the kinds of delivery to its publisher change makes, with the id of the
@@ -309,27 +312,41 @@ func (p *Producer) deliver(ctx context.Context, org, kind, source string, at tim
 	return made, nil
 }
 
-// ruleIndex returns the index of every alert rule. They are read at the first change of an event,
-// then kept as the feed changes them, so that a rule applies from its change on in the
-// feed's order; they are read again after rulesRefreshInterval, since a stream in shards may
-// carry a rule's change in another shard than the producer reads.
+// LoadRules reads every alert rule now. From then on the producer keeps them as the feed
+// changes them, so that a rule applies to the changes after its own in the feed's order; Run
+// calls it before it follows the feed.
+func (p *Producer) LoadRules(ctx context.Context) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.loadRules(ctx)
+}
+
+// ruleIndex returns the index of every alert rule: read at the first change of an event if
+// LoadRules was not called, and, fed by a stream in shards, again after rulesRefreshInterval.
 func (p *Producer) ruleIndex(ctx context.Context) (*alerts.Index, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	now := p.Clock.Now()
-	if p.index != nil && now.Sub(p.rulesAt) < rulesRefreshInterval {
+	if p.index != nil && (!p.sharded || p.Clock.Now().Sub(p.rulesAt) < rulesRefreshInterval) {
 		return p.index, nil
 	}
+	if err := p.loadRules(ctx); err != nil {
+		return nil, err
+	}
+	return p.index, nil
+}
+
+func (p *Producer) loadRules(ctx context.Context) error {
+	now := p.Clock.Now()
 	all, err := p.Rules.All(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("webhookfeed: read the alert rules: %w", err)
+		return fmt.Errorf("webhookfeed: read the alert rules: %w", err)
 	}
 	p.byID, p.rulesAt = map[string]alerts.Rule{}, now
 	for _, r := range all {
 		p.byID[r.ID] = r
 	}
 	p.index = alerts.NewIndex(all)
-	return p.index, nil
+	return nil
 }
 
 // ruleChanged applies a change of the rules' partition to the rules kept.
@@ -376,6 +393,9 @@ func union(a, b []alerts.Rule) []alerts.Rule {
 // and the ones after it again (the event source's ReportBatchItemFailures): nothing is skipped,
 // and what is handled twice makes the same deliveries, stored once.
 func (p *Producer) HandleStream(ctx context.Context, ev events.DynamoDBEvent) events.DynamoDBEventResponse {
+	p.mu.Lock()
+	p.sharded = true
+	p.mu.Unlock()
 	for _, rec := range ev.Records {
 		ch, err := dynamodb.ChangeFromLambda(rec)
 		if err == nil {
@@ -407,6 +427,11 @@ func (p *Producer) Run(ctx context.Context, feed store.Replayer) error {
 	pos, err := p.position(ctx)
 	if err != nil {
 		return err
+	}
+	if p.Rules != nil {
+		if err := p.LoadRules(ctx); err != nil {
+			return err
+		}
 	}
 	if pos == 0 {
 		// The first start: from the feed's end, recorded at once, so that a process stopped

@@ -59,6 +59,10 @@ func newRig(t *testing.T, tab tables.Table) *rig {
 func (r *rig) follow(t *testing.T) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
+	// As Run does: the rules as they are now, then as the feed changes them.
+	if err := r.producer.LoadRules(ctx); err != nil {
+		t.Fatal(err)
+	}
 	cur, err := r.tab.Feed.Follow(ctx)
 	if err != nil {
 		t.Fatal(err)

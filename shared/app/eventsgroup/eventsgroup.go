@@ -14,6 +14,7 @@ import (
 	"github.com/roadevents/roadevents/shared/app/groupapi"
 	"github.com/roadevents/roadevents/shared/app/tenants"
 	"github.com/roadevents/roadevents/shared/config"
+	"github.com/roadevents/roadevents/shared/consoleroad"
 	"github.com/roadevents/roadevents/shared/eventstore"
 	"github.com/roadevents/roadevents/shared/feedpoll"
 	"github.com/roadevents/roadevents/shared/feeds"
@@ -44,7 +45,7 @@ func New(d tenants.Deps) (*groupapi.Group, error) {
 	}
 	tickets := NewTickets(d)
 	api := groupapi.NewAPI(d.Base, t.Middleware(d.Keys, tickets)...)
-	api.Handle(Routes(d, evs, ledger, tickets)...)
+	api.Handle(Routes(d, evs, ledger, tickets, t.Orgs)...)
 	poller := NewPoller(d, evs, t.Orgs)
 	// On AWS a schedule invokes the function every minute for a pass (docs/interop.md §13).
 	pass := func(ctx context.Context) error {
@@ -82,8 +83,9 @@ func NewTickets(d tenants.Deps) *stream.Tickets {
 	return stream.NewTickets(d.Table, stream.TicketOptions{Clock: d.Clock, Keys: d.Keys})
 }
 
-// Routes returns the group's routes on the events store evs.
-func Routes(d tenants.Deps, evs *eventstore.Store, ledger *reputation.Ledger, tickets *stream.Tickets) []httpapi.Route {
+// Routes returns the group's routes on the events store evs: the /v1 routes, and the console's
+// Road routes, which serve the same operations to the organisations' members (og).
+func Routes(d tenants.Deps, evs *eventstore.Store, ledger *reputation.Ledger, tickets *stream.Tickets, og *orgs.Service) []httpapi.Route {
 	routes := eventstore.Routes(eventstore.Deps{
 		Store:       evs,
 		Meter:       d.Meter,
@@ -99,6 +101,9 @@ func Routes(d tenants.Deps, evs *eventstore.Store, ledger *reputation.Ledger, ti
 		Logger:    d.Logger,
 		MaxRadius: d.Config.Limits.MaxQueryRadiusM,
 	})...)
+	routes = append(routes, groupapi.Private(consoleroad.Routes(consoleroad.Deps{
+		Orgs: og, V1: routes, Store: evs, Meter: d.Meter, Clock: d.Clock,
+	}))...)
 	return groupapi.ReadsTable(routes)
 }
 

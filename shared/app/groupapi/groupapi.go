@@ -77,6 +77,7 @@ var tags = []httpapi.Tag{
 	{Name: "console keys", Description: "The API keys of an organisation: issue, list and revoke."},
 	{Name: "console usage", Description: "What an organisation's keys used, by day, and how alive its events are."},
 	{Name: "console quality", Description: "How the network judges an organisation's reports."},
+	{Name: "console road", Description: "The network's events around a point, one event and its evidence, the organisation's own active events, closing and revising them, and stream tickets, for the console's map."},
 	{Name: "console webhooks", Description: "An organisation's webhook endpoints, their signing secrets and their deliveries with every attempt."},
 	{Name: "console feeds", Description: "The open-data feeds an organisation imports: register, change, pause, delete, poll now, and each feed's health."},
 	{Name: "console billing", Description: "Plans, the billing summary, checkout, the billing portal and the payment provider's webhook."},

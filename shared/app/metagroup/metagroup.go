@@ -18,6 +18,7 @@ func Routes(b groupapi.Base, openAPI func() []byte) []httpapi.Route {
 		Build:      b.Build,
 		ConsoleURL: b.Config.ConsoleURL,
 		Limits:     b.Config.Limits,
+		Basemap:    b.Config.Basemap,
 		OpenAPI:    openAPI,
 	})
 }
