@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/roadevents/roadevents/shared/admin"
+	"github.com/roadevents/roadevents/shared/cli"
 	"github.com/roadevents/roadevents/shared/app"
 	"github.com/roadevents/roadevents/shared/app/tenants"
 	"github.com/roadevents/roadevents/shared/billing"
@@ -42,10 +43,17 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	// Operator commands (shared/admin) run against the store instead of serving.
+	// Operator commands (shared/admin) run against the store instead of serving; client
+	// commands (shared/cli) talk to a running service.
 	if len(os.Args) > 1 {
 		if command, ok := admin.Commands[os.Args[1]]; ok {
 			os.Exit(command(context.Background(), cfg, os.Args[2:], os.Stdout, os.Stderr))
+		}
+		if command, ok := cli.Commands[os.Args[1]]; ok {
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			code := command.Run(ctx, &cli.Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv}, os.Args[2:])
+			stop()
+			os.Exit(code)
 		}
 	}
 	flag.Usage = usage
@@ -104,6 +112,7 @@ func usage() {
 	fmt.Fprint(out, `usage: roadevents [-addr ADDR] [-data DIR]
        roadevents apikey issue -org ORG_ID -label TEXT [-env live|sandbox] [-data DIR]
        roadevents invalidate -org ORG_ID -env live|sandbox -reason TEXT [-since RFC3339] [-data DIR]
+       roadevents COMMAND [flags]   (a client of a running service; below)
        roadevents help
 
 Without a command, serves the API, the stream, the console (/app/) and the API reference
@@ -111,8 +120,11 @@ Without a command, serves the API, the stream, the console (/app/) and the API r
 is stopped; "roadevents <command> -h" explains one. Every setting can also come from the
 environment (ROADEVENTS_*, docs/operations.md §4); flags win.
 
-Flags of the server:
+Client commands (docs/cli.md; the service at ROADEVENTS_URL, default http://127.0.0.1:8080,
+the API key in ROADEVENTS_API_KEY or the config file, never a flag):
 `)
+	cli.Help(out)
+	fmt.Fprint(out, "\nFlags of the server:\n")
 	flag.PrintDefaults()
 }
 

@@ -76,8 +76,19 @@ func New(base, key string, opts ...Option) *Client {
 	return c
 }
 
-// call sends method path with the JSON of in (nil: no body) under the retry policy and decodes
-// a 2xx answer into out (nil: discard); it returns the status.
+// Call sends method path (with query) and the JSON of in (nil: no body) with the client's
+// credential under its retry policy, and decodes a 2xx answer into out (nil: discard; a
+// *[]byte: the raw body); it returns the status. It serves the routes without a method of
+// their own, such as the console's (a session token is the credential there). A call that is
+// not a read is retried after a timeout only when ctx says it is safe (WithSafeRetry).
+func (c *Client) Call(ctx context.Context, method, path string, query url.Values, in, out any) (int, error) {
+	return c.call(ctx, method, path, query, in, out)
+}
+
+// WithSafeRetry marks ctx's calls as safe to send twice, so that Call retries them after a
+// timeout or a reset too.
+func WithSafeRetry(ctx context.Context) context.Context { return withIdempotence(ctx, true) }
+
 func (c *Client) call(ctx context.Context, method, path string, query url.Values, in, out any) (int, error) {
 	var body []byte
 	if in != nil {
