@@ -19,10 +19,10 @@ import (
 	"time"
 
 	"github.com/roadevents/roadevents/shared/admin"
-	"github.com/roadevents/roadevents/shared/cli"
 	"github.com/roadevents/roadevents/shared/app"
 	"github.com/roadevents/roadevents/shared/app/tenants"
 	"github.com/roadevents/roadevents/shared/billing"
+	"github.com/roadevents/roadevents/shared/cli"
 	"github.com/roadevents/roadevents/shared/clock"
 	"github.com/roadevents/roadevents/shared/config"
 	"github.com/roadevents/roadevents/shared/daemon"

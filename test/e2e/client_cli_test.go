@@ -204,7 +204,9 @@ func TestCommandLine(t *testing.T) {
 		return strings.Contains(s, "2 events") && strings.Index(s, near) >= 0 && strings.Index(s, near) < strings.Index(s, far)
 	})
 	run(0, "", "close", near)
-	shows("the close", func(s string) bool { return strings.Contains(s, "1 events") && !strings.Contains(s, near) && strings.Contains(s, far) })
+	shows("the close", func(s string) bool {
+		return strings.Contains(s, "1 events") && !strings.Contains(s, near) && strings.Contains(s, far)
+	})
 
 	// A live key plays no scenario: its first event is taken off the network at once.
 	liveKey := regexp.MustCompile(`svc_[A-Za-z0-9]{43}`).FindString(run(0, "", "keys", "issue", "-org", org.OrgID, "-env", "live"))
