@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/roadevents/roadevents/shared/event"
+	"github.com/roadevents/roadevents/shared/meta"
 )
 
 // The payloads and answers of the routes: the service's own types, so that they cannot drift.
@@ -247,6 +248,16 @@ func (c *Client) EventTypes(ctx context.Context) ([]string, error) {
 	var out []string
 	_, err := c.call(ctx, http.MethodGet, "/v1/meta/event-types", nil, nil, &out)
 	return out, err
+}
+
+// Taxonomy is the taxonomy document: each type's subtypes, lifetimes and merge distance.
+type Taxonomy = meta.TaxonomyOut
+
+// Taxonomy returns the types the service knows with their rules (docs/api.md §2.6).
+func (c *Client) Taxonomy(ctx context.Context) (Taxonomy, error) {
+	var t Taxonomy
+	_, err := c.call(ctx, http.MethodGet, "/v1/meta/taxonomy", nil, nil, &t)
+	return t, err
 }
 
 // Limits are the limits a client reads at run time.

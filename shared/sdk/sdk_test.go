@@ -109,6 +109,9 @@ func TestClientAgainstTheService(t *testing.T) {
 		if err != nil || !slices.Contains(types, "accident") {
 			t.Errorf("event types: %v, %v", types, err)
 		}
+		if tx, err := a.Taxonomy(ctx); err != nil || len(tx.Types) != len(types) || tx.Types[0].ID != types[0] {
+			t.Errorf("taxonomy: %+v, %v; want a type spec per type", tx, err)
+		}
 		if l, err := a.Limits(ctx); err != nil || l.MaxQueryRadiusM != 9780 {
 			t.Errorf("limits: %+v, %v", l, err)
 		}
