@@ -29,8 +29,10 @@ const Prefix = "/app/"
 // may be data: URLs, which the API reference's stylesheet uses for its icons. The reference's
 // renderer needs nothing more: its own inline styles are set through the CSSOM, which
 // style-src does not govern, it evaluates no strings as code, and it fetches only
-// /openapi.json and, when the reader tries a route, that route on the same origin.
-const ContentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+// /openapi.json and, when the reader tries a route, that route on the same origin. Images may
+// also come from any https origin: the Road page's map tiles, whose server is the deployment's
+// choice (ROADEVENTS_BASEMAP_TILES, docs/console.md §5); an image runs no code.
+const ContentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: https:; " +
 	"connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 
 // Files returns the built console, rooted at its index.html.

@@ -2,8 +2,9 @@
 // creates an organisation, turns on TOTP with a code computed from the displayed secret, signs
 // in again with a recovery code, issues a sandbox key and runs the first call the console shows
 // with it (curl, as pasted into a shell), sees usage rise after calls with it,
-// invites a colleague who accepts in a second browser context (a phone-sized one), and
-// revokes the key. The colleague then signs in on a third, fresh browser context and finds the
+// invites a colleague who accepts in a second browser context (a phone-sized one),
+// follows an event it publishes on the Road page (live on the map, inspected, closed), on a
+// desktop and on a phone-sized screen, and revokes the key. The colleague then signs in on a third, fresh browser context and finds the
 // organisation through the switcher (the list is the server's, GET /console/orgs), which drops
 // it once they are removed, and drops another once they leave it. Apart, the API reference at
 // /docs renders the served /openapi.json with nothing fetched from elsewhere. Every main page
@@ -124,6 +125,19 @@ async function v1(method, path, key, body) {
   });
   return res.status;
 }
+
+/** v1json calls the public interface with an API key and returns the status and the JSON body. */
+async function v1json(method, path, key, body) {
+  const res = await fetch(server.base + path, {
+    method,
+    headers: { Authorization: 'Bearer ' + key, 'Content-Type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: res.status, body: await res.json().catch(() => null) };
+}
+
+/** percent is a confidence as the Road page's inspector shows it. */
+const percent = (c) => `${Math.round(c * 100)}%`;
 
 test('RFC 6238 test vector', () => {
   // Secret "12345678901234567890", T = 59 s: 94287082, whose last six digits are the code.
@@ -413,6 +427,86 @@ test('the console, from sign-up to a revoked key', async (t) => {
     await row.getByRole('button', { name: 'Enable' }).waitFor();
     await row.getByText('Disabled', { exact: true }).waitFor();
     await shot(page, '10f-alert-rule');
+  });
+
+  // The event the Road steps publish, follow and close.
+  let roadEvent;
+
+  await step('the Road page: an event published with the key appears live on the map and in our list', async () => {
+    // docs/console.md §5: the page reads the area around the centre this browser remembers for
+    // the organisation, then the stream keeps it current without a reload.
+    const orgId = orgUrl.split('/').pop();
+    await page.evaluate(([k, v]) => localStorage.setItem(k, v), [`roadevents.road-centre.${orgId}`, JSON.stringify({ lat: 52.52, lon: 13.405, zoom: 13 })]);
+    await page.getByRole('link', { name: 'Road', exact: true }).click();
+    await page.getByRole('heading', { name: 'Road', level: 2, exact: true }).waitFor();
+    await page.getByTestId('road-map').locator('.leaflet-map-pane').waitFor({ state: 'attached' });
+    const live = page.getByTestId('live-status').filter({ hasText: /^Live$/ });
+    await live.waitFor();
+    // The key is a sandbox key: read as sandbox, on a stream of its own.
+    const reopened = page.waitForRequest((r) => r.url().includes('/v1/stream?'));
+    await page.getByRole('button', { name: 'Sandbox' }).click();
+    assert.match((await reopened).url(), /lat=52\.52&lon=13\.405&radius=5000&ticket=svc_st_/);
+    await live.waitFor();
+    const published = await v1json('POST', '/v1/events', rawKey, { type: 'accident', lat: 52.52, lon: 13.405, description: 'Road page test' });
+    assert.equal(published.status, 201, `publishing answered ${published.status}: ${JSON.stringify(published.body)}`);
+    roadEvent = published.body;
+    await page.locator(`path.road-event.ev-${roadEvent.event_id}`).waitFor({ timeout: 2000 });
+    assert.equal(await page.locator(`path.ev-${roadEvent.event_id}`).getAttribute('data-event-id'), roadEvent.event_id);
+    await page.getByTestId('own-event-' + roadEvent.event_id).waitFor();
+    await shot(page, '10g-road');
+  });
+
+  await step('the Road inspector shows the event, and its confidence follows a confirmation', async () => {
+    const id = roadEvent.event_id;
+    await page.locator(`path.ev-${id}`).click();
+    const inspector = page.getByTestId('inspector');
+    await inspector.getByRole('heading', { name: /Accident/ }).waitFor();
+    const confidence = page.getByTestId('inspector-confidence');
+    assert.equal(await confidence.textContent(), percent(roadEvent.confidence));
+    await inspector.getByTestId('evidence').waitFor();
+    // The publisher's own organisation may signal its event (docs/api.md §4.1 rule 6); a new
+    // reporter's confirmation raises the confidence.
+    const confirmed = await v1json('POST', `/v1/events/${id}/signals`, rawKey, { action: 'confirm', reporter_token: 'road-page-car' });
+    assert.equal(confirmed.status, 200, `the confirmation answered ${confirmed.status}: ${JSON.stringify(confirmed.body)}`);
+    assert.notEqual(percent(confirmed.body.confidence), percent(roadEvent.confidence));
+    await confidence.filter({ hasText: percent(confirmed.body.confidence) }).waitFor({ timeout: 2000 });
+    await page.getByTestId('inspector-tallies').filter({ hasText: /^1 confirm/ }).waitFor();
+    await page.getByTestId('own-event-' + id).getByText(percent(confirmed.body.confidence)).waitFor();
+    await shot(page, '10h-road-inspector');
+  });
+
+  await step('an owner closes the event from the Road inspector: it leaves the map and the list', async () => {
+    const id = roadEvent.event_id;
+    const inspector = page.getByTestId('inspector');
+    await inspector.getByRole('button', { name: 'Close event' }).click();
+    await inspector.getByRole('button', { name: 'Yes, close it' }).click();
+    await inspector.getByText('The event is closed').waitFor();
+    await page.locator(`path.ev-${id}`).waitFor({ state: 'detached' });
+    await page.getByTestId('own-event-' + id).waitFor({ state: 'detached' });
+    assert.equal(await page.getByTestId('inspector-status').textContent(), 'Expired');
+    assert.equal((await v1json('GET', `/v1/events/${id}`, rawKey)).body.status, 'expired');
+  });
+
+  await step('the Road page fits a phone-sized screen', async () => {
+    await page.setViewportSize({ width: 390, height: 844 });
+    try {
+      await page.reload();
+      await page.getByRole('heading', { name: 'Road', level: 2, exact: true }).waitFor();
+      await page.getByRole('button', { name: 'Sandbox' }).click();
+      const map = page.getByTestId('road-map');
+      await map.locator('.leaflet-map-pane').waitFor({ state: 'attached' });
+      const list = page.getByTestId('own-events');
+      await list.getByRole('table').or(list.getByText('No active sandbox events of ours.')).waitFor();
+      assert.ok(await map.isVisible(), 'the map is visible');
+      assert.ok(await list.isVisible(), 'the own events are visible');
+      const box = await map.boundingBox();
+      assert.ok(box.width > 300 && box.x + box.width <= 390, `the map spans the screen: ${JSON.stringify(box)}`);
+      const width = await page.evaluate(() => document.documentElement.scrollWidth);
+      assert.ok(width <= 390, `the page scrolls sideways: ${width} px wide`);
+      await shot(page, '10i-road-390');
+    } finally {
+      await page.setViewportSize({ width: 1280, height: 900 });
+    }
   });
 
   await step('invites a colleague who accepts in a second browser context', async () => {

@@ -56,6 +56,9 @@ export async function startServer() {
   env.ROADEVENTS_FEEDS_ALLOW_PRIVATE = 'true';
   // And its webhook receiver (docs/webhooks.md §4).
   env.ROADEVENTS_WEBHOOKS_ALLOW_PRIVATE = 'true';
+  // The Road page's map draws on a plain background: no request for tiles leaves the machine
+  // (docs/console.md §5).
+  env.ROADEVENTS_BASEMAP_TILES = 'none';
   const proc = spawn(bin, ['-addr', '127.0.0.1:0', '-data', data], { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let log = '';
   proc.stderr.on('data', (b) => (log += b));

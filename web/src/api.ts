@@ -268,6 +268,129 @@ export const eventTypes = [
   'roadworks',
 ] as const;
 export type EventType = (typeof eventTypes)[number];
+/** A GeoJSON LineString: an event's extent beyond its point, [longitude, latitude] positions. */
+export interface LineStringGeometry {
+  type: 'LineString';
+  coordinates: [number, number][];
+}
+/** A publisher's assessment of an event (docs/api.md §2.2). */
+export type Severity = 'low' | 'medium' | 'high';
+/** A road event as returned (EventPublic, docs/api.md §2.3). */
+export interface EventPublic {
+  event_id: string;
+  schema_version: number;
+  /** Open vocabulary: an unknown type is shown as it is. */
+  type: string;
+  lat: number;
+  lon: number;
+  geometry?: LineStringGeometry | null;
+  heading?: number | null;
+  road_ref?: string | null;
+  severity?: string | null;
+  description?: string | null;
+  occurred_at?: string | null;
+  created_at: string;
+  expires_at: string;
+  /** publisher or feed. */
+  source_kind: string;
+  feed_id?: string | null;
+  license?: string | null;
+  upstream_updated_at?: string | null;
+  fetched_at?: string | null;
+  /** active, expired, invalidated or merged. */
+  status: string;
+  /** unverified, confirmed or disputed. */
+  verification: string;
+  /** 0..1: (confirm_count + 2) / (confirm_count + deny_count + 3). */
+  confidence: number;
+  confirm_count: number;
+  deny_count: number;
+  updated_at?: string | null;
+  merged_into?: string | null;
+  environment?: string;
+  subtype?: string | null;
+}
+/** Whose act an evidence item is, seen by the caller's organisation. */
+export type EvidenceBy = 'your_organisation' | 'another_organisation';
+/** One change of an event after its publication (EvidenceStep). */
+export interface EvidenceStep {
+  at: string;
+  kind: 'signal' | 'duplicate' | 'revision' | 'merged' | 'closed' | 'invalidated' | string;
+  action?: 'confirm' | 'deny';
+  by?: EvidenceBy;
+  distance_m: number | null;
+  event_id?: string;
+  reason?: string;
+}
+/** Why an event has the confidence it has (EvidenceOut, docs/network.md §4). */
+export interface EventEvidence {
+  event_id: string;
+  status: string;
+  confidence: number;
+  verification: string;
+  reporters: { confirming: number; denying: number; organisations: number };
+  /** Every change after publication, oldest first. */
+  timeline: EvidenceStep[];
+  timeline_truncated: boolean;
+  /** Reports of other sources merged into this event. */
+  duplicates: { event_id: string; merged_at: string; distance_m: number | null; by: EvidenceBy }[];
+  /** Each setting of expires_at, oldest first. */
+  expiry: { at: string; expires_at: string; cause: string }[];
+  publisher: { by: EvidenceBy; reputation: string };
+}
+/** The map background (GET /v1/meta/basemap): tiles null for a plain one. */
+export interface Basemap {
+  tiles: string | null;
+  attribution: string;
+}
+/** The limits a client reads at run time (GET /v1/meta/limits). */
+export interface Limits {
+  max_query_radius_m: number;
+  query_level?: number;
+  note?: string;
+}
+/** A stream ticket (docs/api.md §2.8): opens GET /v1/stream for 300 s. */
+export interface StreamTicket {
+  ticket: string;
+  expires_at: string;
+  expires_in: number;
+}
+/** The filter of an area read and of a stream: a circle, the types (none: all) and the least confidence. */
+export interface AreaQuery {
+  lat: number;
+  lon: number;
+  radius: number;
+  types: string[];
+  min_confidence: number;
+}
+/** A stream's snapshot frame: the full truth for the area. */
+export interface StreamSnapshot {
+  events: EventPublic[];
+  max_seconds: number;
+  at: string;
+}
+/** A stream's event frame: one change of an event the filter matched before or after it. */
+export interface StreamDelta {
+  kind: 'created' | 'updated' | 'signal' | 'ended' | string;
+  event: EventPublic;
+  at: string;
+}
+/** A stream's bye frame. */
+export interface StreamBye {
+  reason: string;
+  reconnect: boolean;
+}
+/**
+ * The body of a revision (RevisionIn, docs/api.md §2.4): the fields are applied, not merged, so
+ * an omitted severity or subtype is cleared and an omitted geometry shrinks the event to its point.
+ */
+export interface RevisionDraft {
+  lat: number;
+  lon: number;
+  geometry?: LineStringGeometry;
+  severity?: Severity;
+  subtype?: string;
+}
 /** An alert rule's area: within radius_m metres (10 to 100 000) of a point, measured on the sphere. */
 export interface AlertCircle {
   type: 'Circle';
@@ -448,7 +571,8 @@ export interface ClientOptions {
   fetch?: typeof fetch;
 }
 
-type Query = Record<string, string | number | boolean | undefined>;
+/** A query's values; an array repeats the parameter (type=a&type=b). */
+type Query = Record<string, string | number | boolean | undefined | readonly string[]>;
 
 interface RequestOptions {
   body?: unknown;
@@ -460,6 +584,16 @@ interface RequestOptions {
 }
 
 const enc = encodeURIComponent;
+
+/** queryString encodes a query, leaving out undefined values; an array repeats its parameter. */
+function queryString(query: Query): string {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(query)) {
+    if (Array.isArray(v)) for (const x of v) q.append(k, x);
+    else if (v !== undefined) q.set(k, String(v));
+  }
+  return q.toString();
+}
 
 /** Client calls the console routes. */
 export class Client {
@@ -477,9 +611,7 @@ export class Client {
   async request<T>(method: string, path: string, o: RequestOptions = {}): Promise<T> {
     let url = this.opts.base.replace(/\/$/, '') + path;
     if (o.query) {
-      const q = new URLSearchParams();
-      for (const [k, v] of Object.entries(o.query)) if (v !== undefined) q.set(k, String(v));
-      const s = q.toString();
+      const s = queryString(o.query);
       if (s) url += '?' + s;
     }
     const headers: Record<string, string> = { Accept: 'application/json' };
@@ -669,6 +801,42 @@ export class Client {
   deleteAlertRule(orgId: string, ruleId: string) {
     return this.request<{ ok: true }>('DELETE', `/console/orgs/${enc(orgId)}/alert-rules/${enc(ruleId)}`);
   }
+  // The Road page (docs/console.md §5): the network's events read as the organisation in an
+  // environment; members read, owners close and revise the organisation's own events.
+  basemap() {
+    return this.request<Basemap>('GET', '/v1/meta/basemap', { anonymous: true });
+  }
+  limits() {
+    return this.request<Limits>('GET', '/v1/meta/limits', { anonymous: true });
+  }
+  areaEvents(orgId: string, environment: Environment, a: AreaQuery) {
+    return this.request<EventPublic[]>('GET', `/console/orgs/${enc(orgId)}/events`, { query: { environment, ...areaParams(a) } });
+  }
+  ownEvents(orgId: string, environment: Environment) {
+    return this.request<EventPublic[]>('GET', `/console/orgs/${enc(orgId)}/own-events`, { query: { environment } });
+  }
+  roadEvent(orgId: string, environment: Environment, eventId: string) {
+    return this.request<EventPublic>('GET', `/console/orgs/${enc(orgId)}/events/${enc(eventId)}`, { query: { environment } });
+  }
+  eventEvidence(orgId: string, environment: Environment, eventId: string) {
+    return this.request<EventEvidence>('GET', `/console/orgs/${enc(orgId)}/events/${enc(eventId)}/evidence`, { query: { environment } });
+  }
+  closeEvent(orgId: string, environment: Environment, eventId: string) {
+    return this.request<EventPublic>('POST', `/console/orgs/${enc(orgId)}/events/${enc(eventId)}/close`, { query: { environment } });
+  }
+  reviseEvent(orgId: string, environment: Environment, eventId: string, draft: RevisionDraft) {
+    return this.request<EventPublic>('POST', `/console/orgs/${enc(orgId)}/events/${enc(eventId)}/revisions`, { query: { environment }, body: draft });
+  }
+  streamTicket(orgId: string, environment: Environment) {
+    return this.request<StreamTicket>('POST', `/console/orgs/${enc(orgId)}/stream/tickets`, { query: { environment } });
+  }
+  /**
+   * streamUrl is the address of GET /v1/stream for an area, opened with a ticket: a browser's
+   * EventSource cannot send the Authorization header (docs/api.md §5).
+   */
+  streamUrl(a: AreaQuery, ticket: string): string {
+    return this.opts.base.replace(/\/$/, '') + '/v1/stream?' + queryString({ ...areaParams(a), ticket });
+  }
   plans() {
     return this.request<Plan[]>('GET', '/console/plans', { anonymous: true });
   }
@@ -681,6 +849,11 @@ export class Client {
   portal(orgId: string) {
     return this.request<{ url: string }>('POST', `/console/orgs/${enc(orgId)}/billing/portal`);
   }
+}
+
+/** areaParams are an area's query parameters: types repeat type, and are left out when none is chosen (every type). */
+function areaParams(a: AreaQuery): Query {
+  return { lat: a.lat, lon: a.lon, radius: a.radius, type: a.types.length ? a.types : undefined, min_confidence: a.min_confidence || undefined };
 }
 
 /** isSession tells a Session from an AuthChallenge (verify-code answers either, docs/api.md §4.2). */

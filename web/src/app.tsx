@@ -12,6 +12,7 @@ import { AcceptInvite } from './pages/invite';
 import { Account } from './pages/account';
 import { CreateOrg, OrgSettings } from './pages/orgs';
 import { Overview } from './pages/overview';
+import { Road } from './pages/road';
 import { Keys } from './pages/keys';
 import { Quality } from './pages/quality';
 import { Feeds } from './pages/feeds';
@@ -265,6 +266,7 @@ function Header({ orgId }: { orgId: string | null }) {
 
 const tabs: [string, string][] = [
   ['overview', 'Overview'],
+  ['road', 'Road'],
   ['keys', 'API keys'],
   ['usage', 'Usage'],
   ['quality', 'Quality'],
@@ -317,6 +319,8 @@ function OrgPage({ orgId, tab }: { orgId: string; tab: string }) {
   }
   const body = (() => {
     switch (tab) {
+      case 'road':
+        return <Road org={org} />;
       case 'keys':
         return <Keys org={org} />;
       case 'usage':

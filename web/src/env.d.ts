@@ -9,3 +9,7 @@ declare module 'swagger-ui-dist/swagger-ui-es-bundle.js' {
   const SwaggerUI: (options: Record<string, unknown>) => unknown;
   export default SwaggerUI;
 }
+// Leaflet's ES module build: the same API as the package's main, which @types/leaflet types.
+declare module 'leaflet/dist/leaflet-src.esm.js' {
+  export * from 'leaflet';
+}
