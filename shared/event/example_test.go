@@ -21,7 +21,7 @@ func Example() {
 	e := event.New(in, "org-a", event.EnvironmentLive, id, now)
 
 	sig := event.SignalIn{Action: event.ActionConfirm, ReporterToken: ptr("car-9")}
-	vote, outcome, err := e.Signal(sig.Reporter("org-b"), nil, sig.Action, sig.Position(), now.Add(25*time.Minute))
+	vote, outcome, err := e.Signal(event.Reporter("org-b", sig.ReporterToken), nil, sig.Action, now.Add(25*time.Minute))
 	if err != nil {
 		fmt.Println("409:", err)
 		return

@@ -87,10 +87,8 @@ type Vote struct {
 	// reporter's first confirmation ever extends expiry (docs/api.md §2.1, §3), however often it
 	// switches between deny and confirm.
 	Confirmed bool `json:"confirmed"`
-	// Position is where the reporter was, rounded to 5 decimals, when it gave Action; nil if
-	// it did not say.
-	Position *geo.Point `json:"position,omitempty"`
-	// At is when Action was given.
+	// At is when Action was given. Where the reporter was is not kept: the history entry keeps
+	// its distance from the event (docs/privacy.md §2).
 	At time.Time `json:"at"`
 }
 
@@ -139,7 +137,7 @@ func (o Outcome) String() string {
 //     expires_at = now (Ended); a signal never makes an event invalidated.
 //
 // On error e is unchanged.
-func (e *Event) Signal(reporter string, prev *Vote, action string, position *geo.Point, now time.Time) (Vote, Outcome, error) {
+func (e *Event) Signal(reporter string, prev *Vote, action string, now time.Time) (Vote, Outcome, error) {
 	if action != ActionConfirm && action != ActionDeny {
 		return Vote{}, Unchanged, fmt.Errorf("signal %s: %w %q", e.ID, ErrUnknownAction, action)
 	}
@@ -154,10 +152,6 @@ func (e *Event) Signal(reporter string, prev *Vote, action string, position *geo
 	}
 	now = now.UTC()
 	vote := Vote{Reporter: reporter, Action: action, At: now}
-	if position != nil {
-		p := geo.Point{Lat: geo.Round5(position.Lat), Lon: geo.Round5(position.Lon)}
-		vote.Position = &p
-	}
 	if prev != nil {
 		vote.Confirmed = prev.Confirmed
 		e.untally(prev.Action)

@@ -33,7 +33,7 @@ func (v *voter) signal(t *testing.T, e *event.Event, reporter, action string, no
 	if p, ok := v.votes[reporter]; ok {
 		prev = &p
 	}
-	vote, outcome, err := e.Signal(reporter, prev, action, nil, now)
+	vote, outcome, err := e.Signal(reporter, prev, action, now)
 	if err != nil {
 		t.Fatalf("Signal(%s, %s) at %v: %v", reporter, action, now, err)
 	}
@@ -107,7 +107,7 @@ func TestExtension(t *testing.T) {
 			clk := clock.NewFake(t0)
 			e := publish(t, tc.typ, clk.Now())
 			clk.Advance(tc.confirmAt)
-			vote, outcome, err := e.Signal("org-b/veh-1", nil, event.ActionConfirm, nil, clk.Now())
+			vote, outcome, err := e.Signal("org-b/veh-1", nil, event.ActionConfirm, clk.Now())
 			if err != nil || outcome != event.Counted {
 				t.Fatalf("Signal(confirm) = %v, %v; want counted", outcome, err)
 			}
@@ -164,7 +164,7 @@ func TestCeiling(t *testing.T) {
 			if got := e.Public(ceiling).Status; got != event.StatusExpired {
 				t.Errorf("status at the ceiling = %q; want expired", got)
 			}
-			if _, _, err := e.Signal("org-b/late", nil, event.ActionConfirm, nil, ceiling); !errors.Is(err, event.ErrOver) {
+			if _, _, err := e.Signal("org-b/late", nil, event.ActionConfirm, ceiling); !errors.Is(err, event.ErrOver) {
 				t.Errorf("confirmation at the ceiling: err = %v; want ErrOver", err)
 			}
 		})
@@ -315,7 +315,7 @@ func TestSignalOverStates(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			e := tc.e
-			_, _, err := e.Signal("o/late", nil, tc.action, nil, tc.at)
+			_, _, err := e.Signal("o/late", nil, tc.action, tc.at)
 			if !errors.Is(err, event.ErrOver) {
 				t.Errorf("Signal() err = %v; want ErrOver", err)
 			}
@@ -335,7 +335,7 @@ func TestReporterIdentity(t *testing.T) {
 		a, b string
 	}{
 		{"organisation without token", event.Reporter("org-a", nil), event.Reporter("org-a", nil)},
-		{"same token", event.Reporter("org-a", ptr("veh-1")), event.SignalIn{ReporterToken: ptr("veh-1")}.Reporter("org-a")},
+		{"same token", event.Reporter("org-a", ptr("veh-1")), event.Reporter("org-a", ptr("veh-1"))},
 	}
 	for _, tc := range same {
 		if tc.a != tc.b {
@@ -378,26 +378,25 @@ func TestReporterIdentity(t *testing.T) {
 	}
 }
 
-// TestSignalVote checks what is stored for a reporter: its action, time and rounded
-// position; and that a vote of another reporter is refused.
+// TestSignalVote checks what is stored for a reporter: its action and time, and not where it
+// was (docs/privacy.md §2); and that a vote of another reporter is refused.
 func TestSignalVote(t *testing.T) {
 	t.Parallel()
 	e := publish(t, "accident", t0)
 	at := t0.Add(time.Minute)
 	in := event.SignalIn{Action: event.ActionConfirm, ReporterToken: ptr("veh-1"), Lat: ptr(48.1374349), Lon: ptr(11.575495)}
-	vote, _, err := e.Signal(in.Reporter("org-b"), nil, in.Action, in.Position(), at)
+	vote, _, err := e.Signal(event.Reporter("org-b", in.ReporterToken), nil, in.Action, at)
 	if err != nil {
 		t.Fatalf("Signal() = %v", err)
 	}
-	want := event.Vote{Reporter: "org-b/veh-1", Action: "confirm", Confirmed: true,
-		Position: &geo.Point{Lat: 48.13743, Lon: 11.5755}, At: at}
+	want := event.Vote{Reporter: "org-b/veh-1", Action: "confirm", Confirmed: true, At: at}
 	if !reflect.DeepEqual(vote, want) {
 		t.Errorf("vote = %+v; want %+v", vote, want)
 	}
-	if _, _, err := e.Signal("org-c/", &vote, event.ActionDeny, nil, at); !errors.Is(err, event.ErrVoteMismatch) {
+	if _, _, err := e.Signal("org-c/", &vote, event.ActionDeny, at); !errors.Is(err, event.ErrVoteMismatch) {
 		t.Errorf("Signal with another reporter's vote: err = %v; want ErrVoteMismatch", err)
 	}
-	if _, _, err := e.Signal("org-b/veh-1", &vote, "upvote", nil, at); !errors.Is(err, event.ErrUnknownAction) {
+	if _, _, err := e.Signal("org-b/veh-1", &vote, "upvote", at); !errors.Is(err, event.ErrUnknownAction) {
 		t.Errorf("Signal(upvote): err = %v; want ErrUnknownAction", err)
 	}
 	if (event.SignalIn{Action: "deny", Lat: ptr(1.0)}).Position() != nil {

@@ -59,7 +59,7 @@ func (in SignalIn) Position() *geo.Point {
 
 // Reporter returns the identity the signal counts under for a caller of organisation org
 // (see Reporter).
-func (in SignalIn) Reporter(org string) string { return Reporter(org, in.ReporterToken) }
+
 
 // normalize returns a rounded copy of g with its type set; nil stays nil.
 func (g *LineString) normalize() *LineString {

@@ -345,8 +345,7 @@ func (s *Store) mergeOps(ctx context.Context, dup event.Event, dupCond store.Con
 		At: now.UTC(), Kind: event.EntryDuplicate, Action: event.ActionConfirm, Reporter: event.Reporter(dup.Org, nil),
 		Distance: distance(dup.Point(), surv), Duplicate: dup.ID, ExpiresBefore: surv.ExpiresAt,
 	}
-	point := dup.Point()
-	vote, outcome, err := surv.Signal(entry.Reporter, prev, event.ActionConfirm, &point, now)
+	vote, outcome, err := surv.Signal(entry.Reporter, prev, event.ActionConfirm, now)
 	if err != nil {
 		return event.Event{}, nil, err
 	}

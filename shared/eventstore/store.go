@@ -177,6 +177,7 @@ type Judge interface {
 type Store struct {
 	table       store.Table
 	idKey       []byte
+	reporterKey []byte
 	ceiling     Ceiling
 	clock       clock.Clock
 	log         *slog.Logger
@@ -226,6 +227,7 @@ func New(table store.Table, opts Options) (*Store, error) {
 		cache:       cache,
 		table:       table,
 		idKey:       slices.Clone(opts.IDKey),
+		reporterKey: reporterKeyOf(opts.IDKey),
 		ceiling:     opts.Ceiling,
 		clock:       opts.Clock,
 		log:         opts.Logger,
@@ -293,6 +295,8 @@ func (s *Store) Get(ctx context.Context, c Caller, id string) (event.Event, erro
 // content is event.ErrReplayDiffers naming the first differing field, and the other environment
 // event.ErrOtherEnvironment (both 409). An extent over MaxIndexCells cells is an *ExtentError.
 func (s *Store) Publish(ctx context.Context, c Caller, in event.EventIn) (event.Event, bool, error) {
+	// The publisher's reporter token is kept sealed, and a replay compared sealed.
+	in.ReporterToken = s.sealToken(c.Org, in.ReporterToken)
 	id := event.NewID()
 	if in.ClientEventID != nil {
 		id = event.DerivedID(s.idKey, c.Org, *in.ClientEventID)
@@ -312,6 +316,11 @@ func (s *Store) Publish(ctx context.Context, c Caller, in event.EventIn) (event.
 			case lerr != nil:
 				return event.Event{}, false, lerr
 			default:
+				// One published before tokens were sealed holds its token as sent.
+				stored.ReporterToken = s.sealToken(stored.Org, stored.ReporterToken)
+				if stored.Published != nil {
+					stored.Published.ReporterToken = s.sealToken(stored.Org, stored.Published.ReporterToken)
+				}
 				if err := event.CheckReplay(stored, in, c.Org, c.Environment); err != nil {
 					return stored, false, fmt.Errorf("publish %s: %w", id, err)
 				}
@@ -486,7 +495,7 @@ func (s *Store) Signal(ctx context.Context, c Caller, id string, in event.Signal
 
 // signal is Signal under the event's lock.
 func (s *Store) signal(ctx context.Context, c Caller, id string, in event.SignalIn) (event.Event, event.Outcome, error) {
-	reporter := in.Reporter(c.Org)
+	reporter := s.reporter(c.Org, in.ReporterToken)
 	defer s.lock(id)()
 	allowed := false
 	for attempt := 1; ; attempt++ {
@@ -512,7 +521,7 @@ func (s *Store) signal(ctx context.Context, c Caller, id string, in event.Signal
 		allowed = true
 		now := s.clock.Now()
 		read, before, corroborated := ev.Version, ev.ExpiresAt, ev.Corroborated
-		vote, outcome, err := ev.Signal(reporter, prev, in.Action, in.Position(), now)
+		vote, outcome, err := ev.Signal(reporter, prev, in.Action, now)
 		if err != nil {
 			return event.Event{}, event.Unchanged, overError(err, ev, now)
 		}

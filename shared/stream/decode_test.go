@@ -16,7 +16,7 @@ import (
 // signalled returns ev after reporter's action at the given minute.
 func signalled(t testing.TB, ev event.Event, reporter, action string, minute int) event.Event {
 	t.Helper()
-	if _, _, err := ev.Signal(reporter, nil, action, nil, t0.Add(time.Duration(minute)*time.Minute)); err != nil {
+	if _, _, err := ev.Signal(reporter, nil, action, t0.Add(time.Duration(minute)*time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	return ev

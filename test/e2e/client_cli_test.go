@@ -201,7 +201,7 @@ func TestCommandLine(t *testing.T) {
 	near := eventID.FindString(run(0, "", "publish", "-type", "roadworks", "-lat", "48.2", "-lon", "11.6"))
 	far := eventID.FindString(run(0, "", "publish", "-type", "object_on_road", "-lat", "48.21", "-lon", "11.6"))
 	shows("both events, nearest first", func(s string) bool {
-		return strings.Contains(s, "2 events") && strings.Index(s, near) >= 0 && strings.Index(s, near) < strings.Index(s, far)
+		return strings.Contains(s, "2 events") && strings.Contains(s, near) && strings.Index(s, near) < strings.Index(s, far)
 	})
 	run(0, "", "close", near)
 	shows("the close", func(s string) bool {
