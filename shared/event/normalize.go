@@ -60,7 +60,6 @@ func (in SignalIn) Position() *geo.Point {
 // Reporter returns the identity the signal counts under for a caller of organisation org
 // (see Reporter).
 
-
 // normalize returns a rounded copy of g with its type set; nil stays nil.
 func (g *LineString) normalize() *LineString {
 	if g == nil {
