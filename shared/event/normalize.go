@@ -57,9 +57,6 @@ func (in SignalIn) Position() *geo.Point {
 	return &geo.Point{Lat: geo.Round5(*in.Lat), Lon: geo.Round5(*in.Lon)}
 }
 
-// Reporter returns the identity the signal counts under for a caller of organisation org
-// (see Reporter).
-
 // normalize returns a rounded copy of g with its type set; nil stays nil.
 func (g *LineString) normalize() *LineString {
 	if g == nil {
