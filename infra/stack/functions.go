@@ -173,22 +173,8 @@ const (
 // role and grants (its scheduled job polls the feeds into the events), with a timeout of its
 // own. A schedule invokes it every minute (docs/interop.md §13).
 func (s *Stack) addFeedPoller(st awscdk.Stack, p Props, role awsiam.IRole, code awslambda.Code, env map[string]*string, removal awscdk.RemovalPolicy) {
-	logs := logGroup(st, "FeedPollerLogs", p, removal)
-	logs.GrantWrite(role)
-	s.FeedPoller = awslambda.NewFunction(st, jsii.String("FeedPoller"), &awslambda.FunctionProps{
-		Description:                  jsii.String("roadevents: polls the organisations' open-data feeds (the events group's scheduled job)"),
-		Runtime:                      awslambda.Runtime_PROVIDED_AL2023(),
-		Architecture:                 awslambda.Architecture_ARM_64(),
-		Handler:                      jsii.String("bootstrap"),
-		Code:                         code,
-		Role:                         role,
-		MemorySize:                   jsii.Number(FeedPollerMemoryMB),
-		Timeout:                      awscdk.Duration_Seconds(jsii.Number(FeedPollerTimeoutSeconds)),
-		ReservedConcurrentExecutions: jsii.Number(1),
-		Environment:                  &env,
-		LogGroup:                     logs,
-		LoggingFormat:                awslambda.LoggingFormat_JSON,
-	})
+	s.FeedPoller = jobFunction{id: "FeedPoller", description: "polls the organisations' open-data feeds (the events group's scheduled job)",
+		memoryMB: FeedPollerMemoryMB, timeoutSeconds: FeedPollerTimeoutSeconds, concurrency: 1}.add(st, p, role, code, env, removal)
 	accept(s.FeedPoller, "Serverless-LambdaDLQ", "invoked by EventBridge every minute: a failed pass leaves its feeds due, and the next "+
 		"minute's pass polls them")
 	s.FeedSchedule = awsevents.NewRule(st, jsii.String("FeedSchedule"), &awsevents.RuleProps{
@@ -200,6 +186,36 @@ func (s *Stack) addFeedPoller(st awscdk.Stack, p Props, role awsiam.IRole, code 
 	})
 	accept(s.FeedSchedule, "Serverless-EventBusDLQ", "a failed feed pass needs no retry nor dead-letter queue: the feeds it did not poll "+
 		"stay due, and the next pass, a minute later, polls them")
+}
+
+// jobFunction is a function that answers no request (docs/architecture.md §4): a group's code
+// and role, run by a schedule, the table's stream or a queue, with its own log group, size and
+// timeout, and at most concurrency instances (none reserved when 0).
+type jobFunction struct {
+	id, description                       string
+	memoryMB, timeoutSeconds, concurrency float64
+}
+
+func (j jobFunction) add(st awscdk.Stack, p Props, role awsiam.IRole, code awslambda.Code, env map[string]*string, removal awscdk.RemovalPolicy) awslambda.Function {
+	logs := logGroup(st, j.id+"Logs", p, removal)
+	logs.GrantWrite(role)
+	props := &awslambda.FunctionProps{
+		Description:   jsii.String("roadevents: " + j.description),
+		Runtime:       awslambda.Runtime_PROVIDED_AL2023(),
+		Architecture:  awslambda.Architecture_ARM_64(),
+		Handler:       jsii.String("bootstrap"),
+		Code:          code,
+		Role:          role,
+		MemorySize:    jsii.Number(j.memoryMB),
+		Timeout:       awscdk.Duration_Seconds(jsii.Number(j.timeoutSeconds)),
+		Environment:   &env,
+		LogGroup:      logs,
+		LoggingFormat: awslambda.LoggingFormat_JSON,
+	}
+	if j.concurrency > 0 {
+		props.ReservedConcurrentExecutions = jsii.Number(j.concurrency)
+	}
+	return awslambda.NewFunction(st, jsii.String(j.id), props)
 }
 
 // giveGrants gives role a group's grants on the table, its secrets and the sealing key, and

@@ -66,21 +66,8 @@ func (s *Stack) addWebhookQueues(st awscdk.Stack) {
 // record fails is handed again from that record for up to a day (the stream keeps a day), then
 // the record's place goes to WebhookStreamFailures.
 func (s *Stack) addWebhookProducer(st awscdk.Stack, p Props, role awsiam.IRole, code awslambda.Code, env map[string]*string, removal awscdk.RemovalPolicy) {
-	logs := logGroup(st, "WebhookProducerLogs", p, removal)
-	logs.GrantWrite(role)
-	s.WebhookProducer = awslambda.NewFunction(st, jsii.String("WebhookProducer"), &awslambda.FunctionProps{
-		Description:   jsii.String("roadevents: makes webhook deliveries from the table's stream (the events group's producer)"),
-		Runtime:       awslambda.Runtime_PROVIDED_AL2023(),
-		Architecture:  awslambda.Architecture_ARM_64(),
-		Handler:       jsii.String("bootstrap"),
-		Code:          code,
-		Role:          role,
-		MemorySize:    jsii.Number(512),
-		Timeout:       awscdk.Duration_Seconds(jsii.Number(WebhookProducerTimeoutSeconds)),
-		Environment:   &env,
-		LogGroup:      logs,
-		LoggingFormat: awslambda.LoggingFormat_JSON,
-	})
+	s.WebhookProducer = jobFunction{id: "WebhookProducer", description: "makes webhook deliveries from the table's stream (the events group's producer)",
+		memoryMB: 512, timeoutSeconds: WebhookProducerTimeoutSeconds}.add(st, p, role, code, env, removal)
 	accept(s.WebhookProducer, "Serverless-LambdaDLQ", "invoked by the table's stream: a failed record is handed again, then sent to "+
 		"the mapping's on-failure queue (WebhookStreamFailures), not to a function dead-letter queue")
 	// The stream's read rights on the stream alone: not the managed grant's ListStreams on
@@ -107,22 +94,8 @@ func (s *Stack) addWebhookProducer(st awscdk.Stack, p Props, role awsiam.IRole, 
 // are due (docs/webhooks.md §3): the console-orgs function's code and role (it opens the
 // endpoints' sealed secrets and writes the attempts), with a timeout of its own.
 func (s *Stack) addWebhookDispatcher(st awscdk.Stack, p Props, role awsiam.IRole, code awslambda.Code, env map[string]*string, removal awscdk.RemovalPolicy) {
-	logs := logGroup(st, "WebhookDispatcherLogs", p, removal)
-	logs.GrantWrite(role)
-	s.WebhookDispatcher = awslambda.NewFunction(st, jsii.String("WebhookDispatcher"), &awslambda.FunctionProps{
-		Description:                  jsii.String("roadevents: sends the webhook deliveries whose turn came (the console-orgs group's dispatcher)"),
-		Runtime:                      awslambda.Runtime_PROVIDED_AL2023(),
-		Architecture:                 awslambda.Architecture_ARM_64(),
-		Handler:                      jsii.String("bootstrap"),
-		Code:                         code,
-		Role:                         role,
-		MemorySize:                   jsii.Number(256),
-		Timeout:                      awscdk.Duration_Seconds(jsii.Number(WebhookDispatcherTimeoutSeconds)),
-		ReservedConcurrentExecutions: jsii.Number(WebhookDispatcherConcurrency),
-		Environment:                  &env,
-		LogGroup:                     logs,
-		LoggingFormat:                awslambda.LoggingFormat_JSON,
-	})
+	s.WebhookDispatcher = jobFunction{id: "WebhookDispatcher", description: "sends the webhook deliveries whose turn came (the console-orgs group's dispatcher)",
+		memoryMB: 256, timeoutSeconds: WebhookDispatcherTimeoutSeconds, concurrency: WebhookDispatcherConcurrency}.add(st, p, role, code, env, removal)
 	s.WebhookDispatcher.AddEventSource(awslambdaeventsources.NewSqsEventSource(s.WebhookTurns, &awslambdaeventsources.SqsEventSourceProps{
 		BatchSize:               jsii.Number(WebhookTurnsBatch),
 		ReportBatchItemFailures: jsii.Bool(true),

@@ -148,17 +148,26 @@ func clock(t string) string {
 	return t
 }
 
-func get(ctx context.Context, e *Env, args []string) int {
-	fs := e.flags("get", "EVENT_ID")
+// onEvent parses the arguments of a command on one event (its flags, then its id) and returns
+// the API client and the id; a code other than ExitOK ends the command.
+func (e *Env) onEvent(fs *flag.FlagSet, args []string) (*sdk.Client, string, int) {
 	if fs.Parse(args) != nil || fs.NArg() != 1 {
 		fs.Usage()
-		return ExitUsage
+		return nil, "", ExitUsage
 	}
 	c, err := e.apiClient()
 	if err != nil {
-		return e.fail(err)
+		return nil, "", e.fail(err)
 	}
-	ev, err := c.Get(ctx, fs.Arg(0))
+	return c, fs.Arg(0), ExitOK
+}
+
+func get(ctx context.Context, e *Env, args []string) int {
+	c, id, code := e.onEvent(e.flags("get", "EVENT_ID"), args)
+	if code != ExitOK {
+		return code
+	}
+	ev, err := c.Get(ctx, id)
 	if err != nil {
 		return e.fail(err)
 	}
@@ -170,15 +179,15 @@ func signal(ctx context.Context, e *Env, args []string) int {
 	fs := e.flags("signal", "-action confirm|deny -reporter TOKEN EVENT_ID")
 	action := fs.String("action", "confirm", "confirm or deny")
 	reporter := fs.String("reporter", "", "the reporting vehicle or person, as your system names it (required)")
-	if fs.Parse(args) != nil || fs.NArg() != 1 || *reporter == "" {
+	c, id, code := e.onEvent(fs, args)
+	if code != ExitOK {
+		return code
+	}
+	if *reporter == "" {
 		fs.Usage()
 		return ExitUsage
 	}
-	c, err := e.apiClient()
-	if err != nil {
-		return e.fail(err)
-	}
-	ev, err := c.Signal(ctx, fs.Arg(0), sdk.SignalIn{Action: *action, ReporterToken: reporter})
+	ev, err := c.Signal(ctx, id, sdk.SignalIn{Action: *action, ReporterToken: reporter})
 	if err != nil {
 		return e.fail(err)
 	}
@@ -194,15 +203,11 @@ func revise(ctx context.Context, e *Env, args []string) int {
 	lat := fs.Float64("lat", 0, "new latitude (with -lon)")
 	lon := fs.Float64("lon", 0, "new longitude (with -lat)")
 	severity := fs.String("severity", "", "low, medium or high; none clears it")
-	if fs.Parse(args) != nil || fs.NArg() != 1 {
-		fs.Usage()
-		return ExitUsage
+	c, id, code := e.onEvent(fs, args)
+	if code != ExitOK {
+		return code
 	}
-	c, err := e.apiClient()
-	if err != nil {
-		return e.fail(err)
-	}
-	ev, err := c.Get(ctx, fs.Arg(0))
+	ev, err := c.Get(ctx, id)
 	if err != nil {
 		return e.fail(err)
 	}
@@ -233,7 +238,7 @@ func revise(ctx context.Context, e *Env, args []string) int {
 			in.Geometry = &g
 		}
 	}
-	out, err := c.Revise(ctx, fs.Arg(0), in)
+	out, err := c.Revise(ctx, id, in)
 	if err != nil {
 		return e.fail(err)
 	}
@@ -242,16 +247,11 @@ func revise(ctx context.Context, e *Env, args []string) int {
 }
 
 func closeCmd(ctx context.Context, e *Env, args []string) int {
-	fs := e.flags("close", "EVENT_ID")
-	if fs.Parse(args) != nil || fs.NArg() != 1 {
-		fs.Usage()
-		return ExitUsage
+	c, id, code := e.onEvent(e.flags("close", "EVENT_ID"), args)
+	if code != ExitOK {
+		return code
 	}
-	c, err := e.apiClient()
-	if err != nil {
-		return e.fail(err)
-	}
-	ev, err := c.Close(ctx, fs.Arg(0))
+	ev, err := c.Close(ctx, id)
 	if err != nil {
 		return e.fail(err)
 	}
