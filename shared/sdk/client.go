@@ -22,7 +22,6 @@ import (
 	"time"
 
 	"github.com/roadevents/roadevents/shared/event"
-	"github.com/roadevents/roadevents/shared/meta"
 )
 
 // The payloads and answers of the routes: the service's own types, so that they cannot drift.
@@ -250,8 +249,23 @@ func (c *Client) EventTypes(ctx context.Context) ([]string, error) {
 	return out, err
 }
 
-// Taxonomy is the taxonomy document: each type's subtypes, lifetimes and merge distance.
-type Taxonomy = meta.TaxonomyOut
+// Taxonomy is the taxonomy document (docs/api.md §2.6). It is the SDK's own type, so that the
+// SDK links none of the service's serving code; a test holds it to what the service serves.
+type Taxonomy struct {
+	SchemaVersion int        `json:"schema_version"`
+	Types         []TypeSpec `json:"types"`
+}
+
+// TypeSpec is one type's subtypes, lifetimes and merge distance.
+type TypeSpec struct {
+	ID               string   `json:"id"`
+	Subtypes         []string `json:"subtypes"`
+	TTLSeconds       int64    `json:"ttl_seconds"`
+	MaxTTLSeconds    int64    `json:"max_ttl_seconds"`
+	ExtensionSeconds int64    `json:"extension_seconds"`
+	Description      string   `json:"description"`
+	MergeDistanceM   float64  `json:"merge_distance_m"`
+}
 
 // Taxonomy returns the types the service knows with their rules (docs/api.md §2.6).
 func (c *Client) Taxonomy(ctx context.Context) (Taxonomy, error) {

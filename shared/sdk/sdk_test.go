@@ -3,6 +3,7 @@ package sdk_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -17,6 +18,7 @@ import (
 	"github.com/roadevents/roadevents/shared/app"
 	"github.com/roadevents/roadevents/shared/app/apptest"
 	"github.com/roadevents/roadevents/shared/config"
+	"github.com/roadevents/roadevents/shared/meta"
 	"github.com/roadevents/roadevents/shared/metering"
 	"github.com/roadevents/roadevents/shared/routetable"
 	"github.com/roadevents/roadevents/shared/sdk"
@@ -122,6 +124,23 @@ func TestClientAgainstTheService(t *testing.T) {
 			t.Errorf("a bad key: %v; want 401", err)
 		}
 	})
+}
+
+// The SDK's own Taxonomy reads every field the service serves: decoded and encoded again, the
+// document is the same.
+func TestTaxonomyMatchesTheService(t *testing.T) {
+	served, err := json.Marshal(meta.Taxonomy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mine sdk.Taxonomy
+	if err := json.Unmarshal(served, &mine); err != nil {
+		t.Fatal(err)
+	}
+	again, _ := json.Marshal(mine)
+	if string(again) != string(served) {
+		t.Errorf("the SDK's taxonomy\n%s\ndiffers from the service's\n%s", again, served)
+	}
 }
 
 // docs/api.md §6 through the SDK: a watch starts from the snapshot, follows publications,
