@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/roadevents/roadevents/shared/geo"
+	"github.com/roadevents/roadevents/shared/apitest"
 	"github.com/roadevents/roadevents/shared/store"
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
 	"github.com/roadevents/roadevents/shared/stream"
@@ -176,7 +177,10 @@ func TestResumeFallsBackToASnapshot(t *testing.T) {
 		away func(t *testing.T, r *rig, last string) string
 	}{
 		{"away longer than the window", rigOptions{resumeWindow: testResumeWindow}, func(t *testing.T, r *rig, last string) string {
+			// The hub stamps a change when it dispatches it: the clock moves on only once it has.
+			before := r.hub.Stats().Dispatched
 			r.publish(t, r.liveKey, "accident", offset(center, 10))
+			apitest.Eventually(t, "the hub dispatches the change", func() bool { return r.hub.Stats().Dispatched > before })
 			r.tab.Clock.Advance(testResumeWindow + time.Second)
 			return last
 		}},
