@@ -495,13 +495,17 @@ func (s *Store) Signal(ctx context.Context, c Caller, id string, in event.Signal
 
 // signal is Signal under the event's lock.
 func (s *Store) signal(ctx context.Context, c Caller, id string, in event.SignalIn) (event.Event, event.Outcome, error) {
-	reporter := s.reporter(c.Org, in.ReporterToken)
+	sealed, legacy := s.reporter(c.Org, in.ReporterToken)
 	defer s.lock(id)()
 	allowed := false
 	for attempt := 1; ; attempt++ {
-		ev, prev, cells, err := s.loadWithVote(ctx, id, reporter)
+		ev, prev, cells, err := s.loadWithVote(ctx, id, sealed, legacy)
 		if err != nil {
 			return event.Event{}, event.Unchanged, err
+		}
+		reporter := sealed
+		if prev != nil {
+			reporter = prev.Reporter // a vote of versions before stands under the token as sent
 		}
 		switch {
 		case !c.sees(ev.Environment):
@@ -576,15 +580,21 @@ func overError(err error, ev event.Event, now time.Time) error {
 	return err
 }
 
-// loadWithVote reads an event and a reporter's standing vote on it (nil when none).
-func (s *Store) loadWithVote(ctx context.Context, id, reporter string) (event.Event, *event.Vote, []h3.Cell, error) {
+// loadWithVote reads an event and a reporter's standing vote on it (nil when none): under the
+// first of the reporter's identities that has one ("" is skipped).
+func (s *Store) loadWithVote(ctx context.Context, id string, reporters ...string) (event.Event, *event.Vote, []h3.Cell, error) {
 	ev, cells, err := s.load(ctx, id)
 	if err != nil {
 		return event.Event{}, nil, nil, err
 	}
-	items, err := s.table.Query(ctx, standingVote(id, reporter))
-	if err != nil {
-		return event.Event{}, nil, nil, fmt.Errorf("read the vote of %s on %s: %w", reporter, id, err)
+	var items []store.Item
+	for _, reporter := range reporters {
+		if reporter == "" || len(items) > 0 {
+			continue
+		}
+		if items, err = s.table.Query(ctx, standingVote(id, reporter)); err != nil {
+			return event.Event{}, nil, nil, fmt.Errorf("read the vote of %s on %s: %w", reporter, id, err)
+		}
 	}
 	if len(items) == 0 {
 		return ev, nil, cells, nil
