@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/roadevents/roadevents/shared/geo"
 	"github.com/roadevents/roadevents/shared/apitest"
+	"github.com/roadevents/roadevents/shared/geo"
 	"github.com/roadevents/roadevents/shared/store"
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
 	"github.com/roadevents/roadevents/shared/stream"
