@@ -93,6 +93,9 @@ type Event struct {
 	// that another source's report was merged into it: it counts for its publisher's
 	// reputation (docs/network.md §2).
 	Corroborated bool `json:"corroborated,omitempty"`
+	// SealedReporters: the votes on the event are keyed by sealed reporter tokens (set by New;
+	// events of versions before have none under a token as sent, docs/privacy.md §2).
+	SealedReporters bool `json:"sealed_reporters,omitempty"`
 
 	// Feed provenance, set only for SourceFeed events (docs/api.md §10.2).
 	FeedID            *string    `json:"feed_id,omitempty"`
@@ -119,27 +122,28 @@ func New(in EventIn, org, env, id string, now time.Time) Event {
 	now = now.UTC()
 	published := in.Normalize() // a second copy, sharing no memory with the live fields
 	return Event{
-		ID:            id,
-		Org:           org,
-		Environment:   env,
-		SourceKind:    SourcePublisher,
-		Type:          in.Type,
-		Subtype:       in.Subtype,
-		Lat:           in.Lat,
-		Lon:           in.Lon,
-		Geometry:      in.Geometry,
-		Heading:       in.Heading,
-		RoadRef:       in.RoadRef,
-		Severity:      in.Severity,
-		Description:   in.Description,
-		OccurredAt:    in.OccurredAt,
-		ClientEventID: in.ClientEventID,
-		ReporterToken: in.ReporterToken,
-		CreatedAt:     now,
-		ExpiresAt:     taxonomy.InitialExpiry(in.Type, now).UTC(),
-		Status:        StatusActive,
-		Published:     &published,
-		Version:       1,
+		ID:              id,
+		Org:             org,
+		Environment:     env,
+		SourceKind:      SourcePublisher,
+		Type:            in.Type,
+		Subtype:         in.Subtype,
+		Lat:             in.Lat,
+		Lon:             in.Lon,
+		Geometry:        in.Geometry,
+		Heading:         in.Heading,
+		RoadRef:         in.RoadRef,
+		Severity:        in.Severity,
+		Description:     in.Description,
+		OccurredAt:      in.OccurredAt,
+		ClientEventID:   in.ClientEventID,
+		ReporterToken:   in.ReporterToken,
+		CreatedAt:       now,
+		ExpiresAt:       taxonomy.InitialExpiry(in.Type, now).UTC(),
+		Status:          StatusActive,
+		Published:       &published,
+		Version:         1,
+		SealedReporters: true,
 	}
 }
 

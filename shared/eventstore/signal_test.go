@@ -27,9 +27,24 @@ func TestVoteItemOfEarlierVersionsStands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The event as versions before stored it: their votes were keyed by the token as sent.
+	it, err := tab.Get(ctx, EventKey(ev.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fields map[string]any
+	if err := json.Unmarshal([]byte(it.String(attrData)), &fields); err != nil || fields["sealed_reporters"] != true {
+		t.Fatalf("the event item %s: %v; want sealed_reporters", it.String(attrData), err)
+	}
+	delete(fields, "sealed_reporters")
+	data, _ := json.Marshal(fields)
+	it[attrData] = string(data)
+	if err := tab.Put(ctx, it, store.Condition{}); err != nil {
+		t.Fatal(err)
+	}
 	tok := "truck-7"
 	reporter := event.Reporter("org_b", &tok)
-	data, err := json.Marshal(event.Vote{Reporter: reporter, Action: event.ActionConfirm, Confirmed: true, At: tab.Clock.Now()})
+	data, err = json.Marshal(event.Vote{Reporter: reporter, Action: event.ActionConfirm, Confirmed: true, At: tab.Clock.Now()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -499,13 +499,20 @@ func (s *Store) signal(ctx context.Context, c Caller, id string, in event.Signal
 	defer s.lock(id)()
 	allowed := false
 	for attempt := 1; ; attempt++ {
-		ev, prev, cells, err := s.loadWithVote(ctx, id, sealed, legacy)
+		ev, prev, cells, err := s.loadWithVote(ctx, id, sealed)
 		if err != nil {
 			return event.Event{}, event.Unchanged, err
 		}
 		reporter := sealed
-		if prev != nil {
-			reporter = prev.Reporter // a vote of versions before stands under the token as sent
+		if prev == nil && legacy != "" && !ev.SealedReporters {
+			// An event of versions before: a vote may stand under the token as sent, and the
+			// reporter's signals on it are kept so, that it counts once.
+			if prev, err = s.vote(ctx, id, legacy); err != nil {
+				return event.Event{}, event.Unchanged, err
+			}
+			if prev != nil {
+				reporter = legacy
+			}
 		}
 		switch {
 		case !c.sees(ev.Environment):
@@ -580,30 +587,33 @@ func overError(err error, ev event.Event, now time.Time) error {
 	return err
 }
 
-// loadWithVote reads an event and a reporter's standing vote on it (nil when none): under the
-// first of the reporter's identities that has one ("" is skipped).
-func (s *Store) loadWithVote(ctx context.Context, id string, reporters ...string) (event.Event, *event.Vote, []h3.Cell, error) {
+// loadWithVote reads an event and a reporter's standing vote on it (nil when none).
+func (s *Store) loadWithVote(ctx context.Context, id, reporter string) (event.Event, *event.Vote, []h3.Cell, error) {
 	ev, cells, err := s.load(ctx, id)
 	if err != nil {
 		return event.Event{}, nil, nil, err
 	}
-	var items []store.Item
-	for _, reporter := range reporters {
-		if reporter == "" || len(items) > 0 {
-			continue
-		}
-		if items, err = s.table.Query(ctx, standingVote(id, reporter)); err != nil {
-			return event.Event{}, nil, nil, fmt.Errorf("read the vote of %s on %s: %w", reporter, id, err)
-		}
-	}
-	if len(items) == 0 {
-		return ev, nil, cells, nil
-	}
-	v, _, _, err := decodeSignal(items[0])
+	v, err := s.vote(ctx, id, reporter)
 	if err != nil {
 		return event.Event{}, nil, nil, err
 	}
-	return ev, &v, cells, nil
+	return ev, v, cells, nil
+}
+
+// vote reads a reporter's standing vote on event id; nil when none.
+func (s *Store) vote(ctx context.Context, id, reporter string) (*event.Vote, error) {
+	items, err := s.table.Query(ctx, standingVote(id, reporter))
+	if err != nil {
+		return nil, fmt.Errorf("read the vote of %s on %s: %w", reporter, id, err)
+	}
+	if len(items) == 0 {
+		return nil, nil
+	}
+	v, _, _, err := decodeSignal(items[0])
+	if err != nil {
+		return nil, err
+	}
+	return &v, nil
 }
 
 // errRetry tells a change loop to read the event again and redo its change.
