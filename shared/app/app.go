@@ -251,7 +251,7 @@ func (a *API) routes(b built, groups ...routetable.Group) []httpapi.Route {
 		case routetable.GroupMeta:
 			out = append(out, metagroup.Routes(d.Base, a.OpenAPI)...)
 		case routetable.GroupConsoleAuth:
-			out = append(out, consoleauthgroup.Routes(b.tenants.Auth)...)
+			out = append(out, consoleauthgroup.Routes(d, b.tenants)...)
 		case routetable.GroupConsoleOrgs:
 			out = append(out, consoleorgsgroup.Routes(d, b.tenants, b.ledger)...)
 		case routetable.GroupBilling:

@@ -680,6 +680,8 @@ func (g *grantsTour) tourEveryRoute() {
 	for _, p := range []string{"/audit", "/usage", "/vitality", "/reputation"} {
 		g.call("GET", op+p, owner, "", http.StatusOK, p)
 	}
+	// console-auth's export of a person's data, once there is some.
+	g.call("GET", "/console/auth/me/export", owner, "", http.StatusOK, "export my data")
 
 	// billing: plans, summary, checkout and portal, Stripe's webhook, the hourly overage job.
 	g.call("GET", "/console/plans", "", "", http.StatusOK, "plans")

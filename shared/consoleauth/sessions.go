@@ -37,6 +37,12 @@ func (s *Service) mintSession(ctx context.Context, a account, extra []store.Op) 
 		store.PutOp(sessionItem(sessionKey(tokenHash(token)), a.ID, a.epoch, now, expires), store.IfNotExists()),
 	}
 	ops = append(ops, extra...)
+	// The account's list of its sessions, for the export of its data (docs/privacy.md §1); last,
+	// so that the indexes of extra stay as documented.
+	ops = append(ops, store.PutOp(store.Item{
+		store.AttrPK: userKey(a.ID).PK, store.AttrSK: skSessionLog + store.FormatTime(now),
+		attrEpoch: a.epoch, attrCreatedAt: store.FormatTime(now), attrExpiresAt: expires.Unix(), store.AttrTTL: expires.Unix(),
+	}, store.Condition{}))
 	if err := s.table.TransactWrite(ctx, ops); err != nil {
 		var ce *store.ConditionError
 		if errors.As(err, &ce) {
@@ -72,6 +78,32 @@ func (s *Service) newChallenge(ctx context.Context, a account, consume store.Op)
 		return nil, fmt.Errorf("consoleauth: write temp token: %w", err)
 	}
 	return &Challenge{TempToken: token, ExpiresAt: expires}, nil
+}
+
+// SessionInfo is one session of an account as its export shows it: never its token.
+type SessionInfo struct {
+	CreatedAt time.Time `json:"created_at"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// Sessions returns the account's sessions that still open the console, oldest first: made in
+// its current epoch (not ended by a sign-out) and not expired.
+func (s *Service) Sessions(ctx context.Context, userID string) ([]SessionInfo, error) {
+	a, err := s.getAccount(ctx, userID)
+	if err != nil {
+		return nil, err
+	}
+	items, err := s.table.Query(ctx, store.Query{PK: userKey(userID).PK, Prefix: skSessionLog})
+	if err != nil {
+		return nil, fmt.Errorf("consoleauth: list the sessions of %s: %w", userID, err)
+	}
+	out := []SessionInfo{}
+	for _, it := range items {
+		if it.Int(attrEpoch) == a.epoch {
+			out = append(out, SessionInfo{CreatedAt: it.Time(attrCreatedAt), ExpiresAt: time.Unix(it.Int(attrExpiresAt), 0).UTC()})
+		}
+	}
+	return out, nil
 }
 
 // Caller is who a console request authenticated as.

@@ -10,16 +10,18 @@ import (
 
 // Key prefixes and sort keys (see the package doc).
 const (
-	pkUser      = "user#"
-	skUser      = "user"
-	skRecovery  = "recovery#"
-	pkUserEmail = "useremail#"
-	pkCode      = "authcode#"
-	skCode      = "code"
-	pkSession   = "session#"
-	skSession   = "session"
-	pkTemp      = "temptoken#"
-	skTemp      = "temp"
+	pkUser     = "user#"
+	skUser     = "user"
+	skRecovery = "recovery#"
+	// skSessionLog lists an account's sessions in its partition, by creation time.
+	skSessionLog = "session#"
+	pkUserEmail  = "useremail#"
+	pkCode       = "authcode#"
+	skCode       = "code"
+	pkSession    = "session#"
+	skSession    = "session"
+	pkTemp       = "temptoken#"
+	skTemp       = "temp"
 )
 
 // Attribute names.

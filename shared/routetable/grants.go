@@ -131,9 +131,10 @@ var grants = map[Group]Grants{
 			{"ratelimit#console-code-requests#", []ItemAction{UpdateItem}},
 			{"ratelimit#console-totp-attempts#", []ItemAction{UpdateItem}},
 			// turning TOTP on or off is written in the audit log of each of the user's
-			// organisations
+			// organisations; the export of a person's data reads their organisations and
+			// audit entries
 			{"userorg#", query},
-			{"org#", []ItemAction{PutItem}},
+			{"org#", []ItemAction{BatchGetItem, Query, PutItem}},
 		},
 		Secrets:   []string{SecretAuthHashKey},
 		KMS:       []KMSAction{KMSEncrypt, KMSDecrypt},

@@ -85,6 +85,7 @@ var table = map[Group][]Route{
 		{"GET", "/console/orgs/{org_id}/own-events"},
 	},
 	GroupConsoleAuth: {
+		{"GET", "/console/auth/me/export"},
 		{"POST", "/console/auth/request-code"},
 		{"POST", "/console/auth/verify-code"},
 		{"POST", "/console/auth/verify-totp"},

@@ -633,6 +633,14 @@ test('the console, from sign-up to a revoked key', async (t) => {
     await page.getByRole('button', { name: 'Save profile' }).click();
     await page.getByText('Your profile is saved.').waitFor();
     await page.getByRole('link', { name: 'Olivia Owner' }).waitFor();
+    // docs/privacy.md §5: the person's data, downloaded as one JSON file.
+    const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Download my data' }).click()]);
+    assert.equal(download.suggestedFilename(), 'roadevents-my-data.json');
+    const data = JSON.parse(readFileSync(await download.path(), 'utf8'));
+    assert.equal(data.account.display_name, 'Olivia Owner');
+    assert.ok(data.memberships.some((m) => m.name === ORG && m.role === 'owner'), 'the export lists the organisation');
+    assert.ok(data.sessions.length >= 1 && !JSON.stringify(data).includes('ses_'), 'sessions by their times, never a token');
+    await page.getByText('Your data is downloaded.').waitFor();
 
     await page.getByRole('combobox', { name: 'Organisation' }).selectOption({ label: '+ New organisation' });
     await page.getByRole('heading', { name: 'Create an organisation' }).waitFor();

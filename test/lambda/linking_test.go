@@ -21,7 +21,7 @@ const buildTags = "netgo,osusergo,lambda.norpc"
 var routePackages = map[routetable.Group][]string{
 	routetable.GroupMeta:        {module + "shared/meta", module + "shared/app/metagroup", module + "shared/app/openapidoc"},
 	routetable.GroupEvents:      {module + "shared/eventstore", module + "shared/verdict", module + "shared/feedpoll", module + "shared/consoleroad", module + "shared/app/eventsgroup"},
-	routetable.GroupConsoleAuth: {module + "shared/app/consoleauthgroup"},
+	routetable.GroupConsoleAuth: {module + "shared/consoleaccount", module + "shared/app/consoleauthgroup"},
 	routetable.GroupConsoleOrgs: {module + "shared/consoleusage", module + "shared/consolereputation", module + "shared/consolefeeds", module + "shared/consolewebhooks", module + "shared/app/consoleorgsgroup"},
 	routetable.GroupBilling:     {module + "shared/billing", module + "shared/app/billinggroup", "github.com/stripe/stripe-go/v76"},
 	routetable.GroupStream:      {module + "shared/stream"},

@@ -659,6 +659,11 @@ export class Client {
   updateMe(update: { display_name?: string | null; locale?: string }) {
     return this.request<Me>('PATCH', '/console/auth/me', { body: update });
   }
+
+  /** exportMe returns everything the service keeps about the signed-in person (docs/privacy.md §5). */
+  exportMe(): Promise<unknown> {
+    return this.request<unknown>('GET', '/console/auth/me/export');
+  }
   logout() {
     return this.request<{ ok: true }>('POST', '/console/auth/logout');
   }

@@ -6,6 +6,7 @@ package consoleauthgroup
 import (
 	"github.com/roadevents/roadevents/shared/app/groupapi"
 	"github.com/roadevents/roadevents/shared/app/tenants"
+	"github.com/roadevents/roadevents/shared/consoleaccount"
 	"github.com/roadevents/roadevents/shared/consoleauth"
 	"github.com/roadevents/roadevents/shared/httpapi"
 	"github.com/roadevents/roadevents/shared/routetable"
@@ -18,11 +19,14 @@ func New(d tenants.Deps) (*groupapi.Group, error) {
 		return nil, err
 	}
 	api := groupapi.NewAPI(d.Base, t.Middleware(d.Keys, nil)...)
-	api.Handle(Routes(t.Auth)...)
+	api.Handle(Routes(d, t)...)
 	return &groupapi.Group{API: api}, nil
 }
 
-// Routes returns the group's routes on the identity auth.
-func Routes(auth *consoleauth.Service) []httpapi.Route {
-	return groupapi.Private(groupapi.ReadsTable(consoleauth.Routes(auth)))
+// Routes returns the group's routes on the identity and organisations of t: signing in, the
+// profile, and the export of a person's data (which reads their organisations).
+func Routes(d tenants.Deps, t *tenants.Tenants) []httpapi.Route {
+	routes := consoleauth.Routes(t.Auth)
+	routes = append(routes, consoleaccount.Routes(consoleaccount.Deps{Auth: t.Auth, Orgs: t.Orgs, Clock: d.Clock})...)
+	return groupapi.Private(groupapi.ReadsTable(routes))
 }

@@ -12,6 +12,7 @@ export function Account() {
       <h1>Your account</h1>
       <Profile />
       <TwoFactor />
+      <YourData />
     </>
   );
 }
@@ -52,17 +53,51 @@ function Profile() {
   );
 }
 
-/** downloadCodes saves the recovery codes as a text file. */
-function downloadCodes(codes: string[], account: string) {
-  const text = `Road events console recovery codes for ${account}\nEach code works once.\n\n${codes.join('\n')}\n`;
-  const url = URL.createObjectURL(new Blob([text], { type: 'text/plain' }));
+/** download saves text as a file named name. */
+function download(text: string, name: string, type: string) {
+  const url = URL.createObjectURL(new Blob([text], { type }));
   const a = document.createElement('a');
   a.href = url;
-  a.download = 'roadevents-recovery-codes.txt';
+  a.download = name;
   document.body.appendChild(a);
   a.click();
   a.remove();
   setTimeout(() => URL.revokeObjectURL(url), 1000);
+}
+
+/** downloadCodes saves the recovery codes as a text file. */
+function downloadCodes(codes: string[], account: string) {
+  const text = `Road events console recovery codes for ${account}\nEach code works once.\n\n${codes.join('\n')}\n`;
+  download(text, 'roadevents-recovery-codes.txt', 'text/plain');
+}
+
+/** YourData downloads what the service keeps about the person (docs/privacy.md §5). */
+function YourData() {
+  const { client } = useApp();
+  const form = useForm([]);
+  const [done, setDone] = useState(false);
+  const fetchData = async () => {
+    setDone(false);
+    const data = await form.run(() => client.exportMe());
+    if (data !== undefined) {
+      download(JSON.stringify(data, null, 2) + '\n', 'roadevents-my-data.json', 'application/json');
+      setDone(true);
+    }
+  };
+  return (
+    <section class="card" aria-labelledby="data-h">
+      <h2 id="data-h">Your data</h2>
+      <p>
+        One JSON file of everything the service keeps about you: your account, the sessions that still sign you in (their
+        times, never a token), your organisations and roles, and what you did in their audit logs.
+      </p>
+      {done && <Notice kind="success">Your data is downloaded.</Notice>}
+      <FormError form={form} />
+      <button type="button" onClick={fetchData} disabled={form.busy}>
+        Download my data
+      </button>
+    </section>
+  );
 }
 
 /** ShowCodes displays recovery codes the one time the API returns them. */
