@@ -189,13 +189,11 @@ func (d updateIn) draft() feeds.Draft {
 }
 
 // ErrorTable gives the registry's errors their status and public sentence.
-var ErrorTable = httpapi.ErrorTable{
-	{Err: feeds.ErrNotFound, Status: http.StatusNotFound, Detail: DetailNotFound},
-	{Err: orgs.ErrNotFound, Status: http.StatusNotFound, Detail: orgs.DetailOrgNotFound},
-	{Err: orgs.ErrOwnerOnly, Status: http.StatusForbidden, Detail: orgs.DetailOwnerOnly},
-	{Err: feeds.ErrCap, Status: http.StatusConflict, Detail: DetailCap},
-	{Err: feeds.ErrBusy, Status: http.StatusServiceUnavailable, Detail: DetailBusy},
-}
+var ErrorTable = orgs.CallerErrors.With(
+	httpapi.ErrorRule{Err: feeds.ErrNotFound, Status: http.StatusNotFound, Detail: DetailNotFound},
+	httpapi.ErrorRule{Err: feeds.ErrCap, Status: http.StatusConflict, Detail: DetailCap},
+	httpapi.ErrorRule{Err: feeds.ErrBusy, Status: http.StatusServiceUnavailable, Detail: DetailBusy},
+)
 
 // Routes returns the feed routes, for the console-orgs group. They declare
 // httpapi.SecuritySession: mount consoleauth.Middleware in the API.

@@ -59,10 +59,7 @@ func Routes(d Deps) []httpapi.Route {
 	}
 	tags := []string{"console road"}
 	session := []httpapi.Security{httpapi.SecuritySession}
-	errs := httpapi.ErrorTable{
-		{Err: orgs.ErrNotFound, Status: http.StatusNotFound, Detail: orgs.DetailOrgNotFound},
-		{Err: orgs.ErrOwnerOnly, Status: http.StatusForbidden, Detail: orgs.DetailOwnerOnly},
-	}
+	errs := orgs.CallerErrors
 	var routes []httpapi.Route
 	for _, m := range mirrors {
 		i := slices.IndexFunc(d.V1, func(r httpapi.Route) bool { return r.OperationID == m.v1 })

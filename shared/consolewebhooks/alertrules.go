@@ -163,14 +163,11 @@ func (in ruleIn) draft() alerts.Draft {
 }
 
 // RuleErrorTable gives the rules' errors their status and public sentence.
-var RuleErrorTable = httpapi.ErrorTable{
-	{Err: alerts.ErrNotFound, Status: http.StatusNotFound, Detail: DetailRuleNotFound},
-	{Err: orgs.ErrNotFound, Status: http.StatusNotFound, Detail: orgs.DetailOrgNotFound},
-	{Err: orgs.ErrOwnerOnly, Status: http.StatusForbidden, Detail: orgs.DetailOwnerOnly},
-	{Err: alerts.ErrCap, Status: http.StatusConflict, Detail: DetailRuleCap},
-	{Err: alerts.ErrBusy, Status: http.StatusServiceUnavailable, Detail: DetailRuleBusy},
-	{Err: errNotDelivering, Status: http.StatusServiceUnavailable, Detail: DetailNotDelivering},
-}
+var RuleErrorTable = notDelivering.With(
+	httpapi.ErrorRule{Err: alerts.ErrNotFound, Status: http.StatusNotFound, Detail: DetailRuleNotFound},
+	httpapi.ErrorRule{Err: alerts.ErrCap, Status: http.StatusConflict, Detail: DetailRuleCap},
+	httpapi.ErrorRule{Err: alerts.ErrBusy, Status: http.StatusServiceUnavailable, Detail: DetailRuleBusy},
+)
 
 // ruleRoutes returns the alert rules' routes (docs/webhooks.md §5).
 func ruleRoutes(h handlers) []httpapi.Route {

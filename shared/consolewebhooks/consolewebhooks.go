@@ -179,15 +179,18 @@ func (u updateIn) draft() webhooks.EndpointDraft {
 }
 
 // ErrorTable gives the errors their status and public sentence.
-var ErrorTable = httpapi.ErrorTable{
-	{Err: webhooks.ErrNotFound, Status: http.StatusNotFound, Detail: DetailNotFound},
-	{Err: webhooks.ErrDeliveryNotFound, Status: http.StatusNotFound, Detail: DetailDeliveryNotFound},
-	{Err: orgs.ErrNotFound, Status: http.StatusNotFound, Detail: orgs.DetailOrgNotFound},
-	{Err: orgs.ErrOwnerOnly, Status: http.StatusForbidden, Detail: orgs.DetailOwnerOnly},
-	{Err: webhooks.ErrCap, Status: http.StatusConflict, Detail: DetailCap},
-	{Err: webhooks.ErrBusy, Status: http.StatusServiceUnavailable, Detail: DetailBusy},
-	{Err: errNotDelivering, Status: http.StatusServiceUnavailable, Detail: DetailNotDelivering},
-}
+var ErrorTable = notDelivering.With(
+	httpapi.ErrorRule{Err: webhooks.ErrNotFound, Status: http.StatusNotFound, Detail: DetailNotFound},
+	httpapi.ErrorRule{Err: webhooks.ErrDeliveryNotFound, Status: http.StatusNotFound, Detail: DetailDeliveryNotFound},
+	httpapi.ErrorRule{Err: webhooks.ErrCap, Status: http.StatusConflict, Detail: DetailCap},
+	httpapi.ErrorRule{Err: webhooks.ErrBusy, Status: http.StatusServiceUnavailable, Detail: DetailBusy},
+)
+
+// notDelivering answers the caller's refusals and a deployment where deliveries do not run,
+// for the endpoints' routes and the rules'.
+var notDelivering = orgs.CallerErrors.With(
+	httpapi.ErrorRule{Err: errNotDelivering, Status: http.StatusServiceUnavailable, Detail: DetailNotDelivering},
+)
 
 var errNotDelivering = errors.New("consolewebhooks: no producer or dispatcher runs on this deployment")
 

@@ -567,6 +567,13 @@ type Accessor interface {
 
 var _ Accessor = (*Service)(nil)
 
+// CallerErrors answers CallerIn's refusals: 404 without a membership, 403 for a member where
+// an owner is asked. The routes of other packages add their own rules to it (With).
+var CallerErrors = httpapi.ErrorTable{
+	{Err: ErrNotFound, Status: http.StatusNotFound, Detail: DetailOrgNotFound},
+	{Err: ErrOwnerOnly, Status: http.StatusForbidden, Detail: DetailOwnerOnly},
+}
+
 // CallerIn resolves the console caller of r in the organisation of its {org_id}, for the
 // routes of other packages under /console/orgs/{org_id} (docs/api.md §4.3): ErrNotFound (404)
 // without a membership, ErrOwnerOnly (403) for a member when owner is asked. It returns the

@@ -88,87 +88,67 @@ type Producer struct {
 	sharded bool
 }
 
-// ownKinds returns the kinds of delivery to its publisher change makes, with the id of the
-// event they are about; none for a change that is no such news.
-func ownKinds(ch store.Change) (eventID string, kinds []string, err error) {
-	if ch.Kind == store.ChangeRemove && ch.Expired {
-		// An area index item expires with its event: an event that reached its expiry active.
-		if id, ok := eventstore.AreaEventID(ch.Key); ok {
-			return id, []string{webhooks.KindExpired}, nil
-		}
-	}
-	if ch.New == nil || ch.Kind != store.ChangeInsert {
-		return "", nil, nil
-	}
-	if eventstore.IsEventItem(ch.Key) {
-		// A publication merged at once into a report already there has no entry of its own.
-		ev, err := eventstore.DecodeEvent(ch.New)
-		if err != nil || ev.Status != event.StatusMerged {
-			return "", nil, err
-		}
-		return ev.ID, []string{webhooks.KindMerged}, nil
-	}
-	id, e, ok, err := eventstore.DecodeEntry(ch.New)
-	if !ok || err != nil {
-		return "", nil, err
-	}
+// entryKinds returns the kinds of delivery to its publisher an entry of an event's history
+// makes: a confirmation or denial counted, another source merged in, a close, a verdict, and a
+// deny quorum (the signal that reached it ends the event too).
+func entryKinds(e event.Entry) []string {
 	switch e.Kind {
 	case event.EntrySignal:
+		kinds := []string{webhooks.KindDenied}
 		if e.Action == event.ActionConfirm {
-			kinds = append(kinds, webhooks.KindConfirmed)
-		} else {
-			kinds = append(kinds, webhooks.KindDenied)
+			kinds = []string{webhooks.KindConfirmed}
 		}
+		if e.Ended {
+			kinds = append(kinds, webhooks.KindEnded)
+		}
+		return kinds
 	case event.EntryDuplicate, event.EntryMerged:
-		kinds = append(kinds, webhooks.KindMerged)
+		return []string{webhooks.KindMerged}
 	case event.EntryClosed, event.EntryInvalidated:
-		return id, []string{webhooks.KindEnded}, nil
+		return []string{webhooks.KindEnded}
 	}
-	// A deny quorum ends the event with the signal that reached it.
-	if e.Ended && e.Kind == event.EntrySignal {
-		kinds = append(kinds, webhooks.KindEnded)
-	}
-	return id, kinds, nil
+	return nil
 }
 
 // Handle enqueues the deliveries of ch and returns how many. Handling a change again
 // enqueues nothing new.
 func (p *Producer) Handle(ctx context.Context, ch store.Change) (int, error) {
-	if ch.Key.PK == alerts.Partition {
+	s := &sender{p: p, endpoints: map[string][]webhooks.Endpoint{}}
+	switch {
+	case ch.Key.PK == alerts.Partition:
 		return 0, p.ruleChanged(ch)
+	case ch.Kind == store.ChangeRemove && ch.Expired:
+		// An area index item expires with its event: an event that reached its expiry active.
+		if id, ok := eventstore.AreaEventID(ch.Key); ok {
+			return p.expired(ctx, s, id)
+		}
+	case ch.New == nil:
+	case eventstore.IsEventItem(ch.Key):
+		return p.eventChanged(ctx, s, ch)
+	case ch.Kind == store.ChangeInsert:
+		return p.entry(ctx, s, ch)
 	}
-	own, err := p.own(ctx, ch)
-	if err != nil {
-		return own, err
-	}
-	alerted, err := p.alerts(ctx, ch)
-	return own + alerted, err
+	return 0, nil
 }
 
-// own enqueues the deliveries of ch to the endpoints of its event's publisher (§1).
-func (p *Producer) own(ctx context.Context, ch store.Change) (int, error) {
-	id, kinds, err := ownKinds(ch)
-	if err != nil || len(kinds) == 0 {
+// entry makes the deliveries of a new entry of an event's history to the event's publisher
+// (§1).
+func (p *Producer) entry(ctx context.Context, s *sender, ch store.Change) (int, error) {
+	id, e, ok, err := eventstore.DecodeEntry(ch.New)
+	if !ok || err != nil {
 		return 0, err
+	}
+	kinds := entryKinds(e)
+	if len(kinds) == 0 {
+		return 0, nil
 	}
 	ev, ok, err := p.event(ctx, id)
 	if !ok || err != nil {
 		return 0, err
 	}
-	at := ch.At
-	if slices.Equal(kinds, []string{webhooks.KindExpired}) {
-		if !p.expiredActive(ev) {
-			return 0, nil
-		}
-		at = ev.ExpiresAt
-	}
 	made := 0
 	for _, kind := range kinds {
-		source := ch.Key.String()
-		if kind == webhooks.KindExpired {
-			source = ev.ID
-		}
-		n, err := p.deliver(ctx, ev.Org, kind, source, at, ev, nil)
+		n, err := s.deliver(ctx, ev.Org, kind, ch.Key.String(), ch.At, ev, nil)
 		if made += n; err != nil {
 			return made, err
 		}
@@ -176,59 +156,71 @@ func (p *Producer) own(ctx context.Context, ch store.Change) (int, error) {
 	return made, nil
 }
 
-// alerts enqueues the alert deliveries of ch (§5): a change of an event's item compares the
-// rules it matched before with those it matches now; the expiry of its area index items ends
-// it for the rules it matched while active.
-func (p *Producer) alerts(ctx context.Context, ch store.Change) (int, error) {
-	if p.Rules == nil {
-		return 0, nil
-	}
-	expiry := ch.Kind == store.ChangeRemove && ch.Expired
-	if !expiry && (ch.New == nil || !eventstore.IsEventItem(ch.Key)) {
-		return 0, nil
-	}
-	index, err := p.ruleIndex(ctx)
-	if err != nil || index.Len() == 0 {
+// expired makes the deliveries of an event that reached its expiry while active: event.expired
+// to its publisher (§1), and alert.ended for the rules it matched (§5). Only an event still
+// active when its time ran out expired on its own (an ended one removes its index items
+// itself); each of its index items says so, and each delivery is made once.
+func (p *Producer) expired(ctx context.Context, s *sender, id string) (int, error) {
+	ev, ok, err := p.event(ctx, id)
+	if !ok || err != nil || ev.Status != event.StatusActive || ev.ExpiresAt.After(p.Clock.Now()) {
 		return 0, err
 	}
-	if expiry {
-		id, ok := eventstore.AreaEventID(ch.Key)
-		if !ok {
-			return 0, nil
-		}
-		ev, ok, err := p.event(ctx, id)
-		if !ok || err != nil || !p.expiredActive(ev) {
-			return 0, err
-		}
-		made := 0
-		for _, rule := range index.Matching(ev) {
-			n, err := p.deliver(ctx, rule.Org, webhooks.KindAlertEnded, ev.ID+"#expired#"+rule.ID, ev.ExpiresAt, ev,
-				func(b *Body) { b.Data.Rule, b.Data.Reason = &RuleRef{rule.ID, rule.Name}, ReasonNotActive })
-			if made += n; err != nil {
-				return made, err
-			}
-		}
-		return made, nil
+	made, err := s.deliver(ctx, ev.Org, webhooks.KindExpired, ev.ID, ev.ExpiresAt, ev, nil)
+	if err != nil || p.Rules == nil {
+		return made, err
 	}
+	index, err := p.ruleIndex(ctx)
+	if err != nil {
+		return made, err
+	}
+	for _, rule := range index.Matching(ev) {
+		n, err := s.deliver(ctx, rule.Org, webhooks.KindAlertEnded, ev.ID+"#expired#"+rule.ID, ev.ExpiresAt, ev,
+			func(b *Body) { b.Data.Rule, b.Data.Reason = &RuleRef{rule.ID, rule.Name}, ReasonNotActive })
+		if made += n; err != nil {
+			return made, err
+		}
+	}
+	return made, nil
+}
+
+// eventChanged makes the deliveries of a change of an event's item: a publication merged at
+// once into a report already there (it has no entry of its own) to its publisher (§1), and
+// the alerts of the rules the event matched before or matches now (§5).
+func (p *Producer) eventChanged(ctx context.Context, s *sender, ch store.Change) (int, error) {
 	now, err := eventstore.DecodeEvent(ch.New)
 	if err != nil {
 		return 0, err
 	}
+	made := 0
+	if ch.Kind == store.ChangeInsert && now.Status == event.StatusMerged {
+		if made, err = s.deliver(ctx, now.Org, webhooks.KindMerged, ch.Key.String(), ch.At, now, nil); err != nil {
+			return made, err
+		}
+	}
+	if p.Rules == nil {
+		return made, nil
+	}
+	index, err := p.ruleIndex(ctx)
+	if err != nil || index.Len() == 0 {
+		return made, err
+	}
 	var before event.Event
 	if ch.Old != nil {
 		if before, err = eventstore.DecodeEvent(ch.Old); err != nil {
-			return 0, err
+			return made, err
 		}
 	}
 	was, is := index.Matching(before), index.Matching(now)
-	made := 0
+	// Whether a receiver would see the event changed: its served form differs.
+	at := p.Clock.Now()
+	changed := !reflect.DeepEqual(before.Public(at), now.Public(at))
 	for _, rule := range union(was, is) {
 		in, out := containsRule(was, rule), containsRule(is, rule)
 		var kind, reason string
 		switch {
 		case !in && out:
 			kind = webhooks.KindAlertCreated
-		case in && out && p.changed(before, now):
+		case in && out && changed:
 			kind = webhooks.KindAlertUpdated
 		case in && !out:
 			kind, reason = webhooks.KindAlertEnded, endReason(rule, now)
@@ -236,19 +228,13 @@ func (p *Producer) alerts(ctx context.Context, ch store.Change) (int, error) {
 			continue
 		}
 		source := ch.Key.String() + "#" + ch.Seq + "#" + rule.ID
-		n, err := p.deliver(ctx, rule.Org, kind, source, ch.At, now,
+		n, err := s.deliver(ctx, rule.Org, kind, source, ch.At, now,
 			func(b *Body) { b.Data.Rule, b.Data.Reason = &RuleRef{rule.ID, rule.Name}, reason })
 		if made += n; err != nil {
 			return made, err
 		}
 	}
 	return made, nil
-}
-
-// changed reports whether a receiver would see the event changed: its served form differs.
-func (p *Producer) changed(before, now event.Event) bool {
-	at := p.Clock.Now()
-	return !reflect.DeepEqual(before.Public(at), now.Public(at))
 }
 
 // endReason says why ev, matched by rule before, no longer is.
@@ -261,13 +247,6 @@ func endReason(rule alerts.Rule, ev event.Event) string {
 	default:
 		return ReasonLowConfidence
 	}
-}
-
-// expiredActive reports whether ev expired on its own: only an event still active when its
-// time ran out did (an ended one removes its index items itself); each of its index items
-// says so, and the delivery of its expiry is made once.
-func (p *Producer) expiredActive(ev event.Event) bool {
-	return ev.Status == event.StatusActive && !ev.ExpiresAt.After(p.Clock.Now())
 }
 
 // event reads the event id; false when its retention ended already.
@@ -283,28 +262,41 @@ func (p *Producer) event(ctx context.Context, id string) (event.Event, bool, err
 	return ev, err == nil, err
 }
 
+// sender makes the deliveries of one change, reading each organisation's endpoints once
+// however many kinds and rules the change concerns.
+type sender struct {
+	p         *Producer
+	endpoints map[string][]webhooks.Endpoint
+}
+
 // deliver enqueues a delivery of kind about ev to each enabled endpoint of org subscribed to
 // it; source names what happened, so that the same news makes the same delivery ids.
-func (p *Producer) deliver(ctx context.Context, org, kind, source string, at time.Time, ev event.Event, fill func(*Body)) (int, error) {
-	endpoints, err := p.Endpoints.List(ctx, org)
-	if err != nil {
-		return 0, err
+func (s *sender) deliver(ctx context.Context, org, kind, source string, at time.Time, ev event.Event, fill func(*Body)) (int, error) {
+	endpoints, ok := s.endpoints[org]
+	if !ok {
+		var err error
+		if endpoints, err = s.p.Endpoints.List(ctx, org); err != nil {
+			return 0, err
+		}
+		s.endpoints[org] = endpoints
 	}
-	now, made := p.Clock.Now(), 0
+	now, made := s.p.Clock.Now(), 0
+	public := ev.Public(now)
 	for _, ep := range endpoints {
 		if !ep.Enabled || !slices.Contains(ep.Kinds, kind) {
 			continue
 		}
 		d := webhooks.Delivery{ID: webhooks.DeliveryID(at, source+"#"+kind, ep.ID), Org: org, Endpoint: ep.ID, Kind: kind, CreatedAt: now}
-		b := Body{ID: d.ID, Kind: kind, CreatedAt: now.UTC(), Environment: ev.Public(now).Environment}
-		b.Data.Event = ev.Public(now)
+		b := Body{ID: d.ID, Kind: kind, CreatedAt: now.UTC(), Environment: public.Environment}
+		b.Data.Event = public
 		if fill != nil {
 			fill(&b)
 		}
+		var err error
 		if d.Body, err = json.Marshal(b); err != nil {
 			return made, err
 		}
-		if err := p.Queue.Enqueue(ctx, d); err != nil {
+		if err := s.p.Queue.Enqueue(ctx, d); err != nil {
 			return made, err
 		}
 		made++
