@@ -265,6 +265,52 @@ export function useRowActions(reload: () => void): RowActions {
   return { msg, setMsg, busyId, run };
 }
 
+/** RowEditor is one row of a list edited at a time, in a form below the list (useRowEditor). */
+export interface RowEditor<T> {
+  editing: T | null;
+  /** close closes the form and gives the focus back to the row's Edit button. */
+  close(): void;
+  /** forget closes the form without moving the focus, when row id is removed. */
+  forget(id: string): void;
+  /** editProps are the props of row's Edit button, which opens and closes its form. */
+  editProps(row: T): JSX.HTMLAttributes<HTMLButtonElement>;
+}
+
+/**
+ * useRowEditor holds which row of a list is edited, in the form of id formId: idOf names a
+ * row, and onToggle runs whenever an Edit button is pressed (to clear the page's notice).
+ */
+export function useRowEditor<T>(idOf: (row: T) => string, formId: string, onToggle: () => void): RowEditor<T> {
+  const [editing, setEditing] = useState<T | null>(null);
+  const buttons = useRef<Record<string, HTMLButtonElement | null>>({});
+  const editingId = editing === null ? null : idOf(editing);
+  return {
+    editing,
+    close() {
+      if (editingId !== null) buttons.current[editingId]?.focus();
+      setEditing(null);
+    },
+    forget(id) {
+      if (editingId === id) setEditing(null);
+    },
+    editProps(row) {
+      const id = idOf(row);
+      return {
+        type: 'button',
+        ref: (el: HTMLButtonElement | null) => {
+          buttons.current[id] = el;
+        },
+        'aria-expanded': editingId === id,
+        'aria-controls': editingId === id ? formId : undefined,
+        onClick: () => {
+          onToggle();
+          setEditing(editingId === id ? null : row);
+        },
+      };
+    },
+  };
+}
+
 /** formatTime shows a timestamp in the reader's locale, or a dash. */
 export function formatTime(v: string | null | undefined): string {
   if (!v) return '—';

@@ -7,7 +7,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { eventTypes, type AlertArea, type AlertRuleDraft, type AlertRulePublic, type AlertRuleUpdate, type Environment, type EventType, type Organisation } from '../api';
 import { useApp } from '../context';
-import { Confirm, Field, FormError, Loading, Notice, formatTime, showProblems, useForm, useLoad, useRowActions, type FormState, type Locate } from '../ui';
+import { Confirm, Field, formatTime, FormError, Loading, Notice, showProblems, type FormState, type Locate, useForm, useLoad, useRowActions, useRowEditor } from '../ui';
 
 /** typeNames are the event types in words (docs/api.md §2.1). */
 export const typeNames: Record<EventType, string> = {
@@ -484,19 +484,11 @@ export function AlertRules(props: { org: Organisation; listening: boolean | null
 
   // One rule is edited at a time, in a form below the list; closing it gives the focus back to
   // the rule's Edit button.
-  const [editing, setEditing] = useState<AlertRulePublic | null>(null);
-  const editButtons = useRef<Record<string, HTMLButtonElement | null>>({});
-  const closeEdit = () => {
-    if (editing) editButtons.current[editing.rule_id]?.focus();
-    setEditing(null);
-  };
-  const toggleEdit = (r: AlertRulePublic) => {
-    setMsg(null);
-    setEditing(editing?.rule_id === r.rule_id ? null : r);
-  };
+  const editor = useRowEditor<AlertRulePublic>((r) => r.rule_id, 'rule-edit', () => setMsg(null));
+  const editing = editor.editing;
   const saved = (r: AlertRulePublic) => {
     setMsg({ kind: 'success', text: `“${r.name}” is saved.` });
-    closeEdit();
+    editor.close();
     rules.reload();
   };
 
@@ -509,7 +501,7 @@ export function AlertRules(props: { org: Organisation; listening: boolean | null
       enabled ? `“${r.name}” is enabled: events that come to match it are announced again.` : `“${r.name}” is disabled: it announces nothing until an owner enables it again.`,
     );
   const remove = (r: AlertRulePublic) => {
-    if (editing?.rule_id === r.rule_id) setEditing(null);
+    editor.forget(r.rule_id);
     return act(r, () => client.deleteAlertRule(org.org_id, r.rule_id), `“${r.name}” is deleted.`);
   };
 
@@ -597,17 +589,7 @@ export function AlertRules(props: { org: Organisation; listening: boolean | null
                       {owner && (
                         <td>
                           <div class="actions">
-                            <button
-                              type="button"
-                              ref={(el) => {
-                                editButtons.current[r.rule_id] = el;
-                              }}
-                              aria-expanded={editing?.rule_id === r.rule_id}
-                              aria-controls={editing?.rule_id === r.rule_id ? 'rule-edit' : undefined}
-                              onClick={() => toggleEdit(r)}
-                            >
-                              Edit
-                            </button>
+                            <button {...editor.editProps(r)}>Edit</button>
                             <button type="button" disabled={busyId === r.rule_id} onClick={() => setEnabled(r, !r.enabled)}>
                               {r.enabled ? 'Disable' : 'Enable'}
                             </button>
@@ -630,7 +612,7 @@ export function AlertRules(props: { org: Organisation; listening: boolean | null
         }
       </Loading>
       {owner && editing && rules.data?.some((r) => r.rule_id === editing.rule_id) && (
-        <EditRule key={editing.rule_id} org={org} rule={editing} onSaved={saved} onCancel={closeEdit} />
+        <EditRule key={editing.rule_id} org={org} rule={editing} onSaved={saved} onCancel={editor.close} />
       )}
     </section>
   );

@@ -6,7 +6,7 @@ import type { ComponentChildren } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import type { Environment, FeedFormat, FeedPollCounts, FeedPublic, FeedUpdate, Organisation } from '../api';
 import { useApp } from '../context';
-import { Confirm, Field, FormError, Loading, Notice, formatNumber, formatTime, showProblems, useForm, useLoad, useRowActions, type FormState } from '../ui';
+import { Confirm, Field, formatNumber, formatTime, FormError, Loading, Notice, showProblems, type FormState, useForm, useLoad, useRowActions, useRowEditor } from '../ui';
 
 /** formatNames are the formats' names for people (docs/interop.md §1). */
 export const formatNames: Record<FeedFormat, string> = {
@@ -363,20 +363,12 @@ export function Feeds({ org }: { org: Organisation }) {
 
   // One feed's settings are edited at a time, in a form below the list; closing it gives the
   // focus back to the feed's Edit button.
-  const [editing, setEditing] = useState<FeedPublic | null>(null);
-  const editButtons = useRef<Record<string, HTMLButtonElement | null>>({});
-  const closeEdit = () => {
-    if (editing) editButtons.current[editing.feed_id]?.focus();
-    setEditing(null);
-  };
-  const toggleEdit = (f: FeedPublic) => {
-    setMsg(null);
-    setEditing(editing?.feed_id === f.feed_id ? null : f);
-  };
+  const editor = useRowEditor<FeedPublic>((f) => f.feed_id, 'feed-edit', () => setMsg(null));
+  const editing = editor.editing;
   const saved = (f: FeedPublic, due: boolean) => {
     const when = !due ? '' : f.paused ? ' It is polled once it is resumed.' : ' It is polled at once.';
     setMsg({ kind: 'success', text: `“${feedTitle(f)}” is saved.${when}` });
-    closeEdit();
+    editor.close();
     feeds.reload();
   };
 
@@ -507,17 +499,7 @@ export function Feeds({ org }: { org: Organisation }) {
                       {owner && (
                         <td>
                           <div class="actions">
-                            <button
-                              type="button"
-                              ref={(el) => {
-                                editButtons.current[f.feed_id] = el;
-                              }}
-                              aria-expanded={editing?.feed_id === f.feed_id}
-                              aria-controls={editing?.feed_id === f.feed_id ? 'feed-edit' : undefined}
-                              onClick={() => toggleEdit(f)}
-                            >
-                              Edit
-                            </button>
+                            <button {...editor.editProps(f)}>Edit</button>
                             <button type="button" disabled={busyId === f.feed_id} onClick={() => setPaused(f, !f.paused)}>
                               {f.paused ? 'Resume' : 'Pause'}
                             </button>
@@ -545,7 +527,7 @@ export function Feeds({ org }: { org: Organisation }) {
         }
       </Loading>
       {owner && editing && feeds.data?.some((f) => f.feed_id === editing.feed_id) && (
-        <EditFeed key={editing.feed_id} org={org} feed={editing} onSaved={saved} onCancel={closeEdit} />
+        <EditFeed key={editing.feed_id} org={org} feed={editing} onSaved={saved} onCancel={editor.close} />
       )}
     </>
   );
