@@ -176,8 +176,7 @@ func (r *Rules) Create(ctx context.Context, org string, a Actor, d Draft) (Rule,
 	}
 	// The count goes up in the same transaction, on condition that it is below the cap.
 	err = r.table.TransactWrite(ctx, []store.Op{
-		store.UpdateOp(countKey(org), store.Update{Add: map[string]int64{attrCount: 1}},
-			store.Or(store.IfAttrNotExists(attrCount), store.IfLess(attrCount, int64(MaxPerOrg)))),
+		store.CountUpOp(countKey(org), attrCount, MaxPerOrg),
 		store.PutOp(it, store.IfNotExists()),
 		op,
 	})
@@ -282,7 +281,7 @@ func (r *Rules) Delete(ctx context.Context, org, id string, a Actor) error {
 	}
 	err = r.table.TransactWrite(ctx, []store.Op{
 		store.DeleteOp(ruleKey(org, id), store.IfExists()),
-		store.UpdateOp(countKey(org), store.Update{Add: map[string]int64{attrCount: -1}}, store.IfGreater(attrCount, int64(0))),
+		store.CountDownOp(countKey(org), attrCount),
 		op,
 	})
 	var ce *store.ConditionError

@@ -166,8 +166,7 @@ func (r *Registry) Create(ctx context.Context, org string, a Actor, d Draft) (Re
 	// The count goes up in the same transaction, on condition that it is below the cap, so
 	// that registrations at once cannot pass it.
 	err = r.table.TransactWrite(ctx, []store.Op{
-		store.UpdateOp(countKey(org), store.Update{Add: map[string]int64{attrCount: 1}},
-			store.Or(store.IfAttrNotExists(attrCount), store.IfLess(attrCount, int64(MaxPerOrg)))),
+		store.CountUpOp(countKey(org), attrCount, MaxPerOrg),
 		store.PutOp(f.item(), store.IfNotExists()),
 		op,
 	})
@@ -288,7 +287,7 @@ func (r *Registry) Delete(ctx context.Context, org, id string, a Actor) error {
 			Set: map[string]any{attrDeleted: true, attrUpdatedAt: now, attrNext: now},
 			Add: map[string]int64{attrRev: 1},
 		}, store.IfEqual(attrDeleted, false)),
-		store.UpdateOp(countKey(org), store.Update{Add: map[string]int64{attrCount: -1}}, store.IfGreater(attrCount, int64(0))),
+		store.CountDownOp(countKey(org), attrCount),
 		op,
 	})
 	if errors.Is(err, store.ErrConditionFailed) {

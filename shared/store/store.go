@@ -179,6 +179,19 @@ func PutOp(item Item, cond Condition) Op { return Op{Kind: OpPut, Item: item, Co
 // DeleteOp deletes the item at k if cond holds.
 func DeleteOp(k Key, cond Condition) Op { return Op{Kind: OpDelete, Key: k, Cond: cond} }
 
+// CountUpOp raises the counter attr of the item at k by one, on condition that it is below
+// limit: in the transaction that writes what it counts, a cap that writes at once cannot
+// pass (a ConditionError of this operation says the cap is reached).
+func CountUpOp(k Key, attr string, limit int64) Op {
+	return UpdateOp(k, Update{Add: map[string]int64{attr: 1}}, Or(IfAttrNotExists(attr), IfLess(attr, limit)))
+}
+
+// CountDownOp lowers the counter attr of the item at k by one, on condition that it is above
+// zero.
+func CountDownOp(k Key, attr string) Op {
+	return UpdateOp(k, Update{Add: map[string]int64{attr: -1}}, IfGreater(attr, int64(0)))
+}
+
 // UpdateOp applies u to the item at k if cond holds.
 func UpdateOp(k Key, u Update, cond Condition) Op {
 	return Op{Kind: OpUpdate, Key: k, Update: u, Cond: cond}

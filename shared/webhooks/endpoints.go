@@ -211,8 +211,7 @@ func (e *Endpoints) Create(ctx context.Context, org string, a Actor, d EndpointD
 	it := ep.item()
 	it[attrSecret] = sealed
 	err = e.table.TransactWrite(ctx, []store.Op{
-		store.UpdateOp(countKey(org), store.Update{Add: map[string]int64{attrCount: 1}},
-			store.Or(store.IfAttrNotExists(attrCount), store.IfLess(attrCount, int64(MaxEndpointsPerOrg)))),
+		store.CountUpOp(countKey(org), attrCount, MaxEndpointsPerOrg),
 		store.PutOp(it, store.IfNotExists()),
 		op,
 	})
@@ -335,7 +334,7 @@ func (e *Endpoints) Delete(ctx context.Context, org, id string, a Actor) error {
 	}
 	err = e.table.TransactWrite(ctx, []store.Op{
 		store.DeleteOp(endpointKey(org, id), store.IfExists()),
-		store.UpdateOp(countKey(org), store.Update{Add: map[string]int64{attrCount: -1}}, store.IfGreater(attrCount, int64(0))),
+		store.CountDownOp(countKey(org), attrCount),
 		op,
 	})
 	if errors.Is(err, store.ErrConditionFailed) {
