@@ -152,7 +152,7 @@ func (l *Limiter) Allow(ctx context.Context, subject string, now time.Time) (ok 
 		l.markExhausted(w.pk, w.end, now)
 		return false, w.retryAfter, nil
 	case err != nil:
-		return false, 0, fmt.Errorf("ratelimit: count %s for %s: %w", l.rule.Name, subject, err)
+		return false, 0, fmt.Errorf("ratelimit: count a call under %s: %w", l.rule.Name, err) // not the subject: it can be an address
 	}
 	return true, 0, nil
 }
@@ -178,6 +178,22 @@ func (l *Limiter) window(subject string, now time.Time) (window, error) {
 		end:        end,
 		retryAfter: wholeSeconds(end.Sub(now)),
 	}, nil
+}
+
+// Forget deletes the windows of subject under the rule that may still be stored at now (the
+// current one, and the earlier ones kept until a margin past their end): the items' keys name
+// the subject, an e-mail address for some rules, which an erasure removes (docs/privacy.md §6).
+func (l *Limiter) Forget(ctx context.Context, subject string, now time.Time) error {
+	for at := now; !at.Before(now.Add(-l.rule.Window - ttlMargin)); at = at.Add(-l.rule.Window) {
+		w, err := l.window(subject, at)
+		if err != nil {
+			return err
+		}
+		if err := l.table.Delete(ctx, store.Key{PK: w.pk, SK: "window"}, store.Condition{}); err != nil {
+			return fmt.Errorf("ratelimit: forget %s of a subject: %w", l.rule.Name, err)
+		}
+	}
+	return nil
 }
 
 // op counts one call in the window, on condition that the window is not full.

@@ -21,6 +21,7 @@ package tables
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -66,6 +67,10 @@ type Table struct {
 	Clock *clock.Fake
 	// Adapter is AdapterEmbedded or AdapterDynamoDB.
 	Adapter string
+	// Everything returns every item the table holds, as JSON, for a test that checks what is
+	// at rest (docs/privacy.md): on DynamoDB a Scan, so items past their TTL that DynamoDB has
+	// not removed yet too.
+	Everything func(tb testing.TB) string
 }
 
 // Each runs f as one subtest per adapter (named AdapterEmbedded and AdapterDynamoDB), each
@@ -91,7 +96,32 @@ func Embedded(tb testing.TB) Table {
 			tb.Errorf("embedded store Close = %v; want nil", err)
 		}
 	})
-	return Table{Table: s, Feed: s, Clock: clk, Adapter: AdapterEmbedded}
+	return Table{Table: s, Feed: s, Clock: clk, Adapter: AdapterEmbedded, Everything: func(tb testing.TB) string {
+		tb.Helper()
+		ctx := context.Background()
+		pks, err := s.Partitions(ctx, "")
+		if err != nil {
+			tb.Fatalf("Partitions = %v", err)
+		}
+		var all []store.Item
+		for _, pk := range pks {
+			items, err := s.Query(ctx, store.Query{PK: pk})
+			if err != nil {
+				tb.Fatalf("Query(%s) = %v", pk, err)
+			}
+			all = append(all, items...)
+		}
+		return asJSON(tb, all)
+	}}
+}
+
+func asJSON(tb testing.TB, items []store.Item) string {
+	tb.Helper()
+	raw, err := json.Marshal(items)
+	if err != nil {
+		tb.Fatalf("json.Marshal of the items = %v", err)
+	}
+	return string(raw)
 }
 
 // Local is a table of its own on DynamoDB Local with the clients that reach it, for tests that
@@ -173,6 +203,14 @@ func (l *Local) Table() Table {
 		Feed:    dynamodb.NewStreamFeed(l.Streams, l.StreamARN, dynamodb.StreamOptions{PollInterval: 50 * time.Millisecond}),
 		Clock:   clk,
 		Adapter: AdapterDynamoDB,
+		Everything: func(tb testing.TB) string {
+			tb.Helper()
+			all, err := dynamodb.Scan(context.Background(), l.DB, l.Name)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			return asJSON(tb, all)
+		},
 	}
 }
 
