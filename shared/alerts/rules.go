@@ -517,3 +517,18 @@ func (x *Index) Matching(ev event.Event) []Rule {
 	}
 	return out
 }
+
+// ForgetAddress removes an erased person's address from the rules of org they made
+// (created_by_email; docs/privacy.md §6).
+func (r *Rules) ForgetAddress(ctx context.Context, org, email string) error {
+	return store.ForgetValue(ctx, r.table, store.Query{PK: Partition, Prefix: skRule + org + "#"}, email, nil)
+}
+
+// RemoveOrg removes the rules of an organisation being deleted, and their count
+// (docs/privacy.md §6).
+func (r *Rules) RemoveOrg(ctx context.Context, org string) error {
+	if err := store.DeleteSelected(ctx, r.table, store.Query{PK: Partition, Prefix: skRule + org + "#"}); err != nil {
+		return fmt.Errorf("alerts: remove the rules of %s: %w", org, err)
+	}
+	return store.DeleteKeys(ctx, r.table, []store.Key{countKey(org)})
+}

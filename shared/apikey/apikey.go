@@ -487,3 +487,9 @@ func parseTime(s string) time.Time {
 	}
 	return t
 }
+
+// ForgetAddress removes an erased person's address from the keys of org they made
+// (created_by_email; docs/privacy.md §6).
+func (k *Keys) ForgetAddress(ctx context.Context, org, email string) error {
+	return store.ForgetValue(ctx, k.table, store.Query{PK: pkOrgPrefix + org, Prefix: skKeyPrefix}, email, nil)
+}

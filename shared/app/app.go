@@ -154,7 +154,16 @@ func New(d Deps, groups ...routetable.Group) (*API, error) {
 	if err != nil {
 		return nil, err
 	}
-	bill, err := billinggroup.NewService(td, t.Orgs, slices.Contains(groups, routetable.GroupBilling))
+	var billed routetable.Group // the group whose view of billing's configuration is logged
+	switch {
+	case slices.Contains(groups, routetable.GroupBilling):
+		billed = routetable.GroupBilling
+	case slices.Contains(groups, routetable.GroupConsoleOrgs):
+		billed = routetable.GroupConsoleOrgs
+	case slices.Contains(groups, routetable.GroupConsoleAuth):
+		billed = routetable.GroupConsoleAuth
+	}
+	bill, err := billinggroup.NewService(td, t.Orgs, billed)
 	if err != nil {
 		return nil, err
 	}
@@ -251,9 +260,9 @@ func (a *API) routes(b built, groups ...routetable.Group) []httpapi.Route {
 		case routetable.GroupMeta:
 			out = append(out, metagroup.Routes(d.Base, a.OpenAPI)...)
 		case routetable.GroupConsoleAuth:
-			out = append(out, consoleauthgroup.Routes(d, b.tenants)...)
+			out = append(out, consoleauthgroup.Routes(d, b.tenants, b.billing)...)
 		case routetable.GroupConsoleOrgs:
-			out = append(out, consoleorgsgroup.Routes(d, b.tenants, b.ledger)...)
+			out = append(out, consoleorgsgroup.Routes(d, b.tenants, b.ledger, b.billing)...)
 		case routetable.GroupBilling:
 			out = append(out, billinggroup.Routes(b.billing)...)
 		case routetable.GroupEvents:

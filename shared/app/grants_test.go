@@ -699,11 +699,31 @@ func (g *grantsTour) tourEveryRoute() {
 	g.clk.Advance(time.Minute)
 	g.webhook("customer.subscription.deleted", nil)
 
+	// docs/privacy.md §6: erin, an owner of Alpha who made a feed and an alert rule there,
+	// erases her account. Her address is forgotten in Alpha's records, and her own
+	// organisation, of which she is the only member, goes with its key and Stripe customer.
+	erin, erinID := join("erin@example.com", "owner")
+	g.call("POST", op+"/feeds", erin, apitest.JSON(map[string]string{"url": upstream.URL, "format": "cifs", "environment": "live"}),
+		http.StatusCreated, "erin registers a feed")
+	if _, err := alerts.NewRules(g.db, audit.New(g.db, audit.Options{Clock: g.clk}), g.clk).Create(context.Background(), alpha,
+		alerts.Actor{UserID: erinID, Email: "erin@example.com"},
+		alerts.Draft{Name: ptr("erin's"), Environment: ptr("live"), Area: &alerts.Area{Circle: &alerts.Circle{Center: geo.Point{Lat: 48.1, Lon: 11.5}, RadiusM: 5000}}}); err != nil {
+		t.Fatal(err)
+	}
+	own := "/console/orgs/" + apitest.Decode[orgs.Organisation](t, g.call("POST", "/console/orgs", erin, `{"name":"Erin's"}`, http.StatusCreated, "erin's own organisation")).OrgID
+	g.call("POST", own+"/keys", erin, `{"label":"e","environment":"sandbox"}`, http.StatusCreated, "erin's key")
+	g.call("POST", own+"/members", erin, `{"email":"frank@example.com","role":"member"}`, http.StatusCreated, "erin invites frank")
+	g.call("POST", own+"/billing/checkout", erin, `{"plan":"team"}`, http.StatusOK, "erin's checkout")
+	g.call("DELETE", "/console/auth/me", erin, "", http.StatusOK, "erin erases her account")
+
 	// Last, the session ends: TOTP off (in a new window of TOTP attempts), then logout.
 	g.clk.Advance(16 * time.Minute)
 	// Turning TOTP off ends every session of the account but the new one it answers.
 	r = g.call("POST", "/console/auth/totp/disable", second, apitest.JSON(map[string]string{"code": g.totp(secret)}), http.StatusOK, "turn TOTP off")
-	g.call("POST", "/console/auth/logout", apitest.Decode[consoleauth.SessionOut](t, r).Token, "", http.StatusOK, "log out")
+	last := apitest.Decode[consoleauth.SessionOut](t, r).Token
+	// docs/privacy.md §6: the owner deletes Alpha, and its Stripe customer with it.
+	g.call("DELETE", op, last, "", http.StatusOK, "delete Alpha")
+	g.call("POST", "/console/auth/logout", last, "", http.StatusOK, "log out")
 }
 
 // TestGroupsStayWithinTheirGrants (docs/security.md §6): each group, alone, calls on the table

@@ -75,6 +75,15 @@ func TestLogsHoldNoPersonalData(t *testing.T) {
 		t.Fatalf("a revoked key: %d", r.Status)
 	}
 	c.Call("GET", "/console/auth/me", "ses_"+strings.Repeat("x", 43), "")
+	// The two acts of docs/privacy.md §6, refused first, then done.
+	second := consoletest.CreateOrg(c, session.Token, "Difference Engines")
+	c.Call("DELETE", "/console/orgs/"+second, "", "")
+	if r := c.Call("DELETE", "/console/orgs/"+second, session.Token, ""); r.Status != http.StatusOK {
+		t.Fatalf("delete an organisation: %s", r)
+	}
+	if r := c.Call("DELETE", "/console/auth/me", session.Token, ""); r.Status != http.StatusOK {
+		t.Fatalf("erase the account: %s", r)
+	}
 
 	out := logs.String()
 	if !strings.Contains(out, `"msg"`) {

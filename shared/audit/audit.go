@@ -222,3 +222,31 @@ func (l *Log) List(ctx context.Context, orgID string, limit int) ([]Entry, error
 	}
 	return out, nil
 }
+
+// ForgetAddress makes organisation orgID's log stop naming an erased person by address
+// (docs/privacy.md §6): actor_email becomes null where they acted, and a detail member that
+// holds the address (the invitee of member.invited, the member of member.removed...) holds
+// null instead. The entries stay, with the actor's user id, which no longer names anyone.
+func (l *Log) ForgetAddress(ctx context.Context, orgID, email string) error {
+	return store.ForgetValue(ctx, l.table, store.Query{PK: pkOrgPrefix + orgID, Prefix: skPrefix}, email,
+		func(it store.Item) map[string]any {
+			raw := it.String(attrDetail)
+			if !strings.Contains(strings.ToLower(raw), strings.ToLower(email)) {
+				return nil
+			}
+			var detail map[string]any
+			if json.Unmarshal([]byte(raw), &detail) != nil {
+				return nil
+			}
+			for name, v := range detail {
+				if s, ok := v.(string); ok && strings.EqualFold(s, email) {
+					detail[name] = nil
+				}
+			}
+			out, err := json.Marshal(detail)
+			if err != nil || string(out) == raw {
+				return nil
+			}
+			return map[string]any{attrDetail: string(out)}
+		})
+}

@@ -88,6 +88,8 @@ const RoleOwner = "owner"
 var (
 	// ErrBusy is returned when concurrent changes kept refusing a write.
 	ErrBusy = errors.New("billing: state kept changing; retry")
+	// ErrProvider is returned when Stripe failed a call that an act depends on.
+	ErrProvider = errors.New("billing: the payment provider failed")
 )
 
 // Options configure a Service.
@@ -214,4 +216,31 @@ func Period(t time.Time) (first, last time.Time) {
 	y, m, _ := t.UTC().Date()
 	first = time.Date(y, m, 1, 0, 0, 0, 0, time.UTC)
 	return first, first.AddDate(0, 1, -1)
+}
+
+// CloseAccount ends the billing of an organisation being deleted (docs/privacy.md §6): its
+// Stripe customer is deleted, which cancels the subscription at once, and the indexes that
+// lead from Stripe and the overage reports to it go. Its billing state goes with the
+// organisation's records. A failure of Stripe is answered as ErrProvider (502), before
+// anything else of the organisation changed.
+func (s *Service) CloseAccount(ctx context.Context, org string) error {
+	st, err := s.State(ctx, org)
+	if err != nil {
+		return err
+	}
+	if st.CustomerID != "" {
+		if s.provider == nil {
+			return fmt.Errorf("billing: organisation %s has a Stripe customer but billing is off: %w", org, ErrProvider)
+		}
+		if err := s.provider.DeleteCustomer(ctx, st.CustomerID); err != nil {
+			return fmt.Errorf("%w: %w", ErrProvider, err)
+		}
+		if err := s.table.Delete(ctx, customerKey(st.CustomerID), store.Condition{}); err != nil {
+			return fmt.Errorf("billing: forget customer of %s: %w", org, err)
+		}
+	}
+	if err := s.table.Delete(ctx, subscribedKey(org), store.Condition{}); err != nil {
+		return fmt.Errorf("billing: forget the subscription of %s: %w", org, err)
+	}
+	return nil
 }

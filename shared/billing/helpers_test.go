@@ -151,6 +151,8 @@ func (p *refusingProvider) CreatePortal(context.Context, string, string) (string
 	return "", p.refuse()
 }
 
+func (p *refusingProvider) DeleteCustomer(context.Context, string) error { return p.refuse() }
+
 // stripeCall is one request to stripe-mock and its answer.
 type stripeCall struct {
 	Method, Path string

@@ -2,6 +2,7 @@ package billing
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -27,6 +28,9 @@ type Provider interface {
 	// ReportUsage sets the usage of a metered subscription item for the billing period
 	// holding rec.Timestamp to rec.Quantity (action=set: a repeat never adds to it).
 	ReportUsage(ctx context.Context, rec UsageRecord) error
+	// DeleteCustomer deletes a customer, which cancels its subscriptions at once; a customer
+	// already deleted is done.
+	DeleteCustomer(ctx context.Context, customerID string) error
 }
 
 // UsageRecord is one report of a metered subscription item's usage (docs/console.md §3).
@@ -167,6 +171,22 @@ func (s *Stripe) ReportUsage(ctx context.Context, rec UsageRecord) error {
 	p.SetIdempotencyKey(rec.IdempotencyKey)
 	if _, err := (&usagerecord.Client{B: s.backend, Key: s.key}).New(p); err != nil {
 		return fmt.Errorf("stripe: report usage of %s: %w", rec.SubscriptionItemID, err)
+	}
+	return nil
+}
+
+// DeleteCustomer deletes the customer (stripe-go v76 customer.Del): Stripe cancels its
+// subscriptions at once and keeps no address of it, while its invoices stay in the Stripe
+// account's records. A customer Stripe does not know (deleted before) is done.
+func (s *Stripe) DeleteCustomer(ctx context.Context, customerID string) error {
+	p := &stripe.CustomerParams{}
+	p.Context = ctx
+	_, err := (&customer.Client{B: s.backend, Key: s.key}).Del(customerID, p)
+	if se, ok := errors.AsType[*stripe.Error](err); ok && se.HTTPStatusCode == http.StatusNotFound {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("stripe: delete customer %s: %w", customerID, err)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package billing_test
 
 import (
+	"context"
 	"net/http"
 	"sync"
 	"testing"
@@ -95,6 +96,19 @@ func TestCheckoutAndPortalOnStripeMock(t *testing.T) {
 		}
 		if n := len(rec.to("/v1/customers")); n != 1 {
 			t.Errorf("%d customers after the portal; want still 1", n)
+		}
+
+		// docs/privacy.md §6: deleting the organisation deletes its customer, which cancels its
+		// subscription; closing again (a deletion sent again after a failure) is done too.
+		if err := r.svc.CloseAccount(context.Background(), orgA); err != nil {
+			t.Fatalf("CloseAccount = %v", err)
+		}
+		deleted := rec.to("/v1/customers/" + customerID)
+		if len(deleted) != 1 || deleted[0].Method != http.MethodDelete || deleted[0].Response["deleted"] != true {
+			t.Fatalf("requests to the customer = %+v; want one DELETE, answered deleted", deleted)
+		}
+		if err := r.svc.CloseAccount(context.Background(), orgA); err != nil {
+			t.Fatalf("CloseAccount again = %v", err)
 		}
 	})
 }

@@ -530,3 +530,21 @@ func registeredFrom(it store.Item) Registered {
 	}
 	return f
 }
+
+// ForgetAddress removes an erased person's address from the feeds of org they registered
+// (created_by_email; docs/privacy.md §6).
+func (r *Registry) ForgetAddress(ctx context.Context, org, email string) error {
+	return store.ForgetValue(ctx, r.table, store.Query{PK: partition, Prefix: skFeed + org + "#"}, email, nil)
+}
+
+// RemoveOrg removes the feeds of an organisation being deleted, their state and count
+// (docs/privacy.md §6), without ending their events: those stay on the network until they
+// expire, as the organisation's other events do.
+func (r *Registry) RemoveOrg(ctx context.Context, org string) error {
+	for _, prefix := range []string{skFeed + org + "#", skState + org + "#"} {
+		if err := store.DeleteSelected(ctx, r.table, store.Query{PK: partition, Prefix: prefix}); err != nil {
+			return fmt.Errorf("feeds: remove the feeds of %s: %w", org, err)
+		}
+	}
+	return store.DeleteKeys(ctx, r.table, []store.Key{countKey(org)})
+}

@@ -28,19 +28,8 @@ func (s *Service) IssueKey(ctx context.Context, m Membership, c consoleauth.Call
 	if err := ownerOnly(m); err != nil {
 		return "", apikey.Key{}, err
 	}
-	if c.User.TOTPEnabled {
-		if totpCode == nil || *totpCode == "" {
-			return "", apikey.Key{}, fmt.Errorf("issue key without totp_code: %w", ErrTOTPRequired)
-		}
-		err := s.totp.VerifyTOTP(ctx, c.User.ID, *totpCode)
-		switch {
-		case errors.Is(err, ErrLimited):
-			return "", apikey.Key{}, fmt.Errorf("issue key: %w", err)
-		case errors.Is(err, consoleauth.ErrInvalidTOTP), errors.Is(err, consoleauth.ErrTOTPNotEnabled):
-			return "", apikey.Key{}, fmt.Errorf("issue key: %w: %w", ErrTOTPRequired, err)
-		case err != nil:
-			return "", apikey.Key{}, fmt.Errorf("orgs: verify TOTP for key issuance: %w", err)
-		}
+	if err := s.StepUp(ctx, c, totpCode, "issue key"); err != nil {
+		return "", apikey.Key{}, err
 	}
 	if err := s.allow(ctx, s.keyCap, KeyIssuanceCap, m.Org.OrgID); err != nil {
 		return "", apikey.Key{}, err

@@ -157,6 +157,7 @@ func (s *Service) Invite(ctx context.Context, m Membership, actor Actor, email, 
 			store.UpdateOp(orgKey(m.Org.OrgID), store.Update{Add: map[string]int64{attrRev: 1}}, store.IfEqual(attrRev, rev)),
 			store.PutOp(inv.item(), store.IfNotExists()),
 			store.PutOp(inv.tokenItem(), store.IfNotExists()),
+			addressOp(email, m.Org.OrgID),
 			auditOp,
 		})
 		var ce *store.ConditionError
@@ -315,7 +316,7 @@ func (s *Service) Accept(ctx context.Context, c consoleauth.Caller, token string
 		return Organisation{}, fmt.Errorf("invitation %s: %w", inviteID, ErrEmailMismatch)
 	}
 	orgItem, err := s.table.Get(ctx, orgKey(orgID))
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) || (err == nil && orgItem.Has(attrDeleting)) {
 		return Organisation{}, fmt.Errorf("organisation %s of invitation %s: %w", orgID, inviteID, ErrInvitationNotFound)
 	}
 	if err != nil {
@@ -336,7 +337,7 @@ func (s *Service) Accept(ctx context.Context, c consoleauth.Caller, token string
 		store.DeleteOp(tokenKey(inv.tokenHash), store.IfExists()),
 		store.PutOp(memberItem(orgID, c.User.ID, inv.Email, inv.Role, now), store.IfNotExists()),
 		store.PutOp(userOrgItem(c.User.ID, orgID, inv.Role), store.Condition{}),
-		store.UpdateOp(orgKey(orgID), up, store.IfExists()),
+		store.UpdateOp(orgKey(orgID), up, store.And(store.IfExists(), store.IfAttrNotExists(attrDeleting))),
 		auditOp,
 	})
 	var ce *store.ConditionError

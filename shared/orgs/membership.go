@@ -50,12 +50,18 @@ func MembershipMiddleware(s *Service) httpapi.RouteMiddleware {
 		if !slices.Contains(rt.Security, httpapi.SecuritySession) {
 			panic(fmt.Sprintf("orgs: organisation route %s %s must declare httpapi.SecuritySession", rt.Method, rt.Path))
 		}
+		// An organisation being deleted is gone for every route but its deletion, which
+		// finishes a deletion that failed half-way (docs/privacy.md §6).
+		deletion := rt.Method == http.MethodDelete && rt.Path == OrgRoutePrefix
 		return httpapi.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
 			c, ok := consoleauth.CallerFrom(r.Context())
 			if !ok {
 				return errors.New("orgs: MembershipMiddleware must run after consoleauth.Middleware")
 			}
 			m, err := s.Resolve(r.Context(), r.PathValue("org_id"), c.User.ID)
+			if err == nil && m.deleting && !deletion {
+				err = fmt.Errorf("organisation %s being deleted: %w", m.Org.OrgID, ErrNotFound)
+			}
 			if err != nil {
 				return ErrorTable.Public(err)
 			}

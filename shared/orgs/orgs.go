@@ -330,6 +330,7 @@ func (s *Service) CreateOrg(ctx context.Context, actor Actor, name string) (Orga
 		}, store.IfNotExists()),
 		store.PutOp(memberItem(o.OrgID, actor.UserID, actor.Email, RoleOwner, now), store.IfNotExists()),
 		store.PutOp(userOrgItem(actor.UserID, o.OrgID, RoleOwner), store.Condition{}),
+		addressOp(actor.Email, o.OrgID),
 		auditOp,
 	})
 	if err != nil {
@@ -343,6 +344,8 @@ type Membership struct {
 	Org  Organisation // Role is the caller's
 	Self Member       // DisplayName not filled
 	rev  int64
+	// deleting: the organisation is being deleted (BeginDeletion); only its deletion sees it.
+	deleting bool
 }
 
 // Resolve returns the membership of userID in orgID with one BatchGet (the organisation item
@@ -373,7 +376,7 @@ func (s *Service) Resolve(ctx context.Context, orgID, userID string) (Membership
 	m := memberFrom(mem)
 	o := orgFrom(org)
 	o.Role = m.Role
-	return Membership{Org: o, Self: m, rev: org.Int(attrRev)}, nil
+	return Membership{Org: o, Self: m, rev: org.Int(attrRev), deleting: org.Has(attrDeleting)}, nil
 }
 
 // Access tells billing the caller's role in an organisation and the organisation's plan; ok is
@@ -384,7 +387,7 @@ func (s *Service) Access(ctx context.Context, orgID, userID string) (role, plan 
 		return m.Org.Role, m.Org.Plan, true, nil
 	}
 	m, err := s.Resolve(ctx, orgID, userID)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, ErrNotFound) || m.deleting {
 		return "", "", false, nil
 	}
 	if err != nil {
@@ -427,7 +430,9 @@ func (s *Service) ListOrgs(ctx context.Context, userID string) ([]Organisation, 
 		org := strings.TrimPrefix(k.PK, pkOrgPrefix)
 		switch k.SK {
 		case skOrg:
-			found[org] = orgFrom(it)
+			if !it.Has(attrDeleting) {
+				found[org] = orgFrom(it)
+			}
 		case skMemberPrefix + userID:
 			roles[org] = it.String(attrRole)
 		}
@@ -489,6 +494,10 @@ func (s *Service) UpdateOrg(ctx context.Context, m Membership, actor Actor, name
 	o.Name = *name
 	return o, nil
 }
+
+// RequireOwner refuses, as ErrOwnerOnly, a member who is not an owner: for the owner acts of
+// other packages.
+func (m Membership) RequireOwner() error { return ownerOnly(m) }
 
 func ownerOnly(m Membership) error {
 	if m.Self.Role != RoleOwner {

@@ -124,19 +124,29 @@ var grants = map[Group]Grants{
 	GroupConsoleAuth: {
 		Items: []ItemGrant{
 			{"authcode#", []ItemAction{PutItem, UpdateItem, DeleteItem}},
-			{"useremail#", []ItemAction{GetItem, PutItem}},
+			{"useremail#", []ItemAction{GetItem, Query, PutItem, DeleteItem}}, // Query: the organisations an erased address is filed under
 			{"user#", []ItemAction{GetItem, Query, PutItem, UpdateItem, DeleteItem}},
 			{"session#", []ItemAction{GetItem, PutItem}},
 			{"temptoken#", []ItemAction{GetItem, PutItem, DeleteItem}},
-			{"ratelimit#console-code-requests#", []ItemAction{UpdateItem}},
-			{"ratelimit#console-totp-attempts#", []ItemAction{UpdateItem}},
+			{"ratelimit#console-code-requests#", []ItemAction{UpdateItem, DeleteItem}},
+			{"ratelimit#console-totp-attempts#", []ItemAction{UpdateItem, DeleteItem}},
 			// turning TOTP on or off is written in the audit log of each of the user's
 			// organisations; the export of a person's data reads their organisations and
 			// audit entries
-			{"userorg#", query},
-			{"org#", []ItemAction{BatchGetItem, Query, PutItem}},
+			{"userorg#", []ItemAction{Query, DeleteItem}},
+			{"org#", []ItemAction{GetItem, BatchGetItem, Query, PutItem, UpdateItem, DeleteItem}},
+			// erasing an account (docs/privacy.md §6): it leaves its organisations, which forget
+			// its address in their records, and deletes those it alone is in, with their keys,
+			// feeds, alert rules, invitations and Stripe customer
+			{"invitetoken#", []ItemAction{DeleteItem}},
+			{"apikey#", []ItemAction{UpdateItem}},
+			{"feed#", []ItemAction{Query, UpdateItem, DeleteItem}},
+			{"alertrule#", []ItemAction{Query, UpdateItem, DeleteItem}},
+			{"ratelimit#console-invites-recipient#", []ItemAction{DeleteItem}},
+			{"billing#", []ItemAction{DeleteItem}},
+			{"stripecustomer#", []ItemAction{DeleteItem}},
 		},
-		Secrets:   []string{SecretAuthHashKey},
+		Secrets:   []string{SecretAuthHashKey, SecretStripeKey},
 		KMS:       []KMSAction{KMSEncrypt, KMSDecrypt},
 		SendsMail: true, // sign-in codes
 	},
@@ -144,6 +154,9 @@ var grants = map[Group]Grants{
 		Items: []ItemGrant{
 			{"session#", read}, // the caller's session and account
 			{"user#", []ItemAction{GetItem, BatchGetItem, UpdateItem}},
+			// filing an organisation under the addresses it names, and unfiling a deleted
+			// one (docs/privacy.md §6)
+			{"useremail#", []ItemAction{PutItem, DeleteItem}},
 			{"org#", []ItemAction{GetItem, BatchGetItem, Query, PutItem, UpdateItem, DeleteItem}},
 			{"userorg#", []ItemAction{Query, PutItem, DeleteItem}},
 			{"invitetoken#", []ItemAction{GetItem, PutItem, DeleteItem}},
@@ -154,9 +167,13 @@ var grants = map[Group]Grants{
 			{"ratelimit#console-invites-recipient#", []ItemAction{UpdateItem}},
 			{"ratelimit#console-key-issuance#", []ItemAction{UpdateItem}},
 			{"ratelimit#console-totp-attempts#", []ItemAction{UpdateItem}},
-			{"feed#", []ItemAction{GetItem, Query, PutItem, UpdateItem}},                  // the feed registry
+			{"feed#", []ItemAction{GetItem, Query, PutItem, UpdateItem, DeleteItem}},      // the feed registry
 			{"alertrule#", []ItemAction{GetItem, Query, PutItem, UpdateItem, DeleteItem}}, // the alert rules
+			// closing the billing of a deleted organisation (docs/privacy.md §6)
+			{"billing#", []ItemAction{DeleteItem}},
+			{"stripecustomer#", []ItemAction{DeleteItem}},
 		},
+		Secrets: []string{SecretStripeKey}, // deleting a deleted organisation's Stripe customer
 		// Decrypt: the TOTP step-up of key issuance and signing deliveries; Encrypt: sealing
 		// webhook signing secrets.
 		KMS:        []KMSAction{KMSEncrypt, KMSDecrypt},

@@ -97,6 +97,7 @@ var table = map[Group][]Route{
 		{"POST", "/console/auth/recovery-codes/regenerate"},
 		{"GET", "/console/auth/me"},
 		{"PATCH", "/console/auth/me"},
+		{"DELETE", "/console/auth/me"},
 		{"POST", "/console/auth/logout"},
 	},
 	GroupConsoleOrgs: {
@@ -104,6 +105,7 @@ var table = map[Group][]Route{
 		{"GET", "/console/orgs"},
 		{"GET", "/console/orgs/{org_id}"},
 		{"PATCH", "/console/orgs/{org_id}"},
+		{"DELETE", "/console/orgs/{org_id}"},
 		{"GET", "/console/orgs/{org_id}/members"},
 		{"POST", "/console/orgs/{org_id}/members"},
 		{"PATCH", "/console/orgs/{org_id}/members/{user_id}"},

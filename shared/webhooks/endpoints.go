@@ -485,3 +485,9 @@ func endpointFrom(it store.Item) Endpoint {
 		RotatedAt: it.Time(attrRotatedAt), PreviousUntil: it.Time(attrPreviousUntil), rev: it.Int(attrRev),
 	}
 }
+
+// ForgetAddress removes an erased person's address from the endpoints of org they added
+// (created_by_email; docs/privacy.md §6).
+func (e *Endpoints) ForgetAddress(ctx context.Context, org, email string) error {
+	return store.ForgetValue(ctx, e.table, store.Query{PK: pkOrg + org, Prefix: skEndpoint}, email, nil)
+}

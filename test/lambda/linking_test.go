@@ -33,6 +33,11 @@ var sharedPackages = map[routetable.Group][]string{
 	routetable.GroupEvents: {module + "shared/stream"},
 	// The billing summary shows the month's usage.
 	routetable.GroupBilling: {module + "shared/consoleusage"},
+	// Deleting an organisation, by its owner or with the account of its only member, deletes
+	// its Stripe customer (docs/privacy.md §6).
+	routetable.GroupConsoleOrgs: {module + "shared/billing", module + "shared/app/billinggroup", "github.com/stripe/stripe-go/v76"},
+	// (billing's summary shows the month's usage)
+	routetable.GroupConsoleAuth: {module + "shared/billing", module + "shared/app/billinggroup", "github.com/stripe/stripe-go/v76", module + "shared/consoleusage"},
 }
 
 // tableFree are the groups whose routes never read the table; their functions link no store.

@@ -23,7 +23,7 @@ func New(d tenants.Deps) (*groupapi.Group, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := NewService(d, t.Orgs, true)
+	s, err := NewService(d, t.Orgs, routetable.GroupBilling)
 	if err != nil {
 		return nil, err
 	}
@@ -39,9 +39,12 @@ func Routes(s *billing.Service) []httpapi.Route {
 }
 
 // NewService builds the billing service on the organisations og. Billing is on only with a
-// Stripe key (docs/api.md §10.4); the key never leaves the Stripe adapter. When the group is
-// served, a configuration that leaves part of billing off is logged.
-func NewService(d tenants.Deps, og *orgs.Service, serving bool) (*billing.Service, error) {
+// Stripe key (docs/api.md §10.4); the key never leaves the Stripe adapter. A configuration
+// that leaves part of billing off is logged as it concerns the group that is served: the
+// billing group, or a console group, whose deletion of an organisation (by an owner, or
+// with the account of its only member) deletes its Stripe customer (docs/privacy.md §6); for
+// any other group, nothing is.
+func NewService(d tenants.Deps, og *orgs.Service, serving routetable.Group) (*billing.Service, error) {
 	cfg := d.Config.Billing
 	var provider billing.Provider
 	if cfg.Configured() {
@@ -51,7 +54,10 @@ func NewService(d tenants.Deps, og *orgs.Service, serving bool) (*billing.Servic
 	if consoleURL != "" && !strings.HasSuffix(consoleURL, "/") {
 		consoleURL += "/"
 	}
-	if serving {
+	if (serving == routetable.GroupConsoleOrgs || serving == routetable.GroupConsoleAuth) && !cfg.Configured() {
+		d.Logger.Info("billing is off (no STRIPE_SECRET_KEY): an organisation that has a Stripe customer cannot be deleted (503)")
+	}
+	if serving == routetable.GroupBilling {
 		switch {
 		case !cfg.Configured():
 			d.Logger.Info("billing is off (no STRIPE_SECRET_KEY): checkout and portal answer 503")

@@ -9,12 +9,15 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/roadevents/roadevents/shared/alerts"
+	"github.com/roadevents/roadevents/shared/app/billinggroup"
 	"github.com/roadevents/roadevents/shared/app/groupapi"
 	"github.com/roadevents/roadevents/shared/app/tenants"
+	"github.com/roadevents/roadevents/shared/billing"
 	"github.com/roadevents/roadevents/shared/consolefeeds"
 	"github.com/roadevents/roadevents/shared/consolereputation"
 	"github.com/roadevents/roadevents/shared/consoleusage"
 	"github.com/roadevents/roadevents/shared/consolewebhooks"
+	"github.com/roadevents/roadevents/shared/erasure"
 	"github.com/roadevents/roadevents/shared/feeds"
 	"github.com/roadevents/roadevents/shared/httpapi"
 	"github.com/roadevents/roadevents/shared/orgs"
@@ -35,7 +38,11 @@ func New(d tenants.Deps) (*groupapi.Group, error) {
 		return nil, err
 	}
 	api := groupapi.NewAPI(d.Base, t.Middleware(d.Keys, nil)...)
-	api.Handle(Routes(d, t, ledger)...)
+	bill, err := billinggroup.NewService(d, t.Orgs, routetable.GroupConsoleOrgs)
+	if err != nil {
+		return nil, err
+	}
+	api.Handle(Routes(d, t, ledger, bill)...)
 	// On AWS the webhook turns' queue invokes the function with the turns that are due
 	// (docs/webhooks.md §3).
 	dispatcher := NewDispatcher(d, t)
@@ -52,15 +59,19 @@ func NewDispatcher(d tenants.Deps, t *tenants.Tenants) *webhooks.Dispatcher {
 }
 
 // Routes returns the group's routes on the organisations of t and the reputation ledger.
-func Routes(d tenants.Deps, t *tenants.Tenants, ledger *reputation.Ledger) []httpapi.Route {
+func Routes(d tenants.Deps, t *tenants.Tenants, ledger *reputation.Ledger, bill *billing.Service) []httpapi.Route {
 	og := t.Orgs
 	routes := orgs.Routes(og)
 	routes = append(routes, consoleusage.Routes(consoleusage.Deps{Orgs: og, Meter: d.Meter, Keys: d.Keys, Clock: d.Clock})...)
 	routes = append(routes, consolereputation.Routes(consolereputation.Deps{Orgs: og, Standings: ledger})...)
-	routes = append(routes, consolefeeds.Routes(og, feeds.NewRegistry(d.Table, og.Audit(), d.Clock))...)
+	registry := feeds.NewRegistry(d.Table, og.Audit(), d.Clock)
+	endpoints := tenants.NewEndpoints(d, t)
+	rules := alerts.NewRules(d.Table, og.Audit(), d.Clock)
+	routes = append(routes, consolefeeds.Routes(og, registry)...)
 	routes = append(routes, consolewebhooks.Routes(consolewebhooks.Deps{
-		Orgs: og, Endpoints: tenants.NewEndpoints(d, t), Queue: tenants.NewDeliveries(d), Clock: d.Clock,
-		Rules: alerts.NewRules(d.Table, og.Audit(), d.Clock), Delivering: tenants.Delivering(d),
+		Orgs: og, Endpoints: endpoints, Queue: tenants.NewDeliveries(d), Clock: d.Clock,
+		Rules: rules, Delivering: tenants.Delivering(d),
 	})...)
+	routes = append(routes, erasure.OrgRoutes(erasure.New(t.Auth, og, d.Keys, registry, rules, endpoints, bill, d.Logger))...)
 	return groupapi.Private(groupapi.ReadsTable(routes))
 }
