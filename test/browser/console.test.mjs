@@ -6,7 +6,9 @@
 // follows an event it publishes on the Road page (live on the map, inspected, closed), on a
 // desktop and on a phone-sized screen, and revokes the key. The colleague then signs in on a third, fresh browser context and finds the
 // organisation through the switcher (the list is the server's, GET /console/orgs), which drops
-// it once they are removed, and drops another once they leave it. Apart, the API reference at
+// it once they are removed, and drops another once they leave it. At the end the owner, refused
+// while the last owner of an organisation with other members, deletes the second organisation,
+// then the account, whose address then signs up afresh. Apart, the API reference at
 // /docs renders the served /openapi.json with nothing fetched from elsewhere. Every main page
 // is saved to test/browser/screenshots/.
 //
@@ -754,6 +756,108 @@ test('the console, from sign-up to a revoked key', async (t) => {
     await page.keyboard.press('Enter');
     // Back on the page the session ended on.
     await page.getByRole('heading', { name: 'Usage', level: 2 }).waitFor();
+  });
+
+  // The journey ends with deletions (docs/privacy.md §1, §3). By now the colleague was removed
+  // from ORG and left the second organisation: the owner is alone in both.
+  const SECOND = 'Second Fleet (renamed)';
+
+  await step('deleting the account is refused while the owner is the last owner of an organisation with other members', async () => {
+    // The colleague joins ORG again, in a fresh browser.
+    await page.getByRole('link', { name: 'Members' }).click();
+    await page.getByRole('heading', { name: 'Members', level: 2 }).waitFor();
+    await page.getByText('Invite someone').click();
+    await page.getByLabel('E-mail address').fill(COLLEAGUE);
+    await page.getByRole('button', { name: 'Send invitation' }).click();
+    await page.getByText(`Invitation sent to ${COLLEAGUE}.`).waitFor();
+    const mail = await outbox.next(COLLEAGUE);
+    const m = /(http:\/\/\S+\/app\/accept-invite#token=[^\s<>"]+)/.exec(mail);
+    assert.ok(m, `no invitation link in the e-mail:\n${mail}`);
+    const ctxD = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    ctxD.setDefaultTimeout(10000);
+    await watchCSP(ctxD, 'colleague, again', cspViolations);
+    const pageD = await ctxD.newPage();
+    pageD.on('pageerror', (e) => pageErrors.push('colleague, again: ' + e.message));
+    await pageD.goto(m[1]);
+    await pageD.getByText('You have an invitation to an organisation.').waitFor();
+    await signIn(pageD, COLLEAGUE);
+    await pageD.getByRole('heading', { name: 'Join an organisation' }).waitFor();
+    await pageD.getByRole('button', { name: 'Accept the invitation' }).click();
+    await pageD.getByRole('heading', { name: ORG, level: 1 }).waitFor();
+    await ctxD.close();
+
+    await page.getByRole('link', { name: 'Olivia Owner' }).click();
+    const zone = page.getByRole('region', { name: 'Delete this account' });
+    await zone.getByRole('button', { name: 'Delete my account', exact: true }).click();
+    const yes = zone.getByRole('button', { name: 'Yes, delete my account' });
+    assert.ok(await yes.isDisabled(), 'the final button waits for the address');
+    // The step takes the focus, so the address can be typed at once.
+    await typeWhenFocused(page, zone.getByLabel('Type your e-mail address to confirm'), OWNER);
+    await zone.getByLabel('Authenticator code').fill(await device.code());
+    await yes.click();
+    const refusal = zone.locator('.alert.error');
+    await refusal.waitFor();
+    assert.match(await refusal.textContent(), /last owner/);
+    assert.ok((await refusal.textContent()).includes(ORG), `the refusal names the organisation: ${await refusal.textContent()}`);
+    // Nothing changed: still signed in, on the Account page.
+    await page.getByRole('heading', { name: 'Your account' }).waitFor();
+  });
+
+  await step('an owner deletes an organisation after typing its name and an authenticator code', async () => {
+    await page.getByRole('combobox', { name: 'Organisation' }).selectOption({ label: SECOND });
+    await page.getByRole('heading', { name: SECOND, level: 1 }).waitFor();
+    await page.getByRole('link', { name: 'Settings' }).click();
+    const zone = page.getByRole('region', { name: 'Delete this organisation' });
+    await zone.getByRole('button', { name: 'Delete organisation', exact: true }).click();
+    const yes = zone.getByRole('button', { name: 'Yes, delete the organisation' });
+    await zone.getByLabel("Type the organisation's name to confirm").fill('Second Fleet');
+    assert.ok(await yes.isDisabled(), 'the final button waits for the exact name');
+    await zone.getByLabel("Type the organisation's name to confirm").fill(SECOND);
+    await zone.getByLabel('Authenticator code').fill(await device.code());
+    await yes.click();
+    // It leaves the switcher, and the console opens the organisation left.
+    await page.getByRole('heading', { name: ORG, level: 1 }).waitFor();
+    await page.getByText(`The organisation ${SECOND} is deleted.`).waitFor();
+    assert.deepEqual(await switcherOptions(page), [ORG, '+ New organisation']);
+    await shot(page, '15a-organisation-deleted');
+  });
+
+  await step('a person deletes their account: every session ends and the address can sign up afresh', async () => {
+    // The colleague is removed, so ORG goes with the account as the owner's alone.
+    await page.getByRole('link', { name: 'Members' }).click();
+    const row = page.locator('tbody tr', { hasText: COLLEAGUE });
+    await row.getByRole('button', { name: 'Remove' }).click();
+    await row.getByRole('button', { name: 'Yes, remove' }).click();
+    await page.getByText(`${COLLEAGUE} is removed.`).waitFor();
+
+    const tok = await page.evaluate(() => sessionStorage.getItem('roadevents.session'));
+    assert.match(tok, /^ses_/);
+    await page.getByRole('link', { name: 'Olivia Owner' }).click();
+    const zone = page.getByRole('region', { name: 'Delete this account' });
+    await zone.getByRole('button', { name: 'Delete my account', exact: true }).click();
+    await zone.getByLabel('Type your e-mail address to confirm').fill(OWNER);
+    await zone.getByLabel('Authenticator code').fill(await device.code());
+    const [erased] = await Promise.all([
+      page.waitForResponse((r) => r.request().method() === 'DELETE' && r.url().endsWith('/console/auth/me'), { timeout: 30000 }),
+      zone.getByRole('button', { name: 'Yes, delete my account' }).click(),
+    ]);
+    assert.equal(erased.status(), 200, await erased.text());
+    await page.getByRole('heading', { name: 'Sign in to the road events console' }).waitFor();
+    await page.getByText('Your account is deleted.').waitFor();
+    await shot(page, '15b-account-deleted');
+
+    // The session is gone from the browser and refused by the service.
+    assert.equal(await page.evaluate(() => sessionStorage.getItem('roadevents.session')), null);
+    const res = await fetch(server.base + '/console/auth/me', { headers: { Authorization: 'Bearer ' + tok } });
+    assert.equal(res.status, 401);
+    await page.reload();
+    await page.getByRole('heading', { name: 'Sign in to the road events console' }).waitFor();
+
+    // The address signs up afresh: a new account, no TOTP challenge, no name, no organisation.
+    await signIn(page, OWNER);
+    await page.getByRole('heading', { name: 'Create an organisation' }).waitFor();
+    await page.getByRole('link', { name: OWNER }).waitFor();
+    assert.deepEqual(await switcherOptions(page), ['Switch organisation…', '+ New organisation']);
   });
 
   assert.deepEqual(pageErrors, [], 'no script errors in the pages');

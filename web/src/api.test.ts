@@ -67,6 +67,22 @@ describe('Client requests', () => {
     expect(JSON.parse(calls[0].init.body as string)).toEqual({ label: 'Fleet app', environment: 'sandbox', totp_code: '123456' });
   });
 
+  it('deletes the account and an organisation with DELETE and a JSON body, the code only when given', async () => {
+    const { c, calls } = client(async () => json(200, { ok: true }));
+    await c.deleteMe('123456');
+    await c.deleteMe();
+    await c.deleteOrg('org 1', '654321');
+    await c.deleteOrg('org_2');
+    expect(calls.map((x) => `${x.init.method} ${x.url}`)).toEqual([
+      'DELETE https://api.example/console/auth/me',
+      'DELETE https://api.example/console/auth/me',
+      'DELETE https://api.example/console/orgs/org%201',
+      'DELETE https://api.example/console/orgs/org_2',
+    ]);
+    expect(calls.map((x) => JSON.parse(x.init.body as string))).toEqual([{ totp_code: '123456' }, {}, { totp_code: '654321' }, {}]);
+    for (const x of calls) expect((x.init.headers as Record<string, string>)['Content-Type']).toBe('application/json');
+  });
+
   it('sends the temp token instead of the session on verify-totp', async () => {
     const { c, calls } = client(json(200, { token: 'ses_new', expires_at: '', user: {} }));
     await c.verifyTotp('tmp_xyz', '123456');

@@ -664,6 +664,14 @@ export class Client {
   exportMe(): Promise<unknown> {
     return this.request<unknown>('GET', '/console/auth/me/export');
   }
+  /**
+   * deleteMe erases the signed-in person's account and ends every session (docs/privacy.md §1);
+   * totpCode is required when the account has TOTP. A last owner of an organisation with other
+   * members is refused (409, the detail names it).
+   */
+  deleteMe(totpCode?: string) {
+    return this.request<{ ok: true }>('DELETE', '/console/auth/me', { body: totpCode === undefined ? {} : { totp_code: totpCode } });
+  }
   logout() {
     return this.request<{ ok: true }>('POST', '/console/auth/logout');
   }
@@ -699,6 +707,14 @@ export class Client {
   }
   updateOrg(orgId: string, name: string) {
     return this.request<Organisation>('PATCH', `/console/orgs/${enc(orgId)}`, { body: { name } });
+  }
+  /**
+   * deleteOrg deletes an organisation (owners; docs/privacy.md §3): its keys are revoked, its
+   * subscription cancelled, its members, invitations, feeds, webhooks and alert rules removed.
+   * totpCode is required when the caller's account has TOTP, as for issuing a key.
+   */
+  deleteOrg(orgId: string, totpCode?: string) {
+    return this.request<{ ok: true }>('DELETE', `/console/orgs/${enc(orgId)}`, { body: totpCode === undefined ? {} : { totp_code: totpCode } });
   }
   members(orgId: string) {
     return this.request<MembersList>('GET', `/console/orgs/${enc(orgId)}/members`);

@@ -6,7 +6,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { Organisation } from './api';
 import { App } from './app';
 import { publishCommand, queryCommand } from './firstcall';
-import { BASE } from './router';
+import { BASE, navigate } from './router';
 import { mountPoint, pageHelpers } from './testing';
 
 const ME = { user_id: 'usr_1', email: 'ann@example.com', display_name: null, locale: 'en', totp_enabled: false };
@@ -38,6 +38,10 @@ class FakeService {
     const path = url.pathname;
     this.calls.push(`${method} ${path}`);
     const json = (status: number, body: unknown) => new Response(JSON.stringify(body), { status, headers: { 'Content-Type': 'application/json' } });
+    if (method === 'DELETE' && path === '/console/auth/me') {
+      this.member = [];
+      return json(200, { ok: true });
+    }
     if (path === '/console/auth/me') return json(200, { token: 'ses_new', expires_at: '2026-12-20T10:00:00Z', user: ME });
     if (method === 'GET' && path === '/console/orgs') {
       if (this.listStatus !== 200) return json(this.listStatus, { detail: 'The service is failing.' });
@@ -50,6 +54,10 @@ class FakeService {
     if (!m || !o) return json(404, { detail: 'Not found.' });
     const rest = m[2] ?? '';
     if (method === 'GET' && rest === '') return json(200, o);
+    if (method === 'DELETE' && rest === '') {
+      this.member = this.member.filter((x) => x.org_id !== o.org_id);
+      return json(200, { ok: true });
+    }
     if (method === 'GET' && rest === 'vitality') {
       return json(200, { environment: url.searchParams.get('environment'), has_traffic: false, last_used_at: null, last_used_key_id: null, today: zero, keys: [] });
     }
@@ -82,7 +90,7 @@ afterEach(() => {
   vi.unstubAllGlobals();
 });
 const mount = mountPoint();
-const { button } = pageHelpers(mount);
+const { button, type } = pageHelpers(mount);
 
 /** start opens the console at path (under /app/) against service and waits for it to settle. */
 async function start(path: string, member: Organisation[]) {
@@ -192,6 +200,38 @@ describe('the list follows membership changes', () => {
     });
     await vi.waitFor(() => expect(mount.el.querySelector('.alert.error')?.textContent).toMatch(/not a member/));
     await vi.waitFor(() => expect(switcher()).toEqual(['Switch organisation…', 'Bravo', '+ New organisation']));
+  });
+});
+
+describe('deletions', () => {
+  it('takes a deleted organisation off the switcher, and says so on the one it opens', async () => {
+    await start('orgs/org_a/settings', [org('org_a', 'Alpha'), org('org_b', 'Bravo')]);
+    await vi.waitFor(() => expect(button('Delete organisation')).toBeTruthy());
+    await click('Delete organisation');
+    await type('confirm', 'Alpha');
+    await click('Yes, delete the organisation');
+    await vi.waitFor(() => expect(heading()).toBe('Bravo'));
+    expect(service.calls).toContain('DELETE /console/orgs/org_a');
+    expect(location.pathname).toBe(BASE + 'orgs/org_b/overview');
+    expect(switcher()).toEqual(['Bravo', '+ New organisation']);
+    expect(mount.el.querySelector('.alert.success')?.textContent).toBe('The organisation Alpha is deleted.');
+    // The notice is for the page it lands on only.
+    await act(async () => navigate('orgs/org_b/keys'));
+    await vi.waitFor(() => expect(mount.el.textContent).toContain('No keys yet.'));
+    expect(mount.el.textContent).not.toContain('is deleted.');
+  });
+
+  it('goes back to sign-in once the account is deleted, saying so, and forgets the session', async () => {
+    await start('account', [org('org_a', 'Alpha')]);
+    await vi.waitFor(() => expect(heading()).toBe('Your account'));
+    await click('Delete my account');
+    await type('confirm', 'ann@example.com');
+    await click('Yes, delete my account');
+    await vi.waitFor(() => expect(heading()).toBe('Sign in to the road events console'));
+    expect(service.calls).toContain('DELETE /console/auth/me');
+    expect(mount.el.textContent).toContain('Your account is deleted.');
+    expect(sessionStorage.getItem('roadevents.session')).toBeNull();
+    expect(location.pathname).toBe(BASE);
   });
 });
 

@@ -110,6 +110,12 @@ function SignedIn(props: { client: Client; me: Me; setMe: (m: Me) => void; signO
   // latest is the list as last read (null before the first answer), for refreshOrgs to fall
   // back on when a refresh fails.
   const latest = useRef<Organisation[] | null>(null);
+  // flashed is a notice for the page at its path, dropped once the console leaves that page.
+  const [flashed, setFlashed] = useState<{ text: string; path: string } | null>(null);
+  useEffect(() => {
+    if (flashed && flashed.path !== path) setFlashed(null);
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [path]);
 
   // The user's organisations are the server's list (GET /console/orgs, docs/console.md §1), read once per sign-in and again after anything that changes it.
   const refreshOrgs = async (): Promise<Organisation[]> => {
@@ -147,6 +153,7 @@ function SignedIn(props: { client: Client; me: Me; setMe: (m: Me) => void; signO
     signOut: props.signOut,
     orgs: orgs ?? [],
     refreshOrgs,
+    flash: (text, at) => setFlashed({ text, path: at }),
   };
 
   if (orgs === null) {
@@ -206,6 +213,7 @@ function SignedIn(props: { client: Client; me: Me; setMe: (m: Me) => void; signO
       <div class="shell" onClick={onLinkClick}>
         <Header orgId={orgId} />
         <main id="main" tabIndex={-1}>
+          {flashed?.path === path && <Notice kind="success">{flashed.text}</Notice>}
           {page}
         </main>
       </div>

@@ -22,6 +22,12 @@ export interface Ctx {
    * old one when the service cannot be reached (the page then shows its own error or result).
    */
   refreshOrgs: () => Promise<Organisation[]>;
+  /**
+   * flash shows a success notice on the page at path (a console path, as navigate takes it)
+   * until the console leaves it: a page that navigates away as it finishes (deleting an
+   * organisation) says so on the next one.
+   */
+  flash: (text: string, path: string) => void;
 }
 
 export const AppContext = createContext<Ctx | null>(null);

@@ -46,12 +46,13 @@ export function pageHelpers(mount: { el: HTMLElement }) {
     /**
      * renderPage renders page for organisation org_1 ("Acme", free plan), where the user has
      * role, with client as the context's client (only the methods the page calls), and settles.
+     * ctx adds what else of the context the page uses (me, refreshOrgs...).
      */
-    async renderPage(page: (org: Organisation) => VNode, role: Role, client: Partial<Client>) {
+    async renderPage(page: (org: Organisation) => VNode, role: Role, client: Partial<Client>, ctx: Partial<Ctx> = {}) {
       const org: Organisation = { org_id: 'org_1', name: 'Acme', plan: 'free', role };
-      const ctx = { client: client as Client } as Ctx;
+      const value = { ...ctx, client: client as Client } as Ctx;
       await act(async () => {
-        render(h(AppContext.Provider, { value: ctx }, page(org)), mount.el);
+        render(h(AppContext.Provider, { value }, page(org)), mount.el);
       });
       await settle();
     },

@@ -357,3 +357,77 @@ export function Confirm(props: { label: string; question: string; confirmLabel?:
     </span>
   );
 }
+
+/**
+ * TypedConfirm guards an act that cannot be undone (deleting an account or an organisation):
+ * its button opens a step, with the focus in it, that says what goes (children), asks for a text
+ * typed to confirm (matches decides when it is right) and, when totp, an authenticator code.
+ * The final button stays disabled until the text matches. act receives the code (undefined
+ * without TOTP); its refusal (a 409's detail, a wrong code) shows in the step, and done runs
+ * once it succeeds.
+ */
+export function TypedConfirm(props: {
+  label: string;
+  confirmLabel: string;
+  typeLabel: string;
+  typeHint?: ComponentChildren;
+  matches: (typed: string) => boolean;
+  totp: boolean;
+  act: (totpCode: string | undefined) => Promise<unknown>;
+  done: () => void;
+  children: ComponentChildren;
+}) {
+  const [asking, setAsking] = useState(false);
+  const [typed, setTyped] = useState('');
+  const [code, setCode] = useState('');
+  const form = useForm(['confirm', 'totp_code']);
+  const open = useRef<HTMLButtonElement>(null);
+  const step = useRef<HTMLFormElement>(null);
+  // cancelled gives the keyboard back to the button that opened the step, once it shows again.
+  const cancelled = useRef(false);
+  useEffect(() => {
+    if (asking) step.current?.querySelector<HTMLInputElement>('input')?.focus();
+    else if (cancelled.current) open.current?.focus();
+    cancelled.current = false;
+  }, [asking]);
+  const cancel = () => {
+    cancelled.current = true;
+    setAsking(false);
+    setTyped('');
+    setCode('');
+    showProblems(form, ['confirm', 'totp_code'], {});
+  };
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    if (!props.matches(typed)) return;
+    if (showProblems(form, ['totp_code'], { totp_code: props.totp && code.trim() === '' ? 'Enter the code from your authenticator app.' : null })) return;
+    const ok = await form.run(async () => {
+      await props.act(props.totp ? code.trim() : undefined);
+      return true;
+    });
+    if (ok) props.done();
+  };
+  if (!asking) {
+    return (
+      <button type="button" class="danger" ref={open} onClick={() => setAsking(true)}>
+        {props.label}
+      </button>
+    );
+  }
+  return (
+    <form ref={step} onSubmit={submit} noValidate>
+      {props.children}
+      <FormError form={form} />
+      <Field label={props.typeLabel} name="confirm" value={typed} onInput={setTyped} form={form} hint={props.typeHint} input={{ autocomplete: 'off', autocapitalize: 'none', spellcheck: false }} />
+      {props.totp && (
+        <Field label="Authenticator code" name="totp_code" value={code} onInput={setCode} form={form} input={{ inputMode: 'numeric', autocomplete: 'one-time-code', maxLength: 16 }} />
+      )}
+      <button type="submit" class="danger" disabled={form.busy || !props.matches(typed)}>
+        {props.confirmLabel}
+      </button>{' '}
+      <button type="button" onClick={cancel} disabled={form.busy}>
+        Cancel
+      </button>
+    </form>
+  );
+}

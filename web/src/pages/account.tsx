@@ -1,9 +1,12 @@
-// The user's own account: profile (PATCH /console/auth/me) and two-factor authentication
-// (docs/api.md §3, TOTP for an account: setup -> confirm -> disable; recovery codes shown once).
+// The user's own account: profile (PATCH /console/auth/me), two-factor authentication
+// (docs/api.md §3, TOTP for an account: setup -> confirm -> disable; recovery codes shown once),
+// the person's data (docs/privacy.md §5) and erasing the account (DELETE /console/auth/me).
 import { useEffect, useState } from 'preact/hooks';
 import type { RecoveryCodes, TotpEnrolment } from '../api';
 import { useApp } from '../context';
-import { CopyButton, Field, FormError, Notice, formatTime, useForm, useLoad } from '../ui';
+import { navigate } from '../router';
+import { currentOrg } from '../state';
+import { CopyButton, Field, FormError, Notice, TypedConfirm, formatTime, useForm, useLoad } from '../ui';
 
 /** Account is the profile and security page. */
 export function Account() {
@@ -13,6 +16,7 @@ export function Account() {
       <Profile />
       <TwoFactor />
       <YourData />
+      <DeleteAccount />
     </>
   );
 }
@@ -96,6 +100,48 @@ function YourData() {
       <button type="button" onClick={fetchData} disabled={form.busy}>
         Download my data
       </button>
+    </section>
+  );
+}
+
+/**
+ * DeleteAccount erases the account once its address is typed (and, with TOTP, a code is given);
+ * every session ends, so the console goes back to sign-in and forgets the session.
+ */
+function DeleteAccount() {
+  const { client, me, signOut } = useApp();
+  const normal = (s: string) => s.trim().toLowerCase();
+  return (
+    <section class="card" aria-labelledby="delete-account-h">
+      <h2 id="delete-account-h">Delete this account</h2>
+      <p>
+        Erase your account and sign out everywhere. If you are the last owner of an organisation with other members, make another
+        member an owner or delete the organisation first.
+      </p>
+      <TypedConfirm
+        label="Delete my account"
+        confirmLabel="Yes, delete my account"
+        typeLabel="Type your e-mail address to confirm"
+        typeHint={
+          <>
+            Your address is <strong>{me.email}</strong>.
+          </>
+        }
+        matches={(typed) => normal(typed) === normal(me.email)}
+        totp={me.totp_enabled}
+        act={(code) => client.deleteMe(code)}
+        done={() => {
+          currentOrg.set(me.user_id, null);
+          signOut('Your account is deleted.');
+          navigate('', true);
+        }}
+      >
+        <Notice kind="warning">
+          This cannot be undone. Your e-mail address, your name, your two-factor authentication secret and recovery codes, every
+          session (you are signed out everywhere) and the invitations waiting for you are erased. Organisations where you are the
+          only member are deleted with your account. The audit log entries of what you did stay, without your address.
+        </Notice>
+      </TypedConfirm>
     </section>
   );
 }

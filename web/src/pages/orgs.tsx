@@ -1,9 +1,10 @@
-// Creating an organisation and renaming one (docs/api.md §4.3).
+// Creating an organisation, renaming one and deleting one (docs/api.md §4.3, docs/privacy.md §3).
 import { useState } from 'preact/hooks';
 import type { Organisation } from '../api';
 import { useApp } from '../context';
 import { navigate } from '../router';
-import { Field, FormError, Notice, useForm } from '../ui';
+import { currentOrg } from '../state';
+import { Field, FormError, Notice, TypedConfirm, useForm } from '../ui';
 
 /** CreateOrg makes a new organisation; the caller becomes its owner on the free plan. */
 export function CreateOrg() {
@@ -44,7 +45,7 @@ export function CreateOrg() {
   );
 }
 
-/** OrgSettings renames the organisation (owners). */
+/** OrgSettings renames and deletes the organisation (owners). */
 export function OrgSettings({ org, onChange }: { org: Organisation; onChange: (o: Organisation) => void }) {
   const { client, refreshOrgs } = useApp();
   const [name, setName] = useState(org.name);
@@ -77,6 +78,49 @@ export function OrgSettings({ org, onChange }: { org: Organisation; onChange: (o
       <p class="muted">
         Organisation id: <code>{org.org_id}</code>
       </p>
+      {owner && <DeleteOrg org={org} />}
     </>
+  );
+}
+
+/**
+ * DeleteOrg deletes the organisation once its name is typed (and, with TOTP, a code is given);
+ * it then leaves the switcher, and the console opens another organisation or offers to create one.
+ */
+function DeleteOrg({ org }: { org: Organisation }) {
+  const { client, me, refreshOrgs, flash } = useApp();
+  const deleted = async () => {
+    if (currentOrg.get(me.user_id) === org.org_id) currentOrg.set(me.user_id, null);
+    const list = await refreshOrgs();
+    // Where the start page would go: the first organisation left, else creating one.
+    const next = list.find((o) => o.org_id !== org.org_id);
+    const to = next ? `orgs/${next.org_id}/overview` : 'orgs/new';
+    flash(`The organisation ${org.name} is deleted.`, to);
+    navigate(to);
+  };
+  return (
+    <section class="card" aria-labelledby="delete-org-h">
+      <h3 id="delete-org-h">Delete this organisation</h3>
+      <TypedConfirm
+        label="Delete organisation"
+        confirmLabel="Yes, delete the organisation"
+        typeLabel="Type the organisation's name to confirm"
+        typeHint={
+          <>
+            Its name is <strong>{org.name}</strong>.
+          </>
+        }
+        matches={(typed) => typed === org.name}
+        totp={me.totp_enabled}
+        act={(code) => client.deleteOrg(org.org_id, code)}
+        done={deleted}
+      >
+        <Notice kind="warning">
+          This cannot be undone. Every API key of {org.name} is revoked at once, its subscription is cancelled, its members and
+          invitations are removed, its feeds, webhook endpoints and alert rules are deleted, and it leaves every member's list. The
+          events it published stay on the network until they expire, since other organisations rely on them.
+        </Notice>
+      </TypedConfirm>
+    </section>
   );
 }
