@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/roadevents/roadevents/shared/mail"
+	"github.com/roadevents/roadevents/shared/ratelimit"
 	"github.com/roadevents/roadevents/shared/store"
 )
 
@@ -21,7 +22,7 @@ const purposeEmailCode = "email-code"
 func (s *Service) RequestCode(ctx context.Context, email string) (string, error) {
 	email = normalizeEmail(email)
 	now := s.clock.Now()
-	err := s.codeCap.Admit(ctx, email, now)
+	err := s.codeCap.Admit(ctx, ratelimit.AddressSubject(email), now)
 	if err != nil {
 		return "", fmt.Errorf("consoleauth: code request cap: %w", err)
 	}

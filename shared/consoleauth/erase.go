@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/roadevents/roadevents/shared/ratelimit"
 	"github.com/roadevents/roadevents/shared/store"
 )
 
@@ -27,7 +28,7 @@ func (s *Service) Erase(ctx context.Context, userID string) error {
 	if err := s.table.Delete(ctx, codeKey(a.Email), store.Condition{}); err != nil {
 		return fmt.Errorf("consoleauth: erase the pending code of %s: %w", userID, err)
 	}
-	if err := s.codeCap.Forget(ctx, a.Email, now); err != nil {
+	if err := s.codeCap.Forget(ctx, ratelimit.AddressSubject(a.Email), now); err != nil {
 		return err
 	}
 	if err := s.totpCap.Forget(ctx, userID, now); err != nil {

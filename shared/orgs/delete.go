@@ -8,6 +8,7 @@ import (
 
 	"github.com/roadevents/roadevents/shared/apikey"
 	"github.com/roadevents/roadevents/shared/consoleauth"
+	"github.com/roadevents/roadevents/shared/ratelimit"
 	"github.com/roadevents/roadevents/shared/store"
 )
 
@@ -233,5 +234,5 @@ func (s *Service) ForgetAddress(ctx context.Context, org, email string) error {
 	if err := s.audit.ForgetAddress(ctx, org, email); err != nil {
 		return err
 	}
-	return s.inviteRecipientCap.Forget(ctx, email, s.clock.Now())
+	return s.inviteRecipientCap.Forget(ctx, ratelimit.AddressSubject(email), s.clock.Now())
 }

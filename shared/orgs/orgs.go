@@ -288,7 +288,7 @@ func (s *Service) allow(ctx context.Context, l *ratelimit.Limiter, rule ratelimi
 func (s *Service) allowInvitation(ctx context.Context, actor Actor, email string) error {
 	err := ratelimit.AdmitAll(ctx, s.clock.Now(),
 		ratelimit.Check{Limiter: s.inviteActorCap, Subject: actor.UserID},
-		ratelimit.Check{Limiter: s.inviteRecipientCap, Subject: email})
+		ratelimit.Check{Limiter: s.inviteRecipientCap, Subject: ratelimit.AddressSubject(email)})
 	if err != nil {
 		return fmt.Errorf("orgs: invitation caps: %w", err)
 	}

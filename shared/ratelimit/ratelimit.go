@@ -30,6 +30,8 @@ package ratelimit
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"sync"
@@ -178,6 +180,14 @@ func (l *Limiter) window(subject string, now time.Time) (window, error) {
 		end:        end,
 		retryAfter: wholeSeconds(end.Sub(now)),
 	}, nil
+}
+
+// AddressSubject is the subject under which a cap counts an e-mail address: a SHA-256 of it,
+// so that no window's key, which the table keeps a day at the most, spells out an address
+// (docs/privacy.md §1).
+func AddressSubject(address string) string {
+	sum := sha256.Sum256([]byte("address:" + address))
+	return hex.EncodeToString(sum[:16])
 }
 
 // Forget deletes the windows of subject under the rule that may still be stored at now (the
