@@ -3,9 +3,12 @@ import { readFileSync } from 'node:fs';
 import { defineConfig, type Plugin } from 'vite';
 
 // referenceLicences ships the licences of the bundled Swagger UI (Apache-2.0, with its NOTICE)
-// and of the libraries inside its prebuilt bundle, which the minified script no longer carries.
+// and of the libraries inside its prebuilt bundle, which the minified script no longer carries,
+// and, as console-licences.txt, those of the console's own libraries, whose minified code
+// drops them too (qrcode-generator ships no licence file).
 function referenceLicences(): Plugin {
   const dir = 'node_modules/swagger-ui-dist/';
+  const console = ['marked', 'leaflet', 'preact', 'uplot'];
   return {
     name: 'reference-licences',
     generateBundle() {
@@ -13,6 +16,11 @@ function referenceLicences(): Plugin {
         type: 'asset',
         fileName: 'reference-licences.txt',
         source: ['NOTICE', 'LICENSE', 'swagger-ui-es-bundle.js.LICENSE.txt'].map((f) => readFileSync(dir + f, 'utf8')).join('\n\n'),
+      });
+      this.emitFile({
+        type: 'asset',
+        fileName: 'console-licences.txt',
+        source: console.map((p) => `${p}\n\n${readFileSync(`node_modules/${p}/LICENSE`, 'utf8')}`).join('\n\n'),
       });
     },
   };
@@ -27,6 +35,9 @@ export default defineConfig({
   plugins: [referenceLicences()],
   // `npm run dev` proxies the API to a running service, so the console stays same-origin.
   server: {
+    // The Privacy page imports ../docs/privacy.md (`?raw`), outside web/: the dev server and
+    // vitest read it only from an allowed folder (a file entry does not cover its `?raw` id).
+    fs: { allow: ['.', '../docs'] },
     proxy: Object.fromEntries(
       ['/console', '/v1', '/health', '/openapi.json'].map((p) => [p, process.env.ROADEVENTS_API ?? 'http://127.0.0.1:8080']),
     ),

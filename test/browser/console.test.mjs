@@ -1,4 +1,5 @@
-// The console in a real browser: a new user signs up through the outbox,
+// The console in a real browser: a new user opens the privacy notice from the sign-in page's
+// footer, signs up through the outbox,
 // creates an organisation, turns on TOTP with a code computed from the displayed secret, signs
 // in again with a recovery code, issues a sandbox key and runs the first call the console shows
 // with it (curl, as pasted into a shell), sees usage rise after calls with it,
@@ -185,6 +186,15 @@ test('the console, from sign-up to a revoked key', async (t) => {
     assert.ok(!csp.includes('unsafe-'), `Content-Security-Policy ${JSON.stringify(csp)} allows something unsafe`);
     await page.getByRole('heading', { name: 'Sign in to the road events console' }).waitFor();
     await shot(page, '01-sign-in');
+    // The footer of every page, this one included, links the privacy notice (docs/privacy.md),
+    // which opens without a session; back, the sign-in goes on.
+    await page.getByRole('contentinfo').getByRole('link', { name: 'Privacy' }).click();
+    await page.getByRole('heading', { name: '§6 Erasing an account, deleting an organisation', level: 2 }).waitFor();
+    await page.locator('article.doc table').first().waitFor();
+    assert.equal(new URL(page.url()).pathname, '/app/privacy');
+    await shot(page, '01b-privacy');
+    await page.goBack();
+    await page.getByRole('heading', { name: 'Sign in to the road events console' }).waitFor();
     await page.getByLabel('E-mail address').fill(OWNER);
     await page.getByRole('button', { name: 'Send me a code' }).click();
     await page.getByRole('heading', { name: 'Check your e-mail' }).waitFor();
@@ -758,7 +768,7 @@ test('the console, from sign-up to a revoked key', async (t) => {
     await page.getByRole('heading', { name: 'Usage', level: 2 }).waitFor();
   });
 
-  // The journey ends with deletions (docs/privacy.md §1, §3). By now the colleague was removed
+  // The journey ends with deletions (docs/privacy.md §6). By now the colleague was removed
   // from ORG and left the second organisation: the owner is alone in both.
   const SECOND = 'Second Fleet (renamed)';
 

@@ -665,7 +665,7 @@ export class Client {
     return this.request<unknown>('GET', '/console/auth/me/export');
   }
   /**
-   * deleteMe erases the signed-in person's account and ends every session (docs/privacy.md §1);
+   * deleteMe erases the signed-in person's account and ends every session (docs/privacy.md §6);
    * totpCode is required when the account has TOTP. A last owner of an organisation with other
    * members is refused (409, the detail names it).
    */
@@ -709,7 +709,7 @@ export class Client {
     return this.request<Organisation>('PATCH', `/console/orgs/${enc(orgId)}`, { body: { name } });
   }
   /**
-   * deleteOrg deletes an organisation (owners; docs/privacy.md §3): its keys are revoked, its
+   * deleteOrg deletes an organisation (owners; docs/privacy.md §6): its keys are revoked, its
    * subscription cancelled, its members, invitations, feeds, webhooks and alert rules removed.
    * totpCode is required when the caller's account has TOTP, as for issuing a key.
    */

@@ -1,6 +1,7 @@
 // The console's root: it checks the stored session with GET /console/auth/me before drawing
 // any signed-in page, then routes. Sign-in is shown whenever there is no session, whatever
-// the path, so a deep link works after signing in.
+// the path, so a deep link works after signing in, except on the Privacy page, which is open to
+// everyone. Every page ends with the footer.
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { Client, type Me, type Organisation, type Session } from './api';
 import { AppContext, type Ctx, useApp } from './context';
@@ -21,6 +22,7 @@ import { Usage } from './pages/usage';
 import { Members } from './pages/members';
 import { Billing } from './pages/billing';
 import { Audit } from './pages/audit';
+import { Privacy } from './pages/privacy';
 
 /**
  * captureInvite moves an invitation token from the URL fragment (#token=..., the e-mailed link)
@@ -40,6 +42,7 @@ type Phase = { kind: 'checking' } | { kind: 'signed-out'; message?: string } | {
 /** App is the whole console. */
 export function App({ apiBase }: { apiBase: string }) {
   const [phase, setPhase] = useState<Phase>(() => (token.get() ? { kind: 'checking' } : { kind: 'signed-out' }));
+  const path = useRoute();
   const signOutRef = useRef<(m?: string) => void>(() => {});
   const client = useMemo(
     () =>
@@ -71,17 +74,26 @@ export function App({ apiBase }: { apiBase: string }) {
     );
   }, [phase.kind, client]);
 
+  let content: preact.ComponentChildren;
   if (phase.kind === 'checking') {
-    return (
+    content = (
       <main class="center" aria-busy="true">
         <p class="muted" role="status">
           Checking your session…
         </p>
       </main>
     );
-  }
-  if (phase.kind === 'signed-out') {
-    return (
+  } else if (phase.kind === 'signed-out' && path === 'privacy') {
+    content = (
+      <main id="main" tabIndex={-1}>
+        <p>
+          <a href={href('')}>Sign in</a>
+        </p>
+        <Privacy />
+      </main>
+    );
+  } else if (phase.kind === 'signed-out') {
+    content = (
       <SignIn
         client={client}
         message={phase.message}
@@ -91,14 +103,23 @@ export function App({ apiBase }: { apiBase: string }) {
         }}
       />
     );
+  } else {
+    content = (
+      <SignedIn
+        client={client}
+        me={phase.me}
+        setMe={(me) => setPhase({ kind: 'signed-in', me })}
+        signOut={(m) => signOutRef.current(m)}
+      />
+    );
   }
   return (
-    <SignedIn
-      client={client}
-      me={phase.me}
-      setMe={(me) => setPhase({ kind: 'signed-in', me })}
-      signOut={(m) => signOutRef.current(m)}
-    />
+    <div class="frame" onClick={onLinkClick}>
+      {content}
+      <footer class="foot">
+        <a href={href('privacy')}>Privacy</a>
+      </footer>
+    </div>
   );
 }
 
@@ -192,6 +213,8 @@ function SignedIn(props: { client: Client; me: Me; setMe: (m: Me) => void; signO
   }
   if (parts[0] === 'accept-invite') {
     page = <AcceptInvite />;
+  } else if (parts[0] === 'privacy') {
+    page = <Privacy />;
   } else if (parts[0] === 'account') {
     page = <Account />;
   } else if (parts[0] === 'orgs' && parts[1] === 'new') {
@@ -210,7 +233,7 @@ function SignedIn(props: { client: Client; me: Me; setMe: (m: Me) => void; signO
 
   return (
     <AppContext.Provider value={ctx}>
-      <div class="shell" onClick={onLinkClick}>
+      <div class="shell">
         <Header orgId={orgId} />
         <main id="main" tabIndex={-1}>
           {flashed?.path === path && <Notice kind="success">{flashed.text}</Notice>}

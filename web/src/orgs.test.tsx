@@ -1,4 +1,4 @@
-// Deleting an organisation from its settings (DELETE /console/orgs/{org_id}, docs/privacy.md §3):
+// Deleting an organisation from its settings (DELETE /console/orgs/{org_id}, docs/privacy.md §6):
 // owners only, once its exact name is typed and, with TOTP, an authenticator code is given.
 import { beforeEach, describe, expect, it, vi } from 'vitest';
 import { ApiError, type Client, type Me, type Organisation, type Role } from './api';

@@ -1,6 +1,7 @@
 // The user's own account: profile (PATCH /console/auth/me), two-factor authentication
 // (docs/api.md §3, TOTP for an account: setup -> confirm -> disable; recovery codes shown once),
-// the person's data (docs/privacy.md §5) and erasing the account (DELETE /console/auth/me).
+// the person's data (docs/privacy.md §5) and erasing the account (DELETE /console/auth/me,
+// docs/privacy.md §6).
 import { useEffect, useState } from 'preact/hooks';
 import type { RecoveryCodes, TotpEnrolment } from '../api';
 import { useApp } from '../context';

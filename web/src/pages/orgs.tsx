@@ -1,4 +1,4 @@
-// Creating an organisation, renaming one and deleting one (docs/api.md §4.3, docs/privacy.md §3).
+// Creating an organisation, renaming one and deleting one (docs/api.md §4.3, docs/privacy.md §6).
 import { useState } from 'preact/hooks';
 import type { Organisation } from '../api';
 import { useApp } from '../context';
