@@ -32,7 +32,7 @@ type world struct {
 	inbox *consoletest.Inbox
 }
 
-func newWorld(t *testing.T, tab tables.Table, adjust ...func(*config.Config)) world {
+func newWorld(t testing.TB, tab tables.Table, adjust ...func(*config.Config)) world {
 	cfg := config.Default()
 	cfg.Console.HashKey = bytes.Repeat([]byte{0x5a}, 32)
 	cfg.Console.SealKey = bytes.Repeat([]byte{0xa5}, 32)
@@ -290,4 +290,33 @@ func TestDeleteOrganisationClosesItsBilling(t *testing.T) {
 			t.Errorf("after the deletion the table still leads to the customer or names the organisation")
 		}
 	})
+}
+
+// BenchmarkDeleteOrganisation measures DELETE /console/orgs/{org_id} of an organisation whose
+// audit log holds 2 000 entries (about a year of a busy organisation's console changes), on
+// each store; the figures are in docs/performance.md §16.
+func BenchmarkDeleteOrganisation(b *testing.B) {
+	for _, open := range []func(testing.TB) tables.Table{tables.Embedded, tables.DynamoDB} {
+		tab := open(b)
+		b.Run(tab.Adapter, func(b *testing.B) {
+			w := newWorld(b, tab)
+			ada := consoletest.SignIn(w.Client, w.inbox, "ada@example.com").Token
+			log := audit.New(tab.Table, audit.Options{Clock: tab.Clock})
+			var orgs []string
+			for range b.N {
+				org := consoletest.CreateOrg(w.Client, ada, "Bench")
+				for i := range 2000 {
+					if err := log.Record(b.Context(), org, "org.updated", "usr_x", "x@example.com", org, map[string]any{"n": i}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				orgs = append(orgs, org)
+				tab.Clock.Advance(3 * time.Hour) // at most 8 a day, within the cap of 10
+			}
+			b.ResetTimer()
+			for _, org := range orgs {
+				w.must("DELETE", "/console/orgs/"+org, ada, "", http.StatusOK)
+			}
+		})
+	}
 }
