@@ -194,7 +194,7 @@ func (x acts) removeOrg(ctx context.Context, m orgs.Membership) error {
 			return err
 		}
 	}
-	return x.d.Orgs.Purge(ctx, org)
+	return x.d.Orgs.Purge(ctx, org, webhooks.DeliveryPrefix)
 }
 
 func (x acts) deleteMe(r *httpapi.Request[stepUpIn], c consoleauth.Caller) (consoleauth.OkResponse, error) {

@@ -140,6 +140,11 @@ const (
 	pkDue      = "webhookdue#"
 )
 
+// DeliveryPrefix begins the sort keys of an organisation's deliveries in its partition: records
+// that expire on their own (30 days), which the deletion of an organisation leaves to their
+// expiry instead of reading them all (docs/privacy.md §6).
+const DeliveryPrefix = skDelivery
+
 const (
 	attrDeliveryID, attrKind, attrBody, attrState, attrReason  = "delivery_id", "kind", "body", "state", "reason"
 	attrAttempts, attrFirstAttempt, attrNextAttempt, attrLease = "attempts", "first_attempt_at", "next_attempt_at", "lease_until"

@@ -150,9 +150,11 @@ settings in the console.
    member's list and every route answers \`404\`, but its deletion.
 3. Its feeds and alert rules are removed. The feeds' events are not ended.
 4. Every key is revoked, so its streams end and its next request is \`401\`.
-5. Everything in its partition goes: audit log, usage, billing state, webhook endpoints and
-   deliveries, invitations with their tokens, then the members and their lists' entries, and
-   last the organisation itself, with its name.
+5. Everything in its partition goes: audit log, usage, billing state, webhook endpoints,
+   invitations with their tokens, then the members and their lists' entries, and last the
+   organisation itself, with its name. Its webhook deliveries, which name no one, are not
+   even read: they go at their expiry (30 days), and the dispatcher drops their pending
+   turns, their endpoint being gone.
 
 Its events stay on the network until they expire (\`created_at\` + the type's ceiling + the
 retention, §2): other organisations rely on them, and they name the organisation by its id
@@ -188,6 +190,8 @@ the account has TOTP, from the Account page.
 What stays after either act, and why:
 
 - revoked keys' lookup items: the key's hash and ids, no name;
+- a deleted organisation's webhook deliveries (event bodies sent to its endpoints), until
+  their expiry within 30 days;
 - the events and their index: network data, until they expire;
 - a former member's or invitee's filing of a deleted organisation: an address with an id, gone
   at that person's erasure;
