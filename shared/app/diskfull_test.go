@@ -1,7 +1,6 @@
 package app_test
 
 import (
-	"bytes"
 	"net/http"
 	"path/filepath"
 	"strconv"
@@ -27,10 +26,7 @@ func TestEmbeddedDiskFull(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), config.EmbeddedStoreFile)
 	clk := clock.NewFake(tables.Start)
-	cfg := config.Default()
-	cfg.EventIDKey = bytes.Repeat([]byte{0x3c}, 32) // the same event ids after the restart
-	cfg.Console.HashKey = bytes.Repeat([]byte{0x5a}, 32)
-	cfg.Console.SealKey = bytes.Repeat([]byte{0xa5}, 32)
+	cfg := apptest.Config()
 	inbox := &consoletest.Inbox{}
 	serve := func(opts embedded.Options) (apitest.Client, *embedded.Store) {
 		opts.Clock, opts.SweepInterval = clk, -1

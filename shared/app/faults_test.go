@@ -1,7 +1,6 @@
 package app_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -78,11 +77,8 @@ func newFaultEnv(t *testing.T, kind faulttest.Kind) *faultEnv {
 		opts.AttemptTimeout = faultAttempt
 	}
 	tab := faulttest.NewTable(t, opts)
-	cfg := config.Default()
+	cfg := apptest.Config()
 	cfg.Store = config.StoreDynamoDB // no area cache: every read goes to the table
-	cfg.EventIDKey = bytes.Repeat([]byte{0x3c}, 32)
-	cfg.Console.HashKey = bytes.Repeat([]byte{0x5a}, 32)
-	cfg.Console.SealKey = bytes.Repeat([]byte{0xa5}, 32)
 	cfg.ConsoleURL = faultConsoleURL
 	logs := &apitest.LogBuffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, nil))

@@ -1,7 +1,6 @@
 package app_test
 
 import (
-	"bytes"
 	"net/http"
 	"strings"
 	"testing"
@@ -10,7 +9,6 @@ import (
 	"github.com/roadevents/roadevents/shared/apitest"
 	"github.com/roadevents/roadevents/shared/app"
 	"github.com/roadevents/roadevents/shared/app/apptest"
-	"github.com/roadevents/roadevents/shared/config"
 	"github.com/roadevents/roadevents/shared/consoleauth"
 	"github.com/roadevents/roadevents/shared/consoletest"
 	"github.com/roadevents/roadevents/shared/metering"
@@ -24,9 +22,7 @@ import (
 func TestConsoleAndTicketAnswersAreNotStored(t *testing.T) {
 	t.Parallel()
 	tab := tables.Embedded(t)
-	cfg := config.Default()
-	cfg.Console.HashKey = bytes.Repeat([]byte{0x5a}, 32)
-	cfg.Console.SealKey = bytes.Repeat([]byte{0xa5}, 32)
+	cfg := apptest.Config()
 	inbox := &consoletest.Inbox{}
 	api := apptest.New(t, app.Deps{Config: cfg, Table: tab.Table, Clock: tab.Clock, Mailer: inbox,
 		Keys: apikey.New(tab.Table, apikey.Options{Clock: tab.Clock}), Meter: metering.New(tab.Table, metering.Options{Clock: tab.Clock, FlushInterval: -1})})

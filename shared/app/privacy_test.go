@@ -1,7 +1,6 @@
 package app_test
 
 import (
-	"bytes"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -12,7 +11,6 @@ import (
 	"github.com/roadevents/roadevents/shared/apitest"
 	"github.com/roadevents/roadevents/shared/app"
 	"github.com/roadevents/roadevents/shared/app/apptest"
-	"github.com/roadevents/roadevents/shared/config"
 	"github.com/roadevents/roadevents/shared/consoletest"
 	"github.com/roadevents/roadevents/shared/event"
 	"github.com/roadevents/roadevents/shared/metering"
@@ -36,10 +34,7 @@ func TestLogsHoldNoPersonalData(t *testing.T) {
 
 func journey(t *testing.T, tab tables.Table) {
 	logs := &apitest.LogBuffer{}
-	cfg := config.Default()
-	cfg.Console.HashKey = bytes.Repeat([]byte{0x5a}, 32)
-	cfg.Console.SealKey = bytes.Repeat([]byte{0xa5}, 32)
-	cfg.EventIDKey = bytes.Repeat([]byte{0x3c}, 32)
+	cfg := apptest.Config()
 	cfg.Webhooks.AllowPrivate = true
 	inbox := &consoletest.Inbox{}
 	api := apptest.New(t, app.Deps{Config: cfg, Table: tab.Table, Clock: tab.Clock, Mailer: inbox,

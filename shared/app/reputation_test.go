@@ -1,7 +1,6 @@
 package app_test
 
 import (
-	"bytes"
 	"fmt"
 	"net/http"
 	"strings"
@@ -35,9 +34,7 @@ func TestReputationRuleThroughTheService(t *testing.T) {
 	t.Parallel()
 	tables.Each(t, func(t *testing.T, tab tables.Table) {
 		t.Parallel()
-		cfg := config.Default()
-		cfg.Console.HashKey = bytes.Repeat([]byte{0x5a}, 32)
-		cfg.Console.SealKey = bytes.Repeat([]byte{0xa5}, 32)
+		cfg := apptest.Config()
 		cfg.ConsoleURL = "http://console.test/app/"
 		cfg.Reputation = config.Reputation{MinHistory: 2, VerdictPercent: 80, WindowDays: 30}
 		inbox := &consoletest.Inbox{}

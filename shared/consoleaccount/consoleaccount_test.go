@@ -1,7 +1,6 @@
 package consoleaccount_test
 
 import (
-	"bytes"
 	"net/http"
 	"slices"
 	"strings"
@@ -12,7 +11,6 @@ import (
 	"github.com/roadevents/roadevents/shared/apitest"
 	"github.com/roadevents/roadevents/shared/app"
 	"github.com/roadevents/roadevents/shared/app/apptest"
-	"github.com/roadevents/roadevents/shared/config"
 	"github.com/roadevents/roadevents/shared/consoleaccount"
 	"github.com/roadevents/roadevents/shared/consoletest"
 	"github.com/roadevents/roadevents/shared/metering"
@@ -28,9 +26,7 @@ func TestExport(t *testing.T) {
 	t.Parallel()
 	tables.Each(t, func(t *testing.T, tab tables.Table) {
 		t.Parallel()
-		cfg := config.Default()
-		cfg.Console.HashKey = bytes.Repeat([]byte{0x5a}, 32)
-		cfg.Console.SealKey = bytes.Repeat([]byte{0xa5}, 32)
+		cfg := apptest.Config()
 		cfg.ConsoleURL = "http://console.test/app/"
 		inbox := &consoletest.Inbox{}
 		api := apptest.New(t, app.Deps{Config: cfg, Table: tab.Table, Clock: tab.Clock, Mailer: inbox,

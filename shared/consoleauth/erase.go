@@ -47,18 +47,21 @@ func (s *Service) Erase(ctx context.Context, userID string) error {
 	return nil
 }
 
-// deletePartition deletes every item of partition pk but the one with sort key keep.
+// deletePartition deletes every item of partition pk but the one with sort key keep, as many
+// in one transaction as the store takes.
 func (s *Service) deletePartition(ctx context.Context, pk, keep string) error {
 	items, err := s.table.Query(ctx, store.Query{PK: pk})
 	if err != nil {
 		return fmt.Errorf("consoleauth: read a partition to erase: %w", err)
 	}
+	keys := make([]store.Key, 0, len(items))
 	for _, it := range items {
 		if k := it.Key(); k.SK != keep {
-			if err := s.table.Delete(ctx, k, store.Condition{}); err != nil {
-				return fmt.Errorf("consoleauth: erase an item of an account: %w", err)
-			}
+			keys = append(keys, k)
 		}
+	}
+	if err := store.DeleteKeys(ctx, s.table, keys); err != nil {
+		return fmt.Errorf("consoleauth: erase the items of an account: %w", err)
 	}
 	return nil
 }

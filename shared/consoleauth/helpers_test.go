@@ -1,7 +1,6 @@
 package consoleauth_test
 
 import (
-	"bytes"
 	"io"
 	"log/slog"
 	"net/http"
@@ -16,7 +15,6 @@ import (
 	"github.com/roadevents/roadevents/shared/app"
 	"github.com/roadevents/roadevents/shared/app/apptest"
 	"github.com/roadevents/roadevents/shared/clock"
-	"github.com/roadevents/roadevents/shared/config"
 	"github.com/roadevents/roadevents/shared/consoleauth"
 	"github.com/roadevents/roadevents/shared/consoletest"
 	"github.com/roadevents/roadevents/shared/mail"
@@ -48,9 +46,7 @@ func newEnv(t *testing.T, tab tables.Table) *env {
 // newEnvWith builds the env with mailer m (the inbox when nil).
 func newEnvWith(t *testing.T, tab tables.Table, m mail.Mailer) *env {
 	t.Helper()
-	cfg := config.Default()
-	cfg.Console.HashKey = bytes.Repeat([]byte{0x5a}, 32)
-	cfg.Console.SealKey = bytes.Repeat([]byte{0xa5}, 32)
+	cfg := apptest.Config()
 	sealer, err := seal.NewAESGCM(cfg.Console.SealKey)
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package consolefeeds_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -17,7 +16,6 @@ import (
 	"github.com/roadevents/roadevents/shared/app"
 	"github.com/roadevents/roadevents/shared/app/apptest"
 	"github.com/roadevents/roadevents/shared/audit"
-	"github.com/roadevents/roadevents/shared/config"
 	"github.com/roadevents/roadevents/shared/consolefeeds"
 	"github.com/roadevents/roadevents/shared/consoletest"
 	"github.com/roadevents/roadevents/shared/event"
@@ -40,10 +38,7 @@ type rig struct {
 
 func newRig(t *testing.T, tab tables.Table) *rig {
 	t.Helper()
-	cfg := config.Default()
-	cfg.Console.HashKey = bytes.Repeat([]byte{0x5a}, 32)
-	cfg.Console.SealKey = bytes.Repeat([]byte{0xa5}, 32)
-	cfg.EventIDKey = bytes.Repeat([]byte{0x3c}, 32)
+	cfg := apptest.Config()
 	cfg.ConsoleURL = "http://console.test/app/"
 	cfg.Feeds.AllowPrivate = true // the upstream is on loopback
 	inbox := &consoletest.Inbox{}

@@ -1,7 +1,6 @@
 package consolereputation_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -34,9 +33,7 @@ type rig struct {
 
 func newRig(t *testing.T, tab tables.Table) *rig {
 	t.Helper()
-	cfg := config.Default()
-	cfg.Console.HashKey = bytes.Repeat([]byte{0x5a}, 32)
-	cfg.Console.SealKey = bytes.Repeat([]byte{0xa5}, 32)
+	cfg := apptest.Config()
 	cfg.ConsoleURL = consoleURL
 	cfg.Reputation = config.Reputation{MinHistory: 10, VerdictPercent: 90, WindowDays: 14}
 	inbox := &consoletest.Inbox{}

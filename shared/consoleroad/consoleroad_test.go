@@ -1,7 +1,6 @@
 package consoleroad_test
 
 import (
-	"bytes"
 	"context"
 	"net/http"
 	"slices"
@@ -31,11 +30,8 @@ type rig struct {
 
 func newRig(t *testing.T, tab tables.Table) *rig {
 	t.Helper()
-	cfg := config.Default()
+	cfg := apptest.Config()
 	cfg.Store = config.StoreEmbedded
-	cfg.Console.HashKey = bytes.Repeat([]byte{0x5a}, 32)
-	cfg.Console.SealKey = bytes.Repeat([]byte{0xa5}, 32)
-	cfg.EventIDKey = bytes.Repeat([]byte{0x3c}, 32)
 	cfg.ConsoleURL = "http://console.test/app/"
 	inbox := &consoletest.Inbox{}
 	meter := metering.New(tab.Table, metering.Options{Clock: tab.Clock, FlushInterval: -1})

@@ -1,7 +1,6 @@
 package consolewebhooks_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -38,11 +37,8 @@ type rig struct {
 
 func newRig(t *testing.T, tab tables.Table, store config.Store) *rig {
 	t.Helper()
-	cfg := config.Default()
+	cfg := apptest.Config()
 	cfg.Store = store
-	cfg.Console.HashKey = bytes.Repeat([]byte{0x5a}, 32)
-	cfg.Console.SealKey = bytes.Repeat([]byte{0xa5}, 32)
-	cfg.EventIDKey = bytes.Repeat([]byte{0x3c}, 32)
 	cfg.ConsoleURL = "http://console.test/app/"
 	cfg.Webhooks.AllowPrivate = true // the receiver is on loopback, over http
 	inbox := &consoletest.Inbox{}

@@ -243,6 +243,9 @@ func (x acts) deleteMe(r *httpapi.Request[stepUpIn], c consoleauth.Caller) (cons
 			}
 		}
 	}
+	if err := x.d.Orgs.ForgetRecipient(ctx, c.User.Email); err != nil {
+		return consoleauth.OkResponse{}, err
+	}
 	if err := x.d.Auth.Erase(ctx, c.User.ID); err != nil {
 		return consoleauth.OkResponse{}, err
 	}

@@ -256,8 +256,11 @@ func (s *Service) ForgetAddress(ctx context.Context, org, email string) error {
 	if err := store.ForgetValue(ctx, s.table, store.Query{PK: pkOrgPrefix + org, Prefix: skInvitePrefix}, email, nil); err != nil {
 		return err
 	}
-	if err := s.audit.ForgetAddress(ctx, org, email); err != nil {
-		return err
-	}
-	return s.inviteRecipientCap.Forget(ctx, ratelimit.AddressSubject(email), s.clock.Now())
+	return s.audit.ForgetAddress(ctx, org, email)
+}
+
+// ForgetRecipient drops the windows of the cap on invitations an erased address received,
+// once for all organisations: their keys derive from the address (docs/privacy.md §6).
+func (s *Service) ForgetRecipient(ctx context.Context, email string) error {
+	return s.inviteRecipientCap.Forget(ctx, ratelimit.AddressSubject(normalizeEmail(email)), s.clock.Now())
 }

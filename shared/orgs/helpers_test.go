@@ -1,7 +1,6 @@
 package orgs_test
 
 import (
-	"bytes"
 	"log/slog"
 	"net/http"
 	"regexp"
@@ -15,7 +14,6 @@ import (
 	"github.com/roadevents/roadevents/shared/app/apptest"
 	"github.com/roadevents/roadevents/shared/audit"
 	"github.com/roadevents/roadevents/shared/clock"
-	"github.com/roadevents/roadevents/shared/config"
 	"github.com/roadevents/roadevents/shared/consoletest"
 	"github.com/roadevents/roadevents/shared/httpapi"
 	"github.com/roadevents/roadevents/shared/metering"
@@ -106,9 +104,7 @@ func newEnvCaps(t *testing.T, tab tables.Table, caps func(string) (int, int)) *e
 // newEnvGroups serves groups (every group when none are named).
 func newEnvGroups(t *testing.T, tab tables.Table, caps func(string) (int, int), groups ...routetable.Group) *env {
 	t.Helper()
-	cfg := config.Default()
-	cfg.Console.HashKey = bytes.Repeat([]byte{0x5a}, 32)
-	cfg.Console.SealKey = bytes.Repeat([]byte{0xa5}, 32)
+	cfg := apptest.Config()
 	cfg.ConsoleURL = consoleURL
 	e := &env{tab: tab, clock: tab.Clock, inbox: &inbox{}, seen: &bodies{}, logs: &apitest.LogBuffer{},
 		keys:  apikey.New(tab.Table, apikey.Options{Clock: tab.Clock}),

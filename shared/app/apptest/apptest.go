@@ -4,6 +4,7 @@
 package apptest
 
 import (
+	"bytes"
 	"io"
 	"log/slog"
 	"net/http"
@@ -11,10 +12,22 @@ import (
 
 	"github.com/roadevents/roadevents/shared/apikey"
 	"github.com/roadevents/roadevents/shared/app"
+	"github.com/roadevents/roadevents/shared/config"
 	"github.com/roadevents/roadevents/shared/httpapi/openapitest"
 	"github.com/roadevents/roadevents/shared/metering"
 	"github.com/roadevents/roadevents/shared/routetable"
 )
+
+// Config is config.Default with the keys a deployment sets, fixed: the console's hash and
+// sealing keys and the event id key, so that codes, sealed secrets and event ids hold across
+// a test's restarts.
+func Config() config.Config {
+	cfg := config.Default()
+	cfg.Console.HashKey = bytes.Repeat([]byte{0x5a}, 32)
+	cfg.Console.SealKey = bytes.Repeat([]byte{0xa5}, 32)
+	cfg.EventIDKey = bytes.Repeat([]byte{0x3c}, 32)
+	return cfg
+}
 
 // API is a service built for a test. Its Handler checks every answer against the service's
 // /openapi.json with kin-openapi, a validator third-party clients use (openapitest.Answers):
