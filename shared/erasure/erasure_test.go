@@ -1,7 +1,6 @@
 package erasure_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -23,6 +22,7 @@ import (
 	"github.com/roadevents/roadevents/shared/erasure"
 	"github.com/roadevents/roadevents/shared/event"
 	"github.com/roadevents/roadevents/shared/orgs"
+	"github.com/roadevents/roadevents/shared/store"
 	"github.com/roadevents/roadevents/shared/store/storetest/tables"
 	"github.com/roadevents/roadevents/shared/webhooks"
 )
@@ -35,10 +35,7 @@ type world struct {
 }
 
 func newWorld(t testing.TB, tab tables.Table, adjust ...func(*config.Config)) world {
-	cfg := config.Default()
-	cfg.Console.HashKey = bytes.Repeat([]byte{0x5a}, 32)
-	cfg.Console.SealKey = bytes.Repeat([]byte{0xa5}, 32)
-	cfg.EventIDKey = bytes.Repeat([]byte{0x3c}, 32)
+	cfg := apptest.Config()
 	cfg.ConsoleURL = "http://console.test/app/"
 	cfg.Webhooks.AllowPrivate = true
 	for _, f := range adjust {
@@ -147,6 +144,40 @@ func TestDeleteOrganisation(t *testing.T) {
 				strings.HasPrefix(pk, "userorg#") && sk == "org#"+alpha || strings.Contains(sk, "#"+alpha+"#") || strings.HasSuffix(sk, "#"+alpha) && !strings.HasPrefix(pk, "useremail#") {
 				t.Errorf("after the deletion the table holds %s %s", pk, sk)
 			}
+		}
+	})
+}
+
+// docs/privacy.md §6: a deletion that stopped after the organisation was marked (a crash, a
+// timeout) leaves it gone for every route but its deletion, and from every list; sending the
+// deletion again finishes it.
+func TestDeletionStoppedHalfWayIsFinishedBySendingItAgain(t *testing.T) {
+	t.Parallel()
+	tables.Each(t, func(t *testing.T, tab tables.Table) {
+		t.Parallel()
+		w := newWorld(t, tab)
+		ada := consoletest.SignIn(w.Client, w.inbox, "ada@example.com").Token
+		org := consoletest.CreateOrg(w.Client, ada, "Halfway")
+		op := "/console/orgs/" + org
+		w.must("POST", op+"/members", ada, `{"email":"bob@example.com","role":"member"}`, http.StatusCreated)
+		link := w.inbox.To("bob@example.com")[0].Text
+		// The mark, as the deletion writes it before anything else goes.
+		if _, err := tab.Table.Update(t.Context(), store.Key{PK: "org#" + org, SK: "org"},
+			store.Update{Set: map[string]any{"deleting_at": store.FormatTime(tab.Clock.Now())}}, store.IfExists()); err != nil {
+			t.Fatal(err)
+		}
+		w.must("GET", op, ada, "", http.StatusNotFound)
+		w.must("POST", op+"/keys", ada, `{"label":"late","environment":"sandbox"}`, http.StatusNotFound)
+		if names := w.orgNames(ada); len(names) != 0 {
+			t.Errorf("organisations while being deleted: %v; want none", names)
+		}
+		bob := consoletest.SignIn(w.Client, w.inbox, "bob@example.com").Token
+		w.must("POST", "/console/invitations/accept", bob,
+			apitest.JSON(map[string]string{"token": strings.Fields(link[strings.Index(link, "token=")+6:])[0]}), http.StatusNotFound)
+
+		w.must("DELETE", op, ada, "", http.StatusOK)
+		if dump := tab.Everything(t); strings.Contains(dump, "Halfway") || strings.Contains(dump, `"pk":"org#`+org+`"`) {
+			t.Errorf("after the deletion sent again the table still holds the organisation")
 		}
 	})
 }
