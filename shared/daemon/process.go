@@ -76,6 +76,12 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger, ln net.Lis
 		meter:   metering.New(st.Table, metering.Options{Logger: logger}),
 		jobsCtx: jobsCtx,
 	}
+	// A burst's heap goes back to the system once the process is quiet (settle.go).
+	settler := newSettler()
+	if r, ok := st.Table.(interface{ OnRest(func()) }); ok {
+		r.OnRest(settler.Rest)
+	}
+	p.Go(settler.run)
 	defer func() {
 		stopJobs()
 		p.jobs.Wait()

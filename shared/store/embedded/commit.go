@@ -34,7 +34,7 @@ func (s *Store) commit(fn func(*wtx) error) error {
 // it hands the live layer to the flusher when due (pending.go), also when no writes come.
 func (s *Store) commitLoop() {
 	defer close(s.committerDone)
-	tick := time.NewTicker(flushAge / 4)
+	tick := time.NewTicker(flushQuiet / 2)
 	defer tick.Stop()
 	for {
 		var req *commitReq

@@ -23,8 +23,15 @@ import (
 const (
 	// flushAge is the longest a commit stays in the live layer (Options.FlushBytes decides
 	// the size).
-	flushAge   = 4 * time.Second
+	flushAge = 4 * time.Second
+	// flushQuiet is how soon after the last commit a live layer is flushed when writes stop:
+	// a store at rest then holds no commit in memory and has nothing in its log to replay,
+	// and its file's pages are dropped from the process's memory (releaseMapping).
+	flushQuiet = 500 * time.Millisecond
 	flushRetry = time.Second
+	// restBytes is the most a flush may leave in memory for the store to be at rest
+	// (Store.OnRest).
+	restBytes = 1 << 20
 	// maxLiveBytes bounds the live layer while a flush is running: past it, commits wait for
 	// the flush, so a disk slower than the writers holds them back instead of filling memory.
 	maxLiveBytes = 128 << 20
@@ -43,6 +50,7 @@ type layer struct {
 	commits int
 	bytes   int
 	since   time.Time // when its first commit joined
+	latest  time.Time // when its last commit joined
 }
 
 func newLayer(seqs [nBuckets]uint64) *layer {
@@ -165,8 +173,9 @@ func (s *Store) update(fn func(*wtx) error) error {
 // install adds a logged commit to the live layer and shows it to new views.
 func (s *Store) install(w *wtx, pos uint64) {
 	l := s.live
+	l.latest = time.Now()
 	if l.empty() {
-		l.since = time.Now()
+		l.since = l.latest
 	}
 	for _, sw := range w.writes {
 		l.trees[sw.b].Set(sw.e)
@@ -203,7 +212,7 @@ func (s *Store) maybeFreeze() {
 		s.viewMu.RUnlock()
 		l := s.live
 		if !frozen {
-			if !l.empty() && (l.bytes >= s.flushBytes || time.Since(l.since) >= flushAge) {
+			if !l.empty() && (l.bytes >= s.flushBytes || time.Since(l.since) >= flushAge || time.Since(l.latest) >= flushQuiet) {
 				s.freeze()
 			}
 			return
@@ -249,6 +258,7 @@ func (s *Store) flushLoop() {
 		for {
 			err := s.flush()
 			if err == nil {
+				s.atRest()
 				break
 			}
 			s.log.Error("embedded: writing pending commits to the table file failed; they stay in the write-ahead log", "err", err)
@@ -292,6 +302,22 @@ func (s *Store) flush() error {
 	s.walMu.Lock()
 	defer s.walMu.Unlock()
 	return s.wal.release(l.last)
+}
+
+// atRest, after a flush, tells whether what came in while it ran is small (a checkpoint, a
+// usage count) and if so drops the file's mapped pages and calls OnRest's function. The
+// flushed layer must be unreachable by then, so that a collection it starts frees it.
+func (s *Store) atRest() {
+	s.viewMu.RLock()
+	rest := s.frozen == nil && (s.shown == nil || s.shown.bytes < restBytes)
+	s.viewMu.RUnlock()
+	if !rest {
+		return
+	}
+	s.releaseMapping()
+	if fn := s.onRest.Load(); fn != nil {
+		(*fn)()
+	}
 }
 
 // writeLayer writes a layer's entries, sequences and log position into bbolt.

@@ -19,6 +19,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -148,7 +149,13 @@ type Store struct {
 
 	flushReq    chan struct{} // wakes the flusher; Close closes it
 	flusherDone chan struct{}
+	onRest      atomic.Pointer[func()] // OnRest
 }
+
+// OnRest sets fn to be called after each flush that leaves the store at rest: less than
+// restBytes of commits came in while it ran (docs/performance.md §6). The process then
+// holds all it will for a while; `go run .` returns its unused heap then (daemon.ReleaseMemory).
+func (s *Store) OnRest(fn func()) { s.onRest.Store(&fn) }
 
 // Open opens (creating it and its directory if needed) the store in file path.
 func Open(path string, opts Options) (*Store, error) {
