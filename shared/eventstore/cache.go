@@ -8,7 +8,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
+	"github.com/roadevents/roadevents/shared/event"
 	"github.com/roadevents/roadevents/shared/geo"
 	"github.com/roadevents/roadevents/shared/store"
 )
@@ -63,6 +65,10 @@ type part struct {
 	where    map[string]slot  // sort key -> place of its record
 	bytes    int64
 	pruneAt  int64 // Unix nanoseconds after which expired records are dropped (prune)
+	// slab holds the records' bytes (cachedRec.data); data is what of them live records
+	// use, the rest is dead (compact).
+	slab slab
+	data int64
 }
 
 // group is the records of a partition of one kind (points or LineStrings) whose first
@@ -99,13 +105,13 @@ type slot struct{ group, i int }
 const groupStep = 0.01
 
 func keyOf(r *cachedRec) groupKey {
-	return groupKey{int32(math.Floor(r.p0.Lat / groupStep)), int32(math.Floor(r.p0.Lon / groupStep)), len(r.rec.ext) > 1}
+	return groupKey{int32(math.Floor(r.p0.Lat / groupStep)), int32(math.Floor(r.p0.Lon / groupStep)), r.line != nil}
 }
 
 // put adds r to its group, or replaces the record of the same item. It returns the bytes the
 // part grows by. The caller holds p.mu.
 func (p *part) put(r cachedRec) (grown int64) {
-	if at, ok := p.where[r.sk]; ok {
+	if at, ok := p.where[r.sk()]; ok {
 		grown -= p.groups[at.group].recs[at.i].size
 		p.remove(at)
 	}
@@ -119,9 +125,10 @@ func (p *part) put(r cachedRec) (grown int64) {
 		grown += groupOverhead
 	}
 	g := &p.groups[gi]
-	g.span = max(g.span, geo.Distance(g.centre, r.p0)+r.rec.reach)
-	p.where[r.sk] = slot{gi, len(g.recs)}
+	g.span = max(g.span, geo.Distance(g.centre, r.p0)+r.reach())
+	p.where[r.sk()] = slot{gi, len(g.recs)}
 	g.recs = append(g.recs, r)
+	p.data += int64(len(r.data))
 	grown += r.size
 	p.bytes += grown
 	return grown
@@ -131,11 +138,12 @@ func (p *part) put(r cachedRec) (grown int64) {
 // holds p.mu and adjusts p.bytes.
 func (p *part) remove(at slot) {
 	g := &p.groups[at.group]
-	delete(p.where, g.recs[at.i].sk)
+	delete(p.where, g.recs[at.i].sk())
+	p.data -= int64(len(g.recs[at.i].data))
 	last := len(g.recs) - 1
 	if at.i != last {
 		g.recs[at.i] = g.recs[last]
-		p.where[g.recs[at.i].sk] = at
+		p.where[g.recs[at.i].sk()] = at
 	}
 	g.recs[last] = cachedRec{}
 	g.recs = g.recs[:last]
@@ -158,11 +166,13 @@ const maxPending = 64
 func (p *part) change(op store.Op) (int64, error) {
 	switch op.Kind {
 	case store.OpPut:
-		r, err := cacheRecord(op.Item, true)
+		r, err := cacheRecord(op.Item, true, &p.slab)
 		if err != nil {
 			return 0, err
 		}
-		return p.put(r), nil
+		grown := p.put(r)
+		p.compact()
+		return grown, nil
 	case store.OpDelete:
 		at, ok := p.where[op.TargetKey().SK]
 		if !ok {
@@ -171,6 +181,7 @@ func (p *part) change(op store.Op) (int64, error) {
 		size := p.groups[at.group].recs[at.i].size
 		p.bytes -= size
 		p.remove(at)
+		p.compact()
 		return -size, nil
 	}
 	return 0, nil
@@ -189,12 +200,15 @@ func (p *part) keep(op store.Op, err error) {
 	p.pending = append(p.pending, pendingWrite{gen: p.gen, op: op})
 }
 
-// load makes the part hold recs, and returns their bytes. The caller holds p.mu.
+// load makes the part hold recs, and returns their bytes. Their data stays where it is
+// (cacheRecords' slab, which holds nothing else). The caller holds p.mu.
 func (p *part) load(recs []cachedRec) int64 {
-	p.loaded, p.groups, p.pruneAt, p.bytes = true, nil, 0, 0
+	p.loaded, p.groups, p.pruneAt, p.bytes, p.data = true, nil, 0, 0, 0
 	p.byKey, p.where = map[groupKey]int{}, make(map[string]slot, len(recs))
+	p.slab = slab{}
 	for _, r := range recs {
 		p.put(r)
+		p.slab.held += int64(len(r.data))
 	}
 	return p.bytes
 }
@@ -202,9 +216,67 @@ func (p *part) load(recs []cachedRec) int64 {
 // unload forgets the records, and returns the bytes freed. The caller holds p.mu.
 func (p *part) unload() int64 {
 	freed := p.bytes
-	p.loaded, p.groups, p.byKey, p.where, p.bytes = false, nil, nil, nil, 0
-	p.watching, p.pending = false, nil
+	p.loaded, p.groups, p.byKey, p.where, p.bytes, p.data = false, nil, nil, nil, 0, 0
+	p.watching, p.pending, p.slab = false, nil, slab{}
 	return freed
+}
+
+// compact copies the records' bytes into new chunks once the part's chunks hold more dead
+// bytes than live ones, and a chunk's worth more: a chunk lives as long as any record in it,
+// so records replaced, removed or expired would otherwise keep chunks of others alive without
+// bound. The old chunks stay as they are for whoever still reads them (a query's answer). The
+// caller holds p.mu.
+func (p *part) compact() {
+	if p.slab.held <= 2*p.data+maxChunk {
+		return
+	}
+	var fresh slab
+	clear(p.where)
+	for gi := range p.groups {
+		g := &p.groups[gi]
+		for i := range g.recs {
+			r := &g.recs[i]
+			r.data = fresh.copy(r.data)
+			p.where[r.sk()] = slot{gi, i} // the key's bytes are the record's: moved too
+		}
+	}
+	p.slab = fresh
+}
+
+// slab hands out pieces of larger chunks for the cache's records, which it never writes again:
+// one allocation holds many records' bytes, among no short-lived objects, so that the records
+// leave no pages of the heap mostly empty once a burst of publishing's garbage is collected
+// (docs/performance.md §5), and strings over them are immutable as Go requires (cachedRec.sk).
+type slab struct {
+	free []byte // what is left of the current chunk
+	next int    // the size of the next chunk
+	held int64  // bytes of the chunks handed out from, and of records adopted (load)
+}
+
+// Chunks start small, for partitions of a few records, and double up to maxChunk.
+const (
+	minChunk = 1 << 10
+	maxChunk = 64 << 10
+)
+
+// alloc returns n bytes of a chunk, n of capacity, zero.
+func (s *slab) alloc(n int) []byte {
+	if n > len(s.free) {
+		s.next = min(maxChunk, max(minChunk, 2*s.next))
+		size := max(n, s.next)
+		s.free = make([]byte, size)
+		s.held += int64(size)
+	}
+	b := s.free[:n:n]
+	s.free = s.free[n:]
+	return b
+}
+
+// copy returns a copy of b in a chunk.
+func (s *slab) copy(b []byte) []byte {
+	out := s.alloc(len(b))
+	copy(out, b)
+	return out
 }
 
 // pruneEvery is how often a loaded partition drops its expired records. The table's TTL
@@ -212,24 +284,74 @@ func (p *part) unload() int64 {
 // every record it ever held; queries filter expired records out either way.
 const pruneEvery = int64(time.Minute)
 
-// cachedRec is one index item, decoded; its record points into the item's bytes, which
-// nothing modifies.
+// cachedRec is one index item, decoded. It holds two pointers, data and line, and a point's
+// line is nil: the collector follows one pointer per cached point instead of a dozen (sort
+// key, id, environment, the record's slices, JSON), and the records' arrays are mostly
+// numbers it does not read (docs/performance.md §5).
 type cachedRec struct {
 	// p0 is the extent's first position, kept inline: it is what a query reads of most records
-	// (points), and following rec.ext to another cache line for each of thousands of records
-	// costs memory latency on top of the distance.
-	p0  geo.Point
-	cos float64  // cosine of p0's latitude (pointDistance)
-	u   geo.Unit // p0 as a unit vector (matcher.add's chord tests)
-	sk  string   // the item's sort key
-	id  string   // the event's id and environment, from sk
-	env string
-	rec record
-	// json is the event's EventPublic in records the cache keeps, rendered once; nil in a
-	// record read for one query, which renders only the events it answers.
-	json []byte
-	line *lineShape // a LineString's; nil for a point, which needs none
-	size int64
+	// (points), and following a pointer to another cache line for each of thousands of
+	// records costs memory latency on top of the distance.
+	p0         geo.Point
+	cos        float64  // cosine of p0's latitude (pointDistance)
+	u          geo.Unit // p0 as a unit vector (matcher.add's chord tests)
+	expires    int64    // the record's, Unix nanoseconds
+	version    int64
+	confidence float64
+	// data is the item's sort key, its record (record.go), then, in records the cache keeps,
+	// the event's EventPublic rendered once (nothing in a record read for one query, which
+	// renders only the events it answers): one piece of a slab, never written again.
+	data          []byte
+	skLen, recLen uint32
+	typOff        uint32 // where the type is in the record (a byte of length before it)
+	srcOff        uint32 // where the source is in the record (found reads it without data's bytes)
+	// sandbox is the environment, kept inline (env): every record a query reads is tested
+	// for it, and reading it from data cost a cache miss per record, a fifth of a query.
+	sandbox bool
+	line    *lineShape
+	size    int64
+}
+
+// sk is the item's sort key. Its bytes are the slab's, never written again (slab). sk, id,
+// json and source only make slice headers: a query calls them for every record it finds,
+// and reading data's bytes there cost a cache miss each.
+func (c *cachedRec) sk() string { return unsafe.String(unsafe.SliceData(c.data), c.skLen) }
+
+// id and env are the event's id and environment, from the sort key (parseAreaSK).
+func (c *cachedRec) id() string { return c.sk()[3:] }
+
+func (c *cachedRec) env() string {
+	if c.sandbox {
+		return event.EnvironmentSandbox
+	}
+	return event.EnvironmentLive
+}
+
+// record is the item's record, as stored.
+func (c *cachedRec) record() []byte { return c.data[c.skLen : c.skLen+c.recLen] }
+
+// json is the event's rendered EventPublic, or nil when the record was not kept.
+func (c *cachedRec) json() []byte {
+	if int(c.skLen+c.recLen) == len(c.data) {
+		return nil
+	}
+	return c.data[c.skLen+c.recLen:]
+}
+
+// typ is the event's type as the record holds it, and source its source (record.go).
+func (c *cachedRec) typ() []byte {
+	r := c.record()
+	return r[c.typOff+1 : c.typOff+1+uint32(r[c.typOff])]
+}
+
+func (c *cachedRec) source() []byte { return c.record()[c.srcOff : c.srcOff+8] }
+
+// reach is the record's: metres from p0 within which its whole extent lies.
+func (c *cachedRec) reach() float64 {
+	if c.line == nil {
+		return 0
+	}
+	return c.line.reach
 }
 
 // lineShape is what matcher.add needs to measure a LineString quickly. Points, most records,
@@ -239,23 +361,25 @@ type lineShape struct {
 	// half its longest segment, as every point of a segment is within half its length of an
 	// end. matcher.add uses it to skip the exact distance.
 	latLo, latHi float64
+	reach        float64 // the record's
 	// Each vertex as a unit vector and half its longest segment: its distance is at least
 	// the nearest vertex's less half (matcher.add).
 	units   []geo.Unit
 	halfSeg float64
 	// path is the extent prepared for exact distances, in records that stay (the cache's);
-	// nil otherwise, and matcher.add measures the extent itself. Each cell's copy has its
-	// own, worth its memory because a cached record is measured query after query
+	// nil otherwise, and matcher.add measures ext itself. Each cell's copy has its own, worth
+	// its memory because a cached record is measured query after query
 	// (docs/performance.md §5).
 	path *geo.Path
+	ext  []geo.Point // in records read for one query
 }
 
-// recOverhead is what a cached record costs besides its bytes (struct, id, map entry),
+// recOverhead is what a cached record costs besides its bytes (struct, map entry),
 // lineOverhead what a LineString's shape adds, groupOverhead what a group costs, and
 // partOverhead what a partition costs, loaded or not: counted so that the limit bounds the cache
 // however many empty cells queries and writes touch.
 const (
-	recOverhead   = 200
+	recOverhead   = 176
 	lineOverhead  = 64
 	partOverhead  = 256
 	groupOverhead = 128
@@ -335,7 +459,7 @@ func (p *part) prune(now int64) (freed int64) {
 	for gi := range p.groups {
 		g := &p.groups[gi]
 		for i := 0; i < len(g.recs); {
-			if r := g.recs[i]; r.rec.expires <= now {
+			if r := g.recs[i]; r.expires <= now {
 				freed += r.size
 				p.remove(slot{gi, i})
 				continue
@@ -344,6 +468,7 @@ func (p *part) prune(now int64) (freed int64) {
 		}
 	}
 	p.bytes -= freed
+	p.compact()
 	return freed
 }
 
@@ -461,11 +586,12 @@ func (c *partCache) evict() {
 }
 
 // cacheRecords decodes the index items of a partition read from the table, as cacheRecord
-// does, and counts those it could not.
+// does, into one slab of their own, and counts those it could not.
 func cacheRecords(items []store.Item, keep bool) (recs []cachedRec, bad int) {
 	recs = make([]cachedRec, 0, len(items))
+	var sl slab
 	for _, it := range items {
-		r, err := cacheRecord(it, keep)
+		r, err := cacheRecord(it, keep, &sl)
 		if err != nil {
 			bad++
 			continue
@@ -475,10 +601,10 @@ func cacheRecords(items []store.Item, keep bool) (recs []cachedRec, bad int) {
 	return recs, bad
 }
 
-// cacheRecord decodes an index item, with its JSON and a prepared path when it is to be kept
-// (the cache's records are answered and measured by query after query; a record read for one
-// query is not worth either).
-func cacheRecord(it store.Item, keep bool) (cachedRec, error) {
+// cacheRecord decodes an index item into sl, with its JSON and a prepared path when it is to
+// be kept (the cache's records are answered and measured by query after query; a record read
+// for one query is not worth either).
+func cacheRecord(it store.Item, keep bool, sl *slab) (cachedRec, error) {
 	d := it.Bytes(attrRecord)
 	r, err := parseRecord(d)
 	if err != nil {
@@ -489,20 +615,29 @@ func cacheRecord(it store.Item, keep bool) (cachedRec, error) {
 	if !ok {
 		return cachedRec{}, errRecord
 	}
-	ext := r.ext
-	c := cachedRec{sk: sk, id: id, env: env, rec: r, p0: ext[0], cos: math.Cos(ext[0].Lat * degToRad), u: ext[0].Unit(),
-		size: int64(len(d)+len(sk)+16*len(ext)) + recOverhead}
+	var js []byte
 	if keep {
-		if c.json, err = renderPublic(id, env, &c.rec); err != nil {
+		bp := publicScratch.Get().(*[]byte)
+		defer publicScratch.Put(bp)
+		if *bp, err = appendPublic((*bp)[:0], id, env, &r); err != nil {
 			return cachedRec{}, err
 		}
-		c.size += int64(len(c.json))
+		js = *bp
 	}
+	data := sl.alloc(len(sk) + len(d) + len(js))
+	n := copy(data, sk)
+	n += copy(data[n:], d)
+	copy(data[n:], js)
+	ext := r.ext
+	c := cachedRec{p0: ext[0], cos: math.Cos(ext[0].Lat * degToRad), u: ext[0].Unit(),
+		expires: r.expires, version: r.version, confidence: r.confidence,
+		data: data, skLen: uint32(len(sk)), recLen: uint32(len(d)), typOff: uint32(r.typAt), srcOff: uint32(r.typAt + 1 + len(r.typ)), sandbox: env == event.EnvironmentSandbox,
+		size: int64(len(data)) + recOverhead}
 	if len(ext) == 1 {
 		return c, nil
 	}
 	var seg float64
-	l := &lineShape{latLo: ext[0].Lat, latHi: ext[0].Lat, units: make([]geo.Unit, len(ext))}
+	l := &lineShape{latLo: ext[0].Lat, latHi: ext[0].Lat, reach: r.reach, units: make([]geo.Unit, len(ext))}
 	l.units[0] = c.u
 	for i := 1; i < len(ext); i++ {
 		l.latLo, l.latHi = min(l.latLo, ext[i].Lat), max(l.latHi, ext[i].Lat)
@@ -516,6 +651,8 @@ func cacheRecord(it store.Item, keep bool) (cachedRec, error) {
 	if keep {
 		l.path = geo.NewPath(ext)
 		c.size += l.path.Bytes()
+	} else {
+		l.ext = ext
 	}
 	c.line = l
 	return c, nil

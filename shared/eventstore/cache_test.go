@@ -1,6 +1,7 @@
 package eventstore
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -44,7 +45,7 @@ func versions(c *partCache, pk string) map[string]int64 {
 		out = map[string]int64{}
 		for _, g := range groups {
 			for _, r := range g.recs {
-				out[r.id] = r.rec.version
+				out[r.id()] = r.version
 			}
 		}
 	})
@@ -60,7 +61,7 @@ func TestPartCacheFollowsWrites(t *testing.T) {
 	if hit {
 		t.Fatal("empty cache: hit; want a miss")
 	}
-	a, _ := cacheRecord(cacheItem(t, pk, "ev_a", 1), true)
+	a, _ := cacheRecord(cacheItem(t, pk, "ev_a", 1), true, new(slab))
 	c.fill(tk, []cachedRec{a})
 	if got := versions(c, pk); fmt.Sprint(got) != "map[ev_a:1]" {
 		t.Fatalf("after fill: %v; want ev_a at version 1", got)
@@ -95,8 +96,8 @@ func TestPartCacheFollowsWrites(t *testing.T) {
 func TestPartCacheFillCatchesUpWithWrites(t *testing.T) {
 	t.Parallel()
 	const pk = "area#live#cell"
-	old, _ := cacheRecord(cacheItem(t, pk, "ev_a", 1), true)
-	other, _ := cacheRecord(cacheItem(t, pk, "ev_b", 1), true)
+	old, _ := cacheRecord(cacheItem(t, pk, "ev_a", 1), true, new(slab))
+	other, _ := cacheRecord(cacheItem(t, pk, "ev_b", 1), true, new(slab))
 	put := func(id string, version int64) []store.Op {
 		return []store.Op{store.PutOp(cacheItem(t, pk, id, version), store.Condition{})}
 	}
@@ -115,7 +116,7 @@ func TestPartCacheFillCatchesUpWithWrites(t *testing.T) {
 		c := newPartCache(1 << 20)
 		_, tk := c.view(pk, 0, func([]group) {})
 		c.apply(put("ev_a", 2), nil, 0)
-		now, _ := cacheRecord(cacheItem(t, pk, "ev_a", 2), true)
+		now, _ := cacheRecord(cacheItem(t, pk, "ev_a", 2), true, new(slab))
 		c.fill(tk, []cachedRec{now})
 		if got := versions(c, pk); fmt.Sprint(got) != "map[ev_a:2]" {
 			t.Errorf("fill: %v; want ev_a once, at 2", got)
@@ -167,7 +168,7 @@ func TestPartCacheLimit(t *testing.T) {
 	for i := range 1000 {
 		pk := fmt.Sprintf("area#live#%d", i)
 		_, tk := c.view(pk, 0, func([]group) {})
-		r, _ := cacheRecord(cacheItem(t, pk, "ev_a", 1), true)
+		r, _ := cacheRecord(cacheItem(t, pk, "ev_a", 1), true, new(slab))
 		c.fill(tk, []cachedRec{r, r})
 		if got := c.size.Load(); got > limit {
 			t.Fatalf("after %d partitions: %d bytes; want at most %d", i+1, got, limit)
@@ -198,7 +199,7 @@ func TestPartCachePrunesExpired(t *testing.T) {
 	const pk = "area#live#cell"
 	expires := time.Date(2040, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano() // cacheItem's expiry
 	_, tk := c.view(pk, expires-1, func([]group) {})
-	a, _ := cacheRecord(cacheItem(t, pk, "ev_a", 1), true)
+	a, _ := cacheRecord(cacheItem(t, pk, "ev_a", 1), true, new(slab))
 	c.fill(tk, []cachedRec{a})
 	before := c.size.Load()
 	c.view(pk, expires, func([]group) {}) // the first view prunes at once
@@ -245,7 +246,7 @@ func TestAddPartAgreesWithAdd(t *testing.T) {
 				ext = append(ext, near(0.1))
 			}
 		}
-		rec, err := cacheRecord(scanItem(t, "area#live#cell", fmt.Sprintf("ev_%05d", i), expires, ext...), i%2 == 0)
+		rec, err := cacheRecord(scanItem(t, "area#live#cell", fmt.Sprintf("ev_%05d", i), expires, ext...), i%2 == 0, new(slab))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -276,14 +277,14 @@ func TestResultKeepsTheNewestCopy(t *testing.T) {
 	t.Parallel()
 	center := geo.Point{Lat: 48.85, Lon: 2.35}
 	expires := time.Date(2040, 1, 1, 0, 0, 0, 0, time.UTC)
-	old, err := cacheRecord(scanItem(t, "area#live#a", "ev_moved", expires, geo.Point{Lat: 48.851, Lon: 2.35}), true)
+	old, err := cacheRecord(scanItem(t, "area#live#a", "ev_moved", expires, geo.Point{Lat: 48.851, Lon: 2.35}), true, new(slab))
 	if err != nil {
 		t.Fatal(err)
 	}
 	moved := old
-	moved.rec.version, moved.p0 = 2, geo.Point{Lat: 48.852, Lon: 2.35}
+	moved.version, moved.p0 = 2, geo.Point{Lat: 48.852, Lon: 2.35}
 	moved.u, moved.cos = moved.p0.Unit(), math.Cos(moved.p0.Lat*degToRad)
-	other, err := cacheRecord(scanItem(t, "area#live#b", "ev_other", expires, geo.Point{Lat: 48.8515, Lon: 2.35}), true)
+	other, err := cacheRecord(scanItem(t, "area#live#b", "ev_other", expires, geo.Point{Lat: 48.8515, Lon: 2.35}), true, new(slab))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -310,7 +311,7 @@ func TestPartCacheTellsWhetherRecordsWereAdded(t *testing.T) {
 		t.Fatal("an idle cache: not still")
 	}
 	_, tk := c.view(pk, 0, func([]group) {})
-	a, _ := cacheRecord(cacheItem(t, pk, "ev_a", 1), true)
+	a, _ := cacheRecord(cacheItem(t, pk, "ev_a", 1), true, new(slab))
 	c.fill(tk, []cachedRec{a})
 	if c.stillSince(mark) {
 		t.Error("after a fill: still; want the query told")
@@ -342,5 +343,60 @@ func TestResultOrdersCloseDistancesExactly(t *testing.T) {
 		if a, b := got[i-1], got[i]; a.Distance > b.Distance || a.Distance == b.Distance && a.ID >= b.ID {
 			t.Fatalf("event %d (%s, %v) after (%s, %v): not nearest first, ties by id", i, b.ID, b.Distance, a.ID, a.Distance)
 		}
+	}
+}
+
+// A partition whose events change again and again (votes, revisions) keeps its records'
+// bytes within twice what its live records use, plus a chunk: a chunk lives while any record
+// in it does, so the dead copies are compacted away. What a query took from the cache before
+// stays as it was (docs/performance.md §5).
+func TestPartSlabStaysBoundedUnderChanges(t *testing.T) {
+	t.Parallel()
+	const pk, n = "area#live#cell", 200
+	var p part
+	p.load(nil)
+	put := func(id string, version int64) {
+		t.Helper()
+		if _, err := p.change(store.Op{Kind: store.OpPut, Item: cacheItem(t, pk, id, version)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range n {
+		put(fmt.Sprintf("ev_%03d", i), 1)
+	}
+	m := newMatcher(AreaQuery{Center: geo.Point{Lat: 1, Lon: 2}, Radius: 1000}, 0, 500, live)
+	m.addPart(p.groups)
+	before := m.result(true)
+	if len(before) != n {
+		t.Fatalf("found %d events; want %d", len(before), n)
+	}
+	wantID, wantJSON := before[7].ID, string(before[7].JSON)
+
+	for version := int64(2); version <= 60; version++ {
+		for i := range n {
+			put(fmt.Sprintf("ev_%03d", i), version)
+		}
+		if limit := 2*p.data + maxChunk; p.slab.held > limit {
+			t.Fatalf("version %d: the slab holds %d bytes for %d live; want at most %d", version, p.slab.held, p.data, limit)
+		}
+	}
+	if before[7].ID != wantID || string(before[7].JSON) != wantJSON {
+		t.Fatalf("an answer taken before the changes now reads %s %s; want %s %s", before[7].ID, before[7].JSON, wantID, wantJSON)
+	}
+	got := map[string]int64{}
+	for _, g := range p.groups {
+		for _, r := range g.recs {
+			got[r.id()] = r.version
+			if at, ok := p.where[r.sk()]; !ok || p.groups[at.group].recs[at.i].sk() != r.sk() {
+				t.Fatalf("record %s is not found by its sort key", r.sk())
+			}
+			var pub event.EventPublic
+			if err := json.Unmarshal(r.json(), &pub); err != nil || pub.EventID != r.id() || r.version != 60 {
+				t.Fatalf("record %s renders %s (%v); want its event at version 60", r.id(), r.json(), err)
+			}
+		}
+	}
+	if len(got) != n {
+		t.Fatalf("the part holds %d events; want %d", len(got), n)
 	}
 }

@@ -438,21 +438,20 @@ type nearGroup struct {
 
 // add considers one index record.
 func (m *matcher) add(c *cachedRec) {
-	r := &c.rec
-	if r.expires <= m.now { // docs/api.md §3: expired once expires_at is reached
+	if c.expires <= m.now { // docs/api.md §3: expired once expires_at is reached
 		return
 	}
-	if c.env != m.envs[0] && (len(m.envs) == 1 || c.env != m.envs[1]) {
+	if env := c.env(); env != m.envs[0] && (len(m.envs) == 1 || env != m.envs[1]) {
 		return // docs/api.md §1: a live credential is served live events only
 	}
-	if len(m.types) > 0 && !slices.ContainsFunc(m.types, func(t string) bool { return t == string(r.typ) }) {
+	if len(m.types) > 0 && !slices.ContainsFunc(m.types, func(t string) bool { return t == string(c.typ()) }) {
 		return
 	}
-	if r.confidence < m.minConf {
+	if c.confidence < m.minConf {
 		return
 	}
 	var d float64
-	if len(r.ext) == 1 {
+	if c.line == nil {
 		// A point is under one cell of a level: it is measured once, and the rare copy read
 		// across a concurrent change is dropped by result.
 		// Most points beyond the bound (outside the circle, or, once limit events are found,
@@ -465,7 +464,7 @@ func (m *matcher) add(c *cachedRec) {
 			return
 		}
 		m.found = append(m.found, found(c, d))
-		m.ver = append(m.ver, r.version)
+		m.ver = append(m.ver, c.version)
 		m.push(d)
 		return
 	}
@@ -480,15 +479,16 @@ func (m *matcher) add(c *cachedRec) {
 	if gap > limit {
 		return
 	}
-	if c.u.ChordSquared(m.cu) > geo.ChordSquared(limit+r.reach+1) {
+	if c.u.ChordSquared(m.cu) > geo.ChordSquared(limit+l.reach+1) {
 		return
 	}
 	// A LineString is under many cells: it is measured once, in its newest copy.
-	i, dup := m.seen[c.id]
-	if dup && m.ver[i] >= r.version {
+	id := c.id()
+	i, dup := m.seen[id]
+	if dup && m.ver[i] >= c.version {
 		return
 	}
-	if v, ok := m.far[c.id]; ok && v >= r.version {
+	if v, ok := m.far[id]; ok && v >= c.version {
 		return // measured under another cell already, and out of range
 	}
 	// Every point of the extent is within halfSeg of a vertex: when every vertex is farther
@@ -504,34 +504,34 @@ func (m *matcher) add(c *cachedRec) {
 	// What is beyond the bound stays beyond it (the bound only comes nearer): the other
 	// copies of this version need not be measured again.
 	if !near {
-		m.far[c.id] = r.version
+		m.far[id] = c.version
 		return
 	}
 	if l.path != nil {
 		d = l.path.Distance(m.center)
 	} else {
-		d = geo.DistanceToExtent(m.center, r.ext)
+		d = geo.DistanceToExtent(m.center, l.ext)
 	}
 	if d > m.bound() {
-		m.far[c.id] = r.version
+		m.far[id] = c.version
 		return
 	}
 	if dup {
 		m.found[i] = found(c, d)
-		m.ver[i] = r.version
+		m.ver[i] = c.version
 		return
 	}
-	m.seen[c.id] = len(m.found)
+	m.seen[id] = len(m.found)
 	m.found = append(m.found, found(c, d))
-	m.ver = append(m.ver, r.version)
+	m.ver = append(m.ver, c.version)
 	m.push(d)
 }
 
 // found is the event of record c at distance d: with its JSON when c is cached, else with c to
 // render it from once it makes the answer (c lives as long as the query).
 func found(c *cachedRec, d float64) AreaEvent {
-	e := AreaEvent{ID: c.id, Distance: d, JSON: c.json, source: c.rec.source}
-	if c.json == nil {
+	e := AreaEvent{ID: c.id(), Distance: d, JSON: c.json(), source: c.source()}
+	if e.JSON == nil {
 		e.unrendered = c
 	}
 	return e
@@ -652,7 +652,11 @@ func (m *matcher) result(unique bool) []AreaEvent {
 	out = sorted[:0]
 	for _, e := range sorted {
 		if c := e.unrendered; c != nil {
-			js, err := appendPublic(nil, c.id, c.env, &c.rec)
+			r, err := parseRecord(c.record())
+			var js []byte
+			if err == nil {
+				js, err = appendPublic(nil, c.id(), c.env(), &r)
+			}
 			if err != nil {
 				m.bad++
 				continue

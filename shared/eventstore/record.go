@@ -1,7 +1,6 @@
 package eventstore
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
@@ -86,6 +85,7 @@ type record struct {
 	source           []byte
 	ext              []geo.Point
 	fields           []byte // the optional members as stored
+	typAt            int    // where in the record the type's length byte is
 }
 
 // sourceID identifies a source in a record: the first 8 bytes of the SHA-256 of
@@ -188,6 +188,7 @@ func parseRecord(d []byte) (record, error) {
 	rd := reader{b: d[recordHeader:]}
 	r.version = int64(rd.uvarint())
 	r.confirm, r.deny = int(rd.uvarint()), int(rd.uvarint())
+	r.typAt = len(d) - len(rd.b)
 	r.typ = rd.bytes(int(rd.byte()))
 	r.source = rd.bytes(8)
 	n := rd.uvarint()
@@ -258,22 +259,8 @@ func (r *reader) varint() int64 {
 	return v
 }
 
-// publicScratch holds buffers renderPublic renders into before copying.
+// publicScratch holds buffers cacheRecord renders into before copying the JSON to the slab.
 var publicScratch = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}
-
-// renderPublic returns appendPublic's JSON in a slice of its own length: the area cache keeps
-// one per event, and a slice grown by appending carries a quarter unused on average
-// (docs/performance.md §5).
-func renderPublic(id, env string, r *record) ([]byte, error) {
-	bp := publicScratch.Get().(*[]byte)
-	defer publicScratch.Put(bp)
-	b, err := appendPublic((*bp)[:0], id, env, r)
-	*bp = b
-	if err != nil {
-		return nil, err
-	}
-	return bytes.Clone(b), nil
-}
 
 // appendPublic appends the EventPublic JSON of the record's event, of id and environment env:
 // json.Marshal(ev.Public(at)) as encodeRecord saw it.
