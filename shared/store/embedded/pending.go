@@ -193,7 +193,9 @@ func (s *Store) install(w *wtx, pos uint64) {
 
 // showLocked sets the layers new views see; s.viewMu is held.
 func (s *Store) showLocked() {
-	s.layers = s.layers[:0:0]
+	// A new slice, not s.layers[:0:0]: that keeps pointing at the old array, whose elements
+	// (a flushed layer, tens of MB) would stay reachable until the next commit.
+	s.layers = nil
 	if s.shown != nil && !s.shown.empty() {
 		s.layers = append(s.layers, s.shown)
 	}
