@@ -91,9 +91,15 @@ func parseAreaSK(sk string) (env, id string, ok bool) {
 	return env, sk[3:], true
 }
 
+// IsEventPartition tells whether pk is the partition of an event: its item, history and
+// signals.
+func IsEventPartition(pk string) bool {
+	return len(pk) > len(eventPrefix) && pk[:len(eventPrefix)] == eventPrefix
+}
+
 // IsEventItem tells whether an item (or a change record's key) is an event item.
 func IsEventItem(k store.Key) bool {
-	return k.SK == eventSK && len(k.PK) > len(eventPrefix) && k.PK[:len(eventPrefix)] == eventPrefix
+	return k.SK == eventSK && IsEventPartition(k.PK)
 }
 
 // eventItem is the stored form of ev, indexed under cells. The content as first published is

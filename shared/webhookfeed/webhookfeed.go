@@ -110,6 +110,15 @@ func entryKinds(e event.Entry) []string {
 	return nil
 }
 
+// handledImages tells which changes' images Handle reads: alert rules, and the items of an
+// event's partition (the event, its history and signals). An area index item's expiry is
+// known by its key; the other items (the index, publishers' lists) are none of Handle's
+// business, and decoding their images was most of what following the feed cost after a burst
+// of publishes (docs/performance.md §6).
+func handledImages(k store.Key) bool {
+	return k.PK == alerts.Partition || eventstore.IsEventPartition(k.PK)
+}
+
 // Handle enqueues the deliveries of ch and returns how many. Handling a change again
 // enqueues nothing new.
 func (p *Producer) Handle(ctx context.Context, ch store.Change) (int, error) {
@@ -445,6 +454,9 @@ func (p *Producer) Run(ctx context.Context, feed store.Replayer) error {
 		return fmt.Errorf("webhookfeed: follow the feed: %w", err)
 	}
 	defer cur.Close()
+	if f, ok := cur.(store.ImageFilter); ok {
+		f.FilterImages(handledImages)
+	}
 	var recorded time.Time
 	for {
 		ch, err := cur.Next(ctx)
