@@ -3,6 +3,8 @@ package eventstore
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"sync"
 
 	"github.com/roadevents/roadevents/shared/store"
 )
@@ -28,22 +30,53 @@ func (s *Store) WarmCache(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("warm area cache: %w", err)
 	}
-	loaded := 0
+	// Reading and decoding a partition is CPU work: one reader per core (docs/performance.md §5).
+	next := make(chan string)
+	var (
+		mu     sync.Mutex
+		loaded int
+		first  error
+	)
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Go(func() {
+			for pk := range next {
+				n, err := s.warmPartition(ctx, pk)
+				mu.Lock()
+				loaded += n
+				if err != nil && first == nil {
+					first = err
+				}
+				mu.Unlock()
+			}
+		})
+	}
 	for _, pk := range pks {
-		if s.cache.size.Load() >= s.cache.limit/100*warmShare {
+		mu.Lock()
+		failed := first != nil
+		mu.Unlock()
+		if failed || ctx.Err() != nil || s.cache.size.Load() >= s.cache.limit/100*warmShare {
 			break
 		}
-		hit, t := s.cache.view(pk, s.clock.Now().UnixNano(), func([]group) {})
-		if hit {
-			continue
-		}
-		items, err := s.table.Query(ctx, areaRead{pk: pk}.query(false))
-		if err != nil {
-			return loaded, fmt.Errorf("warm area cache: read %s: %w", pk, err)
-		}
-		recs, _ := cacheRecords(items, true) // a record that cannot be read is left out, as by readAreas
-		s.cache.fill(t, recs)
-		loaded++
+		next <- pk
 	}
-	return loaded, nil
+	close(next)
+	wg.Wait()
+	return loaded, first
+}
+
+// warmPartition loads partition pk into the cache unless it is there, and returns 1 if it
+// loaded it.
+func (s *Store) warmPartition(ctx context.Context, pk string) (int, error) {
+	hit, t := s.cache.view(pk, s.clock.Now().UnixNano(), func([]group) {})
+	if hit {
+		return 0, nil
+	}
+	items, err := s.table.Query(ctx, areaRead{pk: pk}.query(false))
+	if err != nil {
+		return 0, fmt.Errorf("warm area cache: read %s: %w", pk, err)
+	}
+	recs, _ := cacheRecords(items, true) // a record that cannot be read is left out, as by readAreas
+	s.cache.fill(t, recs)
+	return 1, nil
 }
