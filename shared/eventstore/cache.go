@@ -4,6 +4,7 @@ import (
 	"errors"
 	"hash/maphash"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -97,7 +98,7 @@ type groupKey struct {
 }
 
 // slot is where a record is: its group and its index there.
-type slot struct{ group, i int }
+type slot struct{ group, i int32 }
 
 // groupStep is the side of the grid squares in degrees: about 1.1 km by 0.7 km at 50°, some
 // 40 events of the load test's city each. A square much smaller would cost more in distances
@@ -126,7 +127,12 @@ func (p *part) put(r cachedRec) (grown int64) {
 	}
 	g := &p.groups[gi]
 	g.span = max(g.span, geo.Distance(g.centre, r.p0)+r.reach())
-	p.where[r.sk()] = slot{gi, len(g.recs)}
+	p.where[r.sk()] = slot{int32(gi), int32(len(g.recs))}
+	if len(g.recs) == cap(g.recs) {
+		// By an eighth, not append's double: a group's records live as long as the cache,
+		// and the unused half of doubled arrays was a tenth of its memory.
+		g.recs = slices.Grow(g.recs, max(4, len(g.recs)/8))
+	}
 	g.recs = append(g.recs, r)
 	p.data += int64(len(r.data))
 	grown += r.size
@@ -141,7 +147,7 @@ func (p *part) remove(at slot) {
 	delete(p.where, g.recs[at.i].sk())
 	p.data -= int64(len(g.recs[at.i].data))
 	last := len(g.recs) - 1
-	if at.i != last {
+	if int(at.i) != last {
 		g.recs[at.i] = g.recs[last]
 		p.where[g.recs[at.i].sk()] = at
 	}
@@ -237,7 +243,7 @@ func (p *part) compact() {
 		for i := range g.recs {
 			r := &g.recs[i]
 			r.data = fresh.copy(r.data)
-			p.where[r.sk()] = slot{gi, i} // the key's bytes are the record's: moved too
+			p.where[r.sk()] = slot{int32(gi), int32(i)} // the key's bytes are the record's: moved too
 		}
 	}
 	p.slab = fresh
@@ -256,7 +262,7 @@ type slab struct {
 // Chunks start small, for partitions of a few records, and double up to maxChunk.
 const (
 	minChunk = 1 << 10
-	maxChunk = 64 << 10
+	maxChunk = 16 << 10
 )
 
 // alloc returns n bytes of a chunk, n of capacity, zero.
@@ -461,7 +467,7 @@ func (p *part) prune(now int64) (freed int64) {
 		for i := 0; i < len(g.recs); {
 			if r := g.recs[i]; r.expires <= now {
 				freed += r.size
-				p.remove(slot{gi, i})
+				p.remove(slot{int32(gi), int32(i)})
 				continue
 			}
 			i++
