@@ -262,7 +262,7 @@ type slab struct {
 // Chunks start small, for partitions of a few records, and double up to maxChunk.
 const (
 	minChunk = 1 << 10
-	maxChunk = 16 << 10
+	maxChunk = 64 << 10
 )
 
 // alloc returns n bytes of a chunk, n of capacity, zero.
@@ -304,11 +304,13 @@ type cachedRec struct {
 	expires    int64    // the record's, Unix nanoseconds
 	version    int64
 	confidence float64
-	// data is the item's sort key, its record (record.go), then, in records the cache keeps,
-	// the event's EventPublic rendered once (nothing in a record read for one query, which
-	// renders only the events it answers): one piece of a slab, never written again.
+	// data is the item's sort key, then its record (record.go) in a record read for one query,
+	// which renders only the events it answers; in a record the cache keeps, only the part of
+	// its record that holds the type and source, then the event's EventPublic rendered once
+	// (the rest of the record is in the fields above and the JSON). One piece of a slab,
+	// never written again.
 	data          []byte
-	skLen, recLen uint32
+	skLen, recLen uint32 // recLen: of the record or its part
 	typOff        uint32 // where the type is in the record (a byte of length before it)
 	srcOff        uint32 // where the source is in the record (found reads it without data's bytes)
 	// sandbox is the environment, kept inline (env): every record a query reads is tested
@@ -333,7 +335,8 @@ func (c *cachedRec) env() string {
 	return event.EnvironmentLive
 }
 
-// record is the item's record, as stored.
+// record is the item's record, as stored, in a record read for one query; the part of it
+// holding the type and source in one the cache keeps.
 func (c *cachedRec) record() []byte { return c.data[c.skLen : c.skLen+c.recLen] }
 
 // json is the event's rendered EventPublic, or nil when the record was not kept.
@@ -630,14 +633,19 @@ func cacheRecord(it store.Item, keep bool, sl *slab) (cachedRec, error) {
 		}
 		js = *bp
 	}
-	data := sl.alloc(len(sk) + len(d) + len(js))
+	rec, typOff := d, r.typAt
+	if keep {
+		// In the record, the source follows the type (record.go).
+		rec, typOff = d[r.typAt:r.typAt+1+len(r.typ)+len(r.source)], 0
+	}
+	data := sl.alloc(len(sk) + len(rec) + len(js))
 	n := copy(data, sk)
-	n += copy(data[n:], d)
+	n += copy(data[n:], rec)
 	copy(data[n:], js)
 	ext := r.ext
 	c := cachedRec{p0: ext[0], cos: math.Cos(ext[0].Lat * degToRad), u: ext[0].Unit(),
 		expires: r.expires, version: r.version, confidence: r.confidence,
-		data: data, skLen: uint32(len(sk)), recLen: uint32(len(d)), typOff: uint32(r.typAt), srcOff: uint32(r.typAt + 1 + len(r.typ)), sandbox: env == event.EnvironmentSandbox,
+		data: data, skLen: uint32(len(sk)), recLen: uint32(len(rec)), typOff: uint32(typOff), srcOff: uint32(typOff + 1 + len(r.typ)), sandbox: env == event.EnvironmentSandbox,
 		size: int64(len(data)) + recOverhead}
 	if len(ext) == 1 {
 		return c, nil
