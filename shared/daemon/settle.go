@@ -23,8 +23,9 @@ const (
 	// server at rest allocates some kilobytes a second (timers, the webhook producer's polls),
 	// one answering queries megabytes.
 	quietAllocs = 1 << 20
-	// settleExcess is how much more than is live the heap must hold before it is worth
-	// returning: a collection and returning memory cost tens of milliseconds of CPU.
+	// settleExcess is how much the process must have allocated since the last release, and
+	// how much more than is live the heap must hold, for a release to be worth its cost: two
+	// collections and returning memory take tens of milliseconds of CPU.
 	settleExcess = 64 << 20
 )
 

@@ -306,7 +306,7 @@ func (s *Store) flush() error {
 	return s.wal.release(l.last)
 }
 
-// atRest, after a flush, tells whether what came in while it ran is small (a checkpoint, a
+// atRest, after a flush, checks whether what came in while it ran is small (a checkpoint, a
 // usage count) and if so drops the file's mapped pages and calls OnRest's function. The
 // flushed layer must be unreachable by then, so that a collection it starts frees it.
 func (s *Store) atRest() {
