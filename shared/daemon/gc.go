@@ -1,14 +1,13 @@
 package daemon
 
 import (
-	"bufio"
-	"bytes"
 	"os"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
-	"strconv"
 	"sync/atomic"
+
+	"github.com/roadevents/roadevents/shared/sysmem"
 )
 
 // Garbage collection of a long-running server process, unless the operator set GOGC or
@@ -34,7 +33,7 @@ func TuneGC(getenv func(string) string) (stop func(), tuned bool) {
 	if getenv("GOGC") != "" || getenv("GOMEMLIMIT") != "" {
 		return func() {}, false
 	}
-	if total := availableMemory(os.ReadFile); total > 0 {
+	if total := sysmem.Available(os.ReadFile); total > 0 {
 		debug.SetMemoryLimit(int64(total / 100 * MemoryShare))
 	}
 	t := &gcTuner{}
@@ -73,28 +72,4 @@ func (t *gcTuner) adjust() {
 	if sample[0].Value.Kind() == metrics.KindUint64 {
 		debug.SetGCPercent(GCPercent(sample[0].Value.Uint64()))
 	}
-}
-
-// availableMemory returns the bytes the process may use: its cgroup (v2) limit when one is
-// set and below the machine's memory, else the machine's; 0 when neither can be read.
-func availableMemory(readFile func(string) ([]byte, error)) uint64 {
-	var total uint64
-	if b, err := readFile("/proc/meminfo"); err == nil {
-		sc := bufio.NewScanner(bytes.NewReader(b))
-		for sc.Scan() {
-			f := bytes.Fields(sc.Bytes())
-			if len(f) >= 2 && string(f[0]) == "MemTotal:" {
-				if kib, err := strconv.ParseUint(string(f[1]), 10, 64); err == nil {
-					total = kib << 10
-				}
-				break
-			}
-		}
-	}
-	if b, err := readFile("/sys/fs/cgroup/memory.max"); err == nil {
-		if limit, err := strconv.ParseUint(string(bytes.TrimSpace(b)), 10, 64); err == nil && (total == 0 || limit < total) {
-			total = limit
-		}
-	}
-	return total
 }

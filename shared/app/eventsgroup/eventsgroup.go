@@ -8,6 +8,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/roadevents/roadevents/shared/alerts"
@@ -25,6 +26,7 @@ import (
 	"github.com/roadevents/roadevents/shared/reputation"
 	"github.com/roadevents/roadevents/shared/routetable"
 	"github.com/roadevents/roadevents/shared/stream"
+	"github.com/roadevents/roadevents/shared/sysmem"
 	"github.com/roadevents/roadevents/shared/verdict"
 	"github.com/roadevents/roadevents/shared/webhookfeed"
 )
@@ -161,20 +163,27 @@ func (f invalidateFunc) InvalidateOrg(ctx context.Context, org, env string, sinc
 	return f(ctx, org, env, since, reason)
 }
 
-// embeddedAreaCache is the memory the events store may keep decoded area index partitions in
-// on the embedded store: twice what the benchmark city takes at both levels, so that a load
-// alternating radii does not keep evicting and refilling partitions, with room for growth
+// The memory the events store may keep decoded area index partitions in on the embedded
+// store: a quarter of what the process may use (the collector's limit is three quarters,
+// docs/performance.md §7), and at least minAreaCache, twice what the benchmark city takes at
+// both levels, so that a load alternating radii does not keep evicting and refilling
+// partitions. A fixed 512 MB was too little for a city five times denser: at 400 000 events
+// with their LineStrings the cache evicted, every publish's duplicate search read its
+// partition back from the file, and publishing fell from 6 000 a second to under 100
 // (docs/performance.md §5).
-const embeddedAreaCache = 512 << 20
+const (
+	minAreaCache   = 512 << 20
+	areaCacheShare = 4 // one part in
+)
 
 // areaCacheBytes decides the events store's cache (eventstore.Options.CacheBytes). Only the
 // embedded store has a single writing process (its file is locked while it is open), which
 // the cache needs to stay exact; processes sharing a DynamoDB table read it every time.
 func areaCacheBytes(kind config.Store) int64 {
-	if soleWriter(kind) {
-		return embeddedAreaCache
+	if !soleWriter(kind) {
+		return 0
 	}
-	return 0
+	return max(minAreaCache, int64(sysmem.Available(os.ReadFile)/areaCacheShare))
 }
 
 // soleWriter tells whether the process is its table's only writer (eventstore.Options.SoleWriter):

@@ -1,12 +1,12 @@
-package daemon
+package sysmem
 
 import (
 	"io/fs"
 	"testing"
 )
 
-// The memory limit derives from the cgroup's limit when it is below the machine's memory,
-// else from the machine's (docs/performance.md §7).
+// The memory the process may use is the cgroup's limit when it is below the machine's memory,
+// else the machine's (docs/performance.md §7).
 func TestAvailableMemoryPrefersTheSmallerOfCgroupAndMachine(t *testing.T) {
 	meminfo := "MemTotal:       24684140 kB\nMemFree:        20000000 kB\n"
 	machine := uint64(24684140) << 10
@@ -28,8 +28,8 @@ func TestAvailableMemoryPrefersTheSmallerOfCgroupAndMachine(t *testing.T) {
 			}
 			return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
 		}
-		if got := availableMemory(read); got != c.want {
-			t.Errorf("%s: availableMemory = %d; want %d", c.name, got, c.want)
+		if got := Available(read); got != c.want {
+			t.Errorf("%s: Available = %d; want %d", c.name, got, c.want)
 		}
 	}
 }
