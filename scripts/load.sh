@@ -60,10 +60,7 @@ server_pid=
 dynamodb_started=
 cleanup() {
 	status=$?
-	if [[ -n $server_pid ]] && kill -0 "$server_pid" 2>/dev/null; then
-		kill -TERM "$server_pid" 2>/dev/null || true
-		wait "$server_pid" 2>/dev/null || true
-	fi
+	stop_roadevents
 	if [[ -n $dynamodb_started ]]; then
 		"$root/scripts/dynamodb-local.sh" stop >/dev/null 2>&1 || true
 	fi

@@ -31,10 +31,7 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/roadevents-restart.XXXXXX")
 server_pid=
 cleanup() {
 	status=$?
-	if [[ -n $server_pid ]] && kill -0 "$server_pid" 2>/dev/null; then
-		kill -TERM "$server_pid" 2>/dev/null || true
-		wait "$server_pid" 2>/dev/null || true
-	fi
+	stop_roadevents
 	rm -rf "$tmp"
 	exit "$status"
 }
@@ -57,13 +54,9 @@ sleep 2
 echo "resident memory 2 s after: $(awk '/^VmRSS:/ {printf "%.0f MiB", $2 / 1024}' "/proc/$server_pid/status")"
 
 log "restart"
-kill -TERM "$server_pid"
-wait "$server_pid" || true
-server_pid=
+stop_roadevents
 start=$(date +%s.%N)
-"$tmp/roadevents" -addr 127.0.0.1:0 >"$tmp/server2.log" 2>&1 &
-server_pid=$!
-await_server "$tmp/server2.log" 's/^road events service on \(http:[^ ]*\).*/\1/p'
+start_roadevents "$tmp/roadevents" "$tmp/server2.log"
 awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "GET /health answered %.2f s after the start\n", e - s }'
 grep -o '"msg":"area cache warmed"[^}]*' "$tmp/server2.log" || true
 

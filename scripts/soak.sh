@@ -24,10 +24,7 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/roadevents-soak.XXXXXX")
 server_pid=
 cleanup() {
 	status=$?
-	if [[ -n $server_pid ]] && kill -0 "$server_pid" 2>/dev/null; then
-		kill -TERM "$server_pid" 2>/dev/null || true
-		wait "$server_pid" 2>/dev/null || true
-	fi
+	stop_roadevents
 	[[ $status -eq 0 ]] || { echo "--- server log (last 40 lines)" >&2; tail -n 40 "$tmp/server.log" >&2 || true; }
 	rm -rf "$tmp"
 	exit "$status"

@@ -43,3 +43,13 @@ await_server() {
 	echo "GET $base/health failed" >&2
 	exit 1
 }
+
+# stop_roadevents stops the server server_pid, if it still runs, with SIGTERM (a clean stop:
+# the store writes what it holds) and waits for it; server_pid is cleared.
+stop_roadevents() {
+	if [[ -n ${server_pid:-} ]] && kill -0 "$server_pid" 2>/dev/null; then
+		kill -TERM "$server_pid" 2>/dev/null || true
+		wait "$server_pid" 2>/dev/null || true
+	fi
+	server_pid=
+}

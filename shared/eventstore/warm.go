@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/roadevents/roadevents/shared/store"
 )
@@ -31,38 +33,21 @@ func (s *Store) WarmCache(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("warm area cache: %w", err)
 	}
 	// Reading and decoding a partition is CPU work: one reader per core (docs/performance.md §5).
-	next := make(chan string)
-	var (
-		mu     sync.Mutex
-		loaded int
-		first  error
-	)
-	var wg sync.WaitGroup
-	for range runtime.GOMAXPROCS(0) {
-		wg.Go(func() {
-			for pk := range next {
-				n, err := s.warmPartition(ctx, pk)
-				mu.Lock()
-				loaded += n
-				if err != nil && first == nil {
-					first = err
-				}
-				mu.Unlock()
-			}
-		})
-	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	var loaded atomic.Int64
 	for _, pk := range pks {
-		mu.Lock()
-		failed := first != nil
-		mu.Unlock()
-		if failed || ctx.Err() != nil || s.cache.size.Load() >= s.cache.limit/100*warmShare {
+		if gctx.Err() != nil || s.cache.size.Load() >= s.cache.limit/100*warmShare {
 			break
 		}
-		next <- pk
+		g.Go(func() error {
+			n, err := s.warmPartition(gctx, pk)
+			loaded.Add(int64(n))
+			return err
+		})
 	}
-	close(next)
-	wg.Wait()
-	return loaded, first
+	err = g.Wait()
+	return int(loaded.Load()), err
 }
 
 // warmPartition loads partition pk into the cache unless it is there, and returns 1 if it

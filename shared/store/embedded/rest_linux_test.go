@@ -92,7 +92,7 @@ func mappedResident(t *testing.T, path string) int64 {
 		if len(fields) == 0 {
 			continue
 		}
-		if !strings.HasSuffix(fields[0], ":") || len(fields[0]) > 1 && strings.Contains(fields[0], "-") {
+		if !strings.HasSuffix(fields[0], ":") { // a mapping's header: its address range first
 			in = len(fields) >= 6 && fields[len(fields)-1] == path
 			continue
 		}
