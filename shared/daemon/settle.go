@@ -27,6 +27,11 @@ const (
 	// how much more than is live the heap must hold, for a release to be worth its cost: two
 	// collections and returning memory take tens of milliseconds of CPU.
 	settleExcess = 64 << 20
+	// restExcess is what the process must have allocated since the last release for the
+	// store's coming to rest to be worth one: a release often comes on the first quiet tick
+	// after a burst, before the store's last flush, whose page buffers, and the commits it
+	// frees, are then tens of MiB that no further burst may come to collect.
+	restExcess = 8 << 20
 )
 
 // release collects twice, then returns the free heap. What sits in a sync.Pool survives one
@@ -46,10 +51,10 @@ type heapReading struct {
 	live uint64 // bytes live after the last collection
 }
 
-// settler decides, tick after tick, when to return memory: on a quiet tick after at least
-// settleExcess was allocated since it last did, if the heap holds that much more than was
-// live or the store has come to rest since (Rest). A release thus never follows a release
-// without a burst in between, nor comes while the process is busy.
+// settler decides, tick after tick, when to return memory: on a quiet tick, after at least
+// settleExcess was allocated since it last did if the heap holds that much more than was
+// live, or after restExcess if the store has come to rest since (Rest). A release thus never
+// follows a release without allocations in between, nor comes while the process is busy.
 type settler struct {
 	read     func() heapReading
 	release  func()
@@ -75,7 +80,8 @@ func (s *settler) tick() {
 	r := s.read()
 	quiet := r.allocs-s.allocs < quietAllocs
 	s.allocs = r.allocs
-	if quiet && r.allocs-s.released >= settleExcess && (s.rest.Load() || r.held > r.live+settleExcess) {
+	since := r.allocs - s.released
+	if quiet && (since >= settleExcess && r.held > r.live+settleExcess || since >= restExcess && s.rest.Load()) {
 		s.rest.Store(false)
 		s.release()
 		s.allocs = s.read().allocs

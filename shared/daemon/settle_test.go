@@ -64,6 +64,16 @@ func TestSettlerReturnsABurstsHeapOnceQuiet(t *testing.T) {
 	s.Rest() // a trickle of writes: each comes to rest, with little allocated in between
 	step(100<<10, now.held, now.live)
 	want(3, "at rest again with nothing allocated since the release")
+
+	// The release came on the first quiet tick after a burst, before the store's last flush,
+	// which then made 40 MiB of page buffers and freed the commits it wrote.
+	step(300*mib, 600*mib, 300*mib)
+	step(100<<10, 600*mib, 300*mib)
+	want(4, "on the first quiet tick after a third burst")
+	step(40*mib, 250*mib, 200*mib)
+	s.Rest()
+	step(100<<10, 250*mib, 200*mib)
+	want(5, "once the store came to rest after its last flush, 40 MiB allocated since the release")
 }
 
 // readHeap reads the runtime's figures the settler decides by.
