@@ -306,9 +306,9 @@ type cachedRec struct {
 	confidence float64
 	// data is the item's sort key, then its record (record.go) in a record read for one query,
 	// which renders only the events it answers; in a record the cache keeps, only the part of
-	// its record that holds the type and source, then the event's EventPublic rendered once
-	// (the rest of the record is in the fields above and the JSON). One piece of a slab,
-	// never written again.
+	// its record that holds the type and source, then the event's EventPublic rendered once,
+	// packed (the rest of the record is in the fields above and the JSON). One piece of a
+	// slab, never written again.
 	data          []byte
 	skLen, recLen uint32 // recLen: of the record or its part
 	typOff        uint32 // where the type is in the record (a byte of length before it)
@@ -321,7 +321,7 @@ type cachedRec struct {
 }
 
 // sk is the item's sort key. Its bytes are the slab's, never written again (slab). sk, id,
-// json and source only make slice headers: a query calls them for every record it finds,
+// packed and source only make slice headers: a query calls them for every record it finds,
 // and reading data's bytes there cost a cache miss each.
 func (c *cachedRec) sk() string { return unsafe.String(unsafe.SliceData(c.data), c.skLen) }
 
@@ -339,8 +339,8 @@ func (c *cachedRec) env() string {
 // holding the type and source in one the cache keeps.
 func (c *cachedRec) record() []byte { return c.data[c.skLen : c.skLen+c.recLen] }
 
-// json is the event's rendered EventPublic, or nil when the record was not kept.
-func (c *cachedRec) json() []byte {
+// packed is the event's EventPublic packed (packJSON), or nil when the record was not kept.
+func (c *cachedRec) packed() []byte {
 	if int(c.skLen+c.recLen) == len(c.data) {
 		return nil
 	}
@@ -610,7 +610,7 @@ func cacheRecords(items []store.Item, keep bool) (recs []cachedRec, bad int) {
 	return recs, bad
 }
 
-// cacheRecord decodes an index item into sl, with its JSON and a prepared path when it is to
+// cacheRecord decodes an index item into sl, with its packed JSON and a prepared path when it is to
 // be kept (the cache's records are answered and measured by query after query; a record read
 // for one query is not worth either).
 func cacheRecord(it store.Item, keep bool, sl *slab) (cachedRec, error) {
@@ -631,7 +631,8 @@ func cacheRecord(it store.Item, keep bool, sl *slab) (cachedRec, error) {
 		if *bp, err = appendPublic((*bp)[:0], id, env, &r); err != nil {
 			return cachedRec{}, err
 		}
-		js = *bp
+		full := *bp
+		js = packJSON(full[len(full):], full) // after the JSON, in the same buffer
 	}
 	rec, typOff := d, r.typAt
 	if keep {

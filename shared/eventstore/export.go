@@ -93,13 +93,14 @@ func (h *handlers) export(f interop.Format, maxRadius float64) func(w http.Respo
 		events := make([]event.EventPublic, 0, len(res.Events))
 		for _, e := range res.Events {
 			var ev event.EventPublic
-			if err := json.Unmarshal(e.JSON, &ev); err != nil {
+			js := e.JSON()
+			if err := json.Unmarshal(js, &ev); err != nil {
 				return fmt.Errorf("events: export %s: %w", e.ID, err)
 			}
 			if box != nil && !box.holds(&ev) {
 				continue
 			}
-			sum.Write(e.JSON)
+			sum.Write(js)
 			events = append(events, ev)
 		}
 		etag := `"` + hex.EncodeToString(sum.Sum(nil)[:16]) + `"`

@@ -35,13 +35,31 @@ type AreaEvent struct {
 	ID string
 	// Distance in metres from the query's centre to the event's full extent (docs/api.md §4.1 rule 3).
 	Distance float64
-	// JSON is the event's EventPublic as GET /v1/events sends it.
-	JSON []byte
+	// body is the event's EventPublic as GET /v1/events sends it, or packed as the area cache
+	// keeps it (packJSON), unpacked as it is sent (AppendJSON).
+	body   []byte
+	packed bool
 	// source identifies event.Event.Source (sourceID).
 	source []byte
 	// unrendered is the record of an event whose JSON result has still to render: one read
 	// from the table for this query only (a cached record carries its JSON).
 	unrendered *cachedRec
+}
+
+// AppendJSON appends the event's EventPublic as GET /v1/events sends it.
+func (e *AreaEvent) AppendJSON(b []byte) []byte {
+	if e.packed {
+		return appendUnpacked(b, e.body)
+	}
+	return append(b, e.body...)
+}
+
+// JSON returns the event's EventPublic as GET /v1/events sends it.
+func (e *AreaEvent) JSON() []byte {
+	if e.packed {
+		return e.AppendJSON(nil)
+	}
+	return e.body
 }
 
 // AreaResult is the answer of an area query and what it cost.
@@ -64,7 +82,7 @@ func (r *AreaResult) AppendJSON(b []byte) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, e.JSON...)
+		b = e.AppendJSON(b)
 	}
 	return append(b, ']')
 }
@@ -530,9 +548,11 @@ func (m *matcher) add(c *cachedRec) {
 // found is the event of record c at distance d: with its JSON when c is cached, else with c to
 // render it from once it makes the answer (c lives as long as the query).
 func found(c *cachedRec, d float64) AreaEvent {
-	e := AreaEvent{ID: c.id(), Distance: d, JSON: c.json(), source: c.source()}
-	if e.JSON == nil {
+	e := AreaEvent{ID: c.id(), Distance: d, body: c.packed(), source: c.source()}
+	if e.body == nil {
 		e.unrendered = c
+	} else {
+		e.packed = true
 	}
 	return e
 }
@@ -661,7 +681,7 @@ func (m *matcher) result(unique bool) []AreaEvent {
 				m.bad++
 				continue
 			}
-			e.JSON, e.unrendered = js, nil
+			e.body, e.unrendered = js, nil
 		}
 		out = append(out, e)
 	}

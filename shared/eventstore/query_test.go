@@ -545,9 +545,9 @@ func TestAreaAgreesWithEveryEvent(t *testing.T) {
 				t.Fatalf("query %d (%+v, %s): %d events; want %d", i, q, c.Environment, len(res.Events), len(want))
 			}
 			for j, e := range res.Events {
-				if e.ID != want[j].ev.ID || string(e.JSON) != string(want[j].json) {
+				if e.ID != want[j].ev.ID || string(e.JSON()) != string(want[j].json) {
 					t.Fatalf("query %d (%+v, %s), event %d: %s at %.1f m\n%s\nwant %s at %.1f m\n%s", i, q, c.Environment, j,
-						e.ID, e.Distance, e.JSON, want[j].ev.ID, want[j].d, want[j].json)
+						e.ID, e.Distance, e.JSON(), want[j].ev.ID, want[j].d, want[j].json)
 				}
 			}
 		}

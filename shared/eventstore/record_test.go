@@ -62,7 +62,8 @@ func randomEvent(r *rand.Rand, now time.Time) event.Event {
 
 // An index record answers an area query with the very bytes GET /v1/events/{id} would send for
 // the event as it was written (docs/api.md §2.3, §4.1 rule 3: the answer does not depend on how
-// the index stores it), and keeps what the query filters and measures on.
+// the index stores it), packed by the area cache or not, and keeps what the query filters and
+// measures on.
 func TestRecordRendersThePublicJSON(t *testing.T) {
 	t.Parallel()
 	r := rand.New(rand.NewPCG(4, 4))
@@ -88,12 +89,39 @@ func TestRecordRendersThePublicJSON(t *testing.T) {
 		if !bytes.Equal(got, want) {
 			t.Fatalf("rendered\n%s\nwant\n%s", got, want)
 		}
+		if got := appendUnpacked(nil, packJSON(nil, want)); !bytes.Equal(got, want) {
+			t.Fatalf("packed and unpacked\n%s\nwant\n%s", got, want)
+		}
 		if rec.expires != ev.ExpiresAt.UnixNano() || rec.version != ev.Version || string(rec.typ) != ev.Type ||
 			rec.confidence != event.Confidence(ev.ConfirmCount, ev.DenyCount) || !bytes.Equal(rec.source, sourceID(ev.Source())) {
 			t.Fatalf("parsed %+v; want the expiry, version, type, confidence and source of %+v", rec, ev)
 		}
 		if len(rec.ext) > 1 && rec.reach < geo.Distance(rec.ext[0], rec.ext[len(rec.ext)-1]) {
 			t.Fatalf("reach %v shorter than the distance to the last position", rec.reach)
+		}
+	}
+}
+
+// The area cache keeps a publisher's point, the most common event, in well under half its JSON
+// (docs/performance.md §5): the member names and nulls every such point repeats are not kept.
+func TestPackedPointIsSmall(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2040, 3, 1, 12, 0, 0, 123456789, time.UTC)
+	for _, env := range []string{event.EnvironmentLive, event.EnvironmentSandbox} {
+		h := 270
+		ev := event.Event{ID: event.NewID(), Org: "org_x", Environment: env, SourceKind: event.SourcePublisher,
+			Type: "accident", Lat: 48.13712, Lon: 11.57541, Heading: &h, Status: event.StatusActive,
+			CreatedAt: now, ExpiresAt: now.Add(2 * time.Hour), Version: 1}
+		js, err := json.Marshal(ev.Public(now))
+		if err != nil {
+			t.Fatal(err)
+		}
+		packed := packJSON(nil, js)
+		if len(packed)*2 > len(js) {
+			t.Errorf("a point of %s packs %d bytes into %d; want under half:\n%q", env, len(js), len(packed), packed)
+		}
+		if got := appendUnpacked(nil, packed); !bytes.Equal(got, js) {
+			t.Errorf("unpacked\n%s\nwant\n%s", got, js)
 		}
 	}
 }

@@ -23,11 +23,12 @@ func EventsSnapshots(st *eventstore.Store) Snapshotter {
 			return nil, err
 		}
 		out := make([]SnapshotEvent, len(res.Events))
-		for i, e := range res.Events {
+		for i := range res.Events {
+			e := &res.Events[i]
 			// The area query does not report versions, so every delta queued while the
 			// snapshot was read is sent after it: at worst a client briefly sees a state
 			// the snapshot already superseded, then the newer one.
-			out[i] = SnapshotEvent{ID: e.ID, JSON: e.JSON}
+			out[i] = SnapshotEvent{ID: e.ID, JSON: e.JSON()}
 		}
 		return out, nil
 	})
