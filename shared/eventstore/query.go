@@ -77,15 +77,41 @@ type AreaResult struct {
 // AppendJSON appends the events as a JSON array of EventPublic, the body of GET /v1/events,
 // without encoding anything again.
 func (r *AreaResult) AppendJSON(b []byte) []byte {
+	// The packed events are gathered first, then unpacked from the copy: the copies, one
+	// after another, let the processor fetch many events from memory at once, where unpacking
+	// each where it lies waited for each in turn. Unpacking in place took 2.5 times as long as
+	// copying whole JSON had; gathered, about as long (docs/performance.md §5).
+	gp := gatherScratch.Get().(*[]byte)
+	gathered := (*gp)[:0]
+	for i := range r.Events {
+		if e := &r.Events[i]; e.packed {
+			gathered = append(gathered, e.body...)
+		}
+	}
 	b = append(b, '[')
-	for i, e := range r.Events {
+	for i := range r.Events {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = e.AppendJSON(b)
+		e := &r.Events[i]
+		if !e.packed {
+			b = append(b, e.body...)
+			continue
+		}
+		b = appendUnpacked(b, gathered[:len(e.body)])
+		gathered = gathered[len(e.body):]
+	}
+	if cap(*gp) <= maxGather {
+		gatherScratch.Put(gp)
 	}
 	return append(b, ']')
 }
+
+// gatherScratch holds the buffers AreaResult.AppendJSON gathers packed events into; one larger
+// than maxGather (a wide answer of long LineStrings) is left to the collector.
+var gatherScratch = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
+
+const maxGather = 1 << 20
 
 // Area returns the active events of the networks the caller is served (docs/api.md §1: live for a
 // live credential, live and sandbox for a sandbox credential) whose extent comes within

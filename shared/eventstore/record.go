@@ -379,8 +379,8 @@ func packJSON(b, js []byte) []byte {
 	return append(b, js...)
 }
 
-// appendUnpacked appends the JSON that packJSON packed into p, which costs a query about
-// 50 ns an event more than copying the JSON did. p is the cache's own, never damaged.
+// appendUnpacked appends the JSON that packJSON packed into p. p is the cache's own, never
+// damaged.
 func appendUnpacked(b, p []byte) []byte {
 	n := int(p[0])
 	p = p[1:]
