@@ -88,6 +88,7 @@ func (r *AreaResult) AppendJSON(b []byte) []byte {
 			gathered = append(gathered, e.body...)
 		}
 	}
+	*gp = gathered[:0] // grown, for the next answer
 	b = append(b, '[')
 	for i := range r.Events {
 		if i > 0 {
