@@ -170,9 +170,12 @@ func (s *Store) update(fn func(*wtx) error) error {
 	return nil
 }
 
-// install adds a logged commit to the live layer and shows it to new views.
+// install adds a logged commit to the live layer and shows it to new views, and wakes the
+// feed's followers if it holds change records: once per group of writes, on the committer,
+// rather than once per write from each writer's goroutine after it was scheduled again.
 func (s *Store) install(w *wtx, pos uint64) {
 	l := s.live
+	fed := w.seqs[bFeed] != l.seqs[bFeed]
 	l.latest = time.Now()
 	if l.empty() {
 		l.since = l.latest
@@ -189,6 +192,9 @@ func (s *Store) install(w *wtx, pos uint64) {
 	s.feedSeq = w.seqs[bFeed]
 	s.showLocked()
 	s.viewMu.Unlock()
+	if fed {
+		s.notify()
+	}
 }
 
 // showLocked sets the layers new views see; s.viewMu is held.

@@ -32,9 +32,6 @@ func (s *Store) Sweep(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("sweep expired items: %w", err)
 		}
-		if n > 0 {
-			s.notify()
-		}
 		if n < sweepBatch {
 			break
 		}

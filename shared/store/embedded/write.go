@@ -27,7 +27,6 @@ type writeOp struct {
 type writeResult struct {
 	err     error      // a refusal decided in the transaction: condition failed, bad Add
 	updated store.Item // the item after a single Update
-	changed bool       // at least one change record was appended
 }
 
 // Put writes item if cond holds.
@@ -175,8 +174,8 @@ func transactOps(ops []store.Op) ([]writeOp, error) {
 	return out, nil
 }
 
-// write commits ops in one bbolt transaction, with their change records, and wakes the
-// followers. Concurrent writes share a transaction and its fsync (commit.go).
+// write commits ops in one transaction, with their change records (install wakes the
+// followers). Concurrent writes share a transaction and its fsync (commit.go).
 func (s *Store) write(ctx context.Context, ops []writeOp, transact bool) (writeResult, error) {
 	if err := s.enter(ctx); err != nil {
 		return writeResult{}, err
@@ -189,9 +188,6 @@ func (s *Store) write(ctx context.Context, ops []writeOp, transact bool) (writeR
 	}
 	if err := s.commit(fn); err != nil {
 		return writeResult{}, err
-	}
-	if res.changed {
-		s.notify()
 	}
 	return res, res.err
 }
@@ -259,11 +255,9 @@ func (s *Store) apply(w *wtx, ops []writeOp, transact bool, res *writeResult) er
 		plan = append(plan, p)
 	}
 	for _, p := range plan {
-		changed, err := s.commitItem(w, p, at)
-		if err != nil {
+		if err := s.commitItem(w, p, at); err != nil {
 			return err
 		}
-		res.changed = res.changed || changed
 	}
 	return nil
 }
@@ -301,18 +295,18 @@ func applyUpdate(k store.Key, live store.Item, u store.Update) (store.Item, erro
 }
 
 // commitItem writes one item change, keeps the expiry index in step and appends the change
-// record. It reports whether a record was appended: a delete of an absent item and a write
-// that changes nothing append none, as DynamoDB Streams writes none for them. Items are
+// record. A delete of an absent item and a write that changes nothing append none, as
+// DynamoDB Streams writes none for them. Items are
 // canonical (store.Normalize) and so is their encoding, so equal encodings are equal items.
-func (s *Store) commitItem(w *wtx, p pending, at time.Time) (bool, error) {
+func (s *Store) commitItem(w *wtx, p pending, at time.Time) error {
 	var kind store.ChangeKind
 	switch {
 	case p.next == nil && p.stored == nil:
-		return false, nil
+		return nil
 	case p.next == nil:
 		kind = store.ChangeRemove
 	case p.stored != nil && bytes.Equal(p.storedRaw, p.nextRaw):
-		return false, nil
+		return nil
 	case p.stored == nil:
 		kind = store.ChangeInsert
 	default:
@@ -320,7 +314,7 @@ func (s *Store) commitItem(w *wtx, p pending, at time.Time) (bool, error) {
 	}
 	rec, err := encodeChangeRaw(at, kind, false, p.op.key, p.storedRaw, p.nextRaw)
 	if err != nil {
-		return false, err
+		return err
 	}
 	if p.next == nil {
 		w.del(bItems, p.op.ik)
@@ -329,7 +323,7 @@ func (s *Store) commitItem(w *wtx, p pending, at time.Time) (bool, error) {
 	}
 	indexTTL(w, p.op.ik, p.stored, p.next)
 	appendRecord(w, rec)
-	return true, nil
+	return nil
 }
 
 // indexTTL adds an expiry-index entry for an item whose TTL is new or changed. An entry is never
