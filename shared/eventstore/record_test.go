@@ -148,3 +148,40 @@ func TestRecordCutShortIsUnreadable(t *testing.T) {
 		}
 	}
 }
+
+// An answer's body holds every event's JSON in order, however its packed events fall into the
+// batches AreaResult.AppendJSON gathers them in: many small ones, events read for the query
+// alone (not packed), and one packed event larger than a batch (a long LineString).
+func TestAnswerBodyUnpacksEveryBatch(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(6, 6))
+	now := time.Date(2040, 3, 1, 12, 0, 0, 0, time.UTC)
+	var res AreaResult
+	var want [][]byte
+	for i := range 300 {
+		ev := randomEvent(r, now)
+		if i == 150 || i == 0 {
+			coords := make([][2]float64, 400)
+			for j := range coords {
+				coords[j] = [2]float64{geo.Round5(10 + float64(j)*0.001), geo.Round5(50 + float64(j)*0.0007)}
+			}
+			ev.Geometry = &event.LineString{Type: event.GeometryType, Coordinates: coords}
+		}
+		js, err := json.Marshal(ev.Public(now))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, js)
+		e := AreaEvent{ID: ev.ID, body: js}
+		if i%7 != 3 {
+			e.body, e.packed = packJSON(nil, js), true
+		}
+		if i == 150 && len(e.body) <= 4<<10 {
+			t.Fatalf("the long LineString packs into %d bytes; want more than a batch", len(e.body))
+		}
+		res.Events = append(res.Events, e)
+	}
+	if got, w := string(res.AppendJSON(nil)), "["+string(bytes.Join(want, []byte(",")))+"]"; got != w {
+		t.Fatalf("body of %d bytes differs from the %d bytes of the events' JSON", len(got), len(w))
+	}
+}
