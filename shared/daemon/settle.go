@@ -81,7 +81,7 @@ func (s *settler) tick() {
 	quiet := r.allocs-s.allocs < quietAllocs
 	s.allocs = r.allocs
 	since := r.allocs - s.released
-	if quiet && (since >= settleExcess && r.held > r.live+settleExcess || since >= restExcess && s.rest.Load()) {
+	if quiet && ((since >= settleExcess && r.held > r.live+settleExcess) || (since >= restExcess && s.rest.Load())) {
 		s.rest.Store(false)
 		s.release()
 		s.allocs = s.read().allocs

@@ -84,38 +84,30 @@ func (r *AreaResult) AppendJSON(b []byte) []byte {
 	// stack: a buffer per answer was 117 KB for 500 events, allocated under load by most
 	// answers, since a pool keeps few (docs/performance.md §5).
 	var batch [4 << 10]byte
+	gathers := func(e *AreaEvent) bool { return e.packed && len(e.body) <= len(batch) }
 	b = append(b, '[')
 	events := r.Events
-	for first := true; len(events) > 0; first = false {
-		n, k := 0, 0 // bytes gathered, events in the batch
-		for ; k < len(events); k++ {
-			e := &events[k]
-			if !e.packed {
-				continue
+	for i := 0; i < len(events); {
+		end, n := i, 0 // the batch is events[i:end], its packed bytes batch[:n]
+		for ; end < len(events); end++ {
+			if e := &events[end]; gathers(e) {
+				if n+len(e.body) > len(batch) {
+					break
+				}
+				n += copy(batch[n:], e.body)
 			}
-			if n+len(e.body) > len(batch) {
-				break
-			}
-			n += copy(batch[n:], e.body)
 		}
-		gathered := k > 0 // else the first event alone is larger than the batch
-		k, n = max(k, 1), 0
-		for i := range k {
-			if !first || i > 0 {
+		for n = 0; i < end; i++ {
+			if i > 0 {
 				b = append(b, ',')
 			}
-			e := &events[i]
-			switch {
-			case !e.packed:
-				b = append(b, e.body...)
-			case gathered:
+			if e := &events[i]; gathers(e) {
 				b = appendUnpacked(b, batch[n:n+len(e.body)])
 				n += len(e.body)
-			default: // unpacked where it lies
-				b = appendUnpacked(b, e.body)
+			} else {
+				b = e.AppendJSON(b) // not packed, or larger than a batch: where it lies
 			}
 		}
-		events = events[k:]
 	}
 	return append(b, ']')
 }

@@ -1,7 +1,6 @@
 package eventstore
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
@@ -9,8 +8,10 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/roadevents/roadevents/shared/event"
 	"github.com/roadevents/roadevents/shared/geo"
@@ -369,7 +370,8 @@ func packJSON(b, js []byte) []byte {
 	count := len(b)
 	b = append(b, 0)
 	for i, run := range packRuns {
-		if j := bytes.Index(js, []byte(run)); j >= 0 {
+		// Searched as strings: []byte(run) copied the longer runs, four allocations a record.
+		if j := strings.Index(unsafe.String(unsafe.SliceData(js), len(js)), run); j >= 0 {
 			b = binary.AppendUvarint(b, uint64(j))
 			b = append(append(b, js[:j]...), byte(i))
 			js = js[j+len(run):]
