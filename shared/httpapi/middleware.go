@@ -33,7 +33,7 @@ func (a *API) observe(next http.Handler) http.Handler {
 		}
 		w.Header().Set(RequestIDHeader, id)
 		rec := &recorder{ResponseWriter: w, status: http.StatusOK}
-		info := &requestInfo{id: id, log: a.log.With(slog.String("request_id", id)), rec: rec}
+		info := &requestInfo{id: id, base: a.log, rec: rec}
 		ctx := context.WithValue(r.Context(), infoKey, info)
 		defer func() {
 			attrs := []slog.Attr{
