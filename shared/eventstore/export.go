@@ -88,6 +88,7 @@ func (h *handlers) export(f interop.Format, maxRadius float64) func(w http.Respo
 		if err != nil {
 			return err
 		}
+		defer res.Release()
 		sum := sha256.New()
 		fmt.Fprintf(sum, "%s\n", f)
 		events := make([]event.EventPublic, 0, len(res.Events))

@@ -269,6 +269,7 @@ func (s *Store) survivor(ctx context.Context, ev event.Event, search []h3.Cell, 
 	if err != nil {
 		return event.Event{}, false, fmt.Errorf("search duplicates of %s: %w", ev.ID, err)
 	}
+	defer res.Release()
 	source := sourceID(ev.Source())
 	keys := make([]store.Key, 0, min(len(res.Events), maxCandidates))
 	for _, e := range res.Events {

@@ -72,6 +72,20 @@ type AreaResult struct {
 	// Lookups is the number of table Queries the index took, or partitions found cached:
 	// Cached of them; ItemsRead the index records they held.
 	Lookups, Cached, ItemsRead int
+
+	// m is the matcher Events live in, until Release.
+	m *matcher
+}
+
+// Release gives the result's memory back for the next query; r.Events must not be used
+// after. Events was half of what a query allocated, and the collections that allocation
+// caused held up the queries in flight (docs/performance.md §4). A result not released is
+// collected as garbage, as any other.
+func (r *AreaResult) Release() {
+	if r.m != nil {
+		r.m.release()
+		r.m, r.Events = nil, nil
+	}
 }
 
 // AppendJSON appends the events as a JSON array of EventPublic, the body of GET /v1/events,
@@ -151,7 +165,12 @@ func (s *Store) area(ctx context.Context, envs []string, q AreaQuery) (*AreaResu
 func (s *Store) areaIn(ctx context.Context, envs []string, q AreaQuery, cov cover, eventual bool) (*AreaResult, error) {
 	res := &AreaResult{Level: cov.level}
 	m := newMatcher(q, s.clock.Now().UnixNano(), s.maxPerQuery, envs)
-	defer m.release()
+	answered := false
+	defer func() {
+		if !answered {
+			m.release()
+		}
+	}()
 	var (
 		mark  uint64
 		still bool
@@ -181,6 +200,7 @@ func (s *Store) areaIn(ctx context.Context, envs []string, q AreaQuery, cov cove
 	if m.bad > 0 {
 		s.log.ErrorContext(ctx, "events: skipped unreadable area index records", "count", m.bad)
 	}
+	res.m, answered = m, true
 	return res, nil
 }
 
@@ -379,6 +399,10 @@ type matcher struct {
 	bad   int         // unreadable records skipped
 	near  []nearGroup // addPart's buffer
 
+	// result's buffers: the sort keys, and the answer, which lives until AreaResult.Release.
+	keys   []uint64
+	sorted []AreaEvent
+
 	cu             geo.Unit // the centre as a unit vector
 	chordOf, chord float64  // boundChord's last bound and its answer
 }
@@ -399,6 +423,8 @@ func newMatcher(q AreaQuery, now int64, limit int, envs []string) *matcher {
 		far:     m.far, // LineStrings measured out of range, by version
 		top:     m.top[:0],
 		near:    m.near[:0],
+		keys:    m.keys[:0],
+		sorted:  m.sorted[:0],
 		cos:     math.Cos(q.Center.Lat * degToRad),
 		cu:      q.Center.Unit(),
 		chordOf: -1,
@@ -415,9 +441,10 @@ var matchers = sync.Pool{New: func() any {
 }}
 
 // release returns m to matchers, forgetting the events it found (they point into records
-// the cache may drop). m must not be used after, nor the slices it returned but result's.
+// the cache may drop). m must not be used after, nor the slices it returned.
 func (m *matcher) release() {
 	clear(m.found)
+	clear(m.sorted)
 	clear(m.seen)
 	clear(m.far)
 	matchers.Put(m)
@@ -679,15 +706,16 @@ func (m *matcher) result(unique bool) []AreaEvent {
 	// indices sort as integers, without the calls of a comparison function that made sorting
 	// the events a tenth of a 9780 m query; an insertion pass then orders the rare ties
 	// exactly.
-	keys := make([]uint64, len(out))
+	keys := slices.Grow(m.keys[:0], len(out))[:len(out)]
 	for i, e := range out {
 		keys[i] = uint64(math.Float32bits(float32(e.Distance)))<<32 | uint64(i)
 	}
 	slices.Sort(keys)
-	sorted := make([]AreaEvent, len(keys))
+	sorted := slices.Grow(m.sorted[:0], len(keys))[:len(keys)]
 	for i, k := range keys {
 		sorted[i] = out[uint32(k)]
 	}
+	m.keys, m.sorted = keys, sorted
 	for i := 1; i < len(sorted); i++ {
 		for j := i; j > 0 && nearer(&sorted[j], &sorted[j-1]); j-- {
 			sorted[j], sorted[j-1] = sorted[j-1], sorted[j]

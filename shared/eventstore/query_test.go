@@ -498,6 +498,7 @@ func TestAreaAgreesWithEveryEvent(t *testing.T) {
 		}
 		all = append(all, ev)
 	}
+	var held [2]heldAnswer // each store's last answer
 	for i := range 150 {
 		c := eventstore.Caller{Org: "org_q", Environment: []string{live, sandbox}[i%2]}
 		// Radii of 2.5 to 4.5 km read partitions and stay under the cap, so that events near the
@@ -536,7 +537,12 @@ func TestAreaAgreesWithEveryEvent(t *testing.T) {
 			return strings.Compare(a.ev.ID, b.ev.ID)
 		})
 		want = want[:min(len(want), eventstore.DefaultMaxEventsPerQuery)]
-		for _, s := range []*eventstore.Store{cached, plain} {
+		var body []byte
+		for _, w := range want {
+			body = append(append(body, ','), w.json...)
+		}
+		body = append(append([]byte{'['}, body[min(1, len(body)):]...), ']')
+		for si, s := range []*eventstore.Store{cached, plain} {
 			res, err := s.Area(ctx, c, q)
 			if err != nil {
 				t.Fatal(err)
@@ -550,6 +556,24 @@ func TestAreaAgreesWithEveryEvent(t *testing.T) {
 						e.ID, e.Distance, e.JSON(), want[j].ev.ID, want[j].d, want[j].json)
 				}
 			}
+			// An answer is kept until released, while the next query runs (its memory is reused
+			// by later queries only once released): the body the route writes is still whole.
+			if h := held[si]; h.res != nil {
+				if got := h.res.AppendJSON(nil); string(got) != string(h.body) {
+					t.Fatalf("query %d's answer changed while query %d ran:\n%s\nwant\n%s", i-1, i, got, h.body)
+				}
+				h.res.Release()
+				if h.res.Events != nil {
+					t.Fatalf("query %d's answer still has %d events once released", i-1, len(h.res.Events))
+				}
+			}
+			held[si] = heldAnswer{res, body}
 		}
 	}
+}
+
+// heldAnswer is an answer not yet released and the body it must write.
+type heldAnswer struct {
+	res  *eventstore.AreaResult
+	body []byte
 }

@@ -281,6 +281,7 @@ func (h *handlers) list(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	defer res.Release()
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
 	body := res.AppendJSON((*bp)[:0])

@@ -22,6 +22,7 @@ func EventsSnapshots(st *eventstore.Store) Snapshotter {
 		if err != nil {
 			return nil, err
 		}
+		defer res.Release()
 		out := make([]SnapshotEvent, len(res.Events))
 		for i := range res.Events {
 			e := &res.Events[i]
