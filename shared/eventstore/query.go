@@ -78,9 +78,8 @@ type AreaResult struct {
 }
 
 // Release gives the result's memory back for the next query; r.Events must not be used
-// after. Events was half of what a query allocated, and the collections that allocation
-// caused held up the queries in flight (docs/performance.md §4). A result not released is
-// collected as garbage, as any other.
+// after. Copied out of the matcher, Events was half of what a query allocated
+// (docs/performance.md §4). A result not released is collected as garbage, as any other.
 func (r *AreaResult) Release() {
 	if r.m != nil {
 		r.m.release()
