@@ -136,6 +136,16 @@ func (s *Store) eventItem(ev event.Event, cells []h3.Cell) (store.Item, error) {
 	return it, nil
 }
 
+// mergedMark is how an event item's JSON (encoding/json, no spaces) holds a merged status.
+var mergedMark = `"status":"` + event.StatusMerged + `"`
+
+// MayBeMerged tells, without decoding it, whether an event item can hold a merged event: false
+// means it does not. true may come from the mark anywhere in the JSON, so decode to be sure.
+// It spares the change feed's readers the decoding of every publish (docs/performance.md §13).
+func MayBeMerged(it store.Item) bool {
+	return strings.Contains(it.String(attrData), mergedMark)
+}
+
 // DecodeEvent reads an event item (as Get returns it, or as a change record's image holds it).
 func DecodeEvent(it store.Item) (event.Event, error) {
 	ev, _, err := decodeEvent(it)

@@ -185,3 +185,40 @@ func TestAnswerBodyUnpacksEveryBatch(t *testing.T) {
 		t.Fatalf("body of %d bytes differs from the %d bytes of the events' JSON", len(got), len(w))
 	}
 }
+
+// MayBeMerged is false only for event items that do not hold a merged event: the webhook
+// feed skips decoding on its word (docs/webhooks.md §1, a publication merged at once), so a
+// merged event it missed would be a lost delivery.
+func TestMayBeMergedMissesNoMergedEvent(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(7, 7))
+	now := time.Date(2040, 3, 1, 12, 0, 0, 0, time.UTC)
+	s := &Store{}
+	statuses := []string{event.StatusActive, event.StatusExpired, event.StatusInvalidated, event.StatusMerged}
+	skipped := 0
+	for range 2000 {
+		ev := randomEvent(r, now)
+		ev.Status = statuses[r.IntN(len(statuses))]
+		if ev.Status == event.StatusMerged {
+			into := event.NewID()
+			ev.MergedInto = &into
+		}
+		it, err := s.eventItem(ev, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		decoded, err := DecodeEvent(it)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch may := MayBeMerged(it); {
+		case decoded.Status == event.StatusMerged && !may:
+			t.Fatalf("MayBeMerged is false for a merged event:\n%s", it.String(attrData))
+		case !may:
+			skipped++
+		}
+	}
+	if skipped < 1000 {
+		t.Errorf("MayBeMerged spared %d decodings of 2000 events, three quarters not merged", skipped)
+	}
+}
