@@ -164,9 +164,8 @@ func (s *Store) area(ctx context.Context, envs []string, q AreaQuery) (*AreaResu
 func (s *Store) areaIn(ctx context.Context, envs []string, q AreaQuery, cov cover, eventual bool) (*AreaResult, error) {
 	res := &AreaResult{Level: cov.level}
 	m := newMatcher(q, s.clock.Now().UnixNano(), s.maxPerQuery, envs)
-	answered := false
 	defer func() {
-		if !answered {
+		if res.m == nil { // not answered: the caller gets no result to release
 			m.release()
 		}
 	}()
@@ -199,7 +198,7 @@ func (s *Store) areaIn(ctx context.Context, envs []string, q AreaQuery, cov cove
 	if m.bad > 0 {
 		s.log.ErrorContext(ctx, "events: skipped unreadable area index records", "count", m.bad)
 	}
-	res.m, answered = m, true
+	res.m = m
 	return res, nil
 }
 

@@ -196,9 +196,20 @@ func (p *Producer) expired(ctx context.Context, s *sender, id string) (int, erro
 // once into a report already there (it has no entry of its own) to its publisher (§1), and
 // the alerts of the rules the event matched before or matches now (§5).
 func (p *Producer) eventChanged(ctx context.Context, s *sender, ch store.Change) (int, error) {
-	// Most changes make no delivery: not a publication merged at once, and no alert rule to
-	// match. Seeing that first spares decoding every publish (docs/performance.md §13).
-	if !(ch.Kind == store.ChangeInsert && eventstore.MayBeMerged(ch.New)) && !p.mayAlert(ctx) {
+	// The rules come first (their index is kept), so that a change that can make no delivery,
+	// not a publication merged at once and no rule to match, is not decoded: that had been
+	// every publish (docs/performance.md §13). An error reading them is returned once the
+	// merged delivery is made.
+	var (
+		index    *alerts.Index
+		rulesErr error
+	)
+	if p.Rules != nil {
+		index, rulesErr = p.ruleIndex(ctx)
+	}
+	alerting := index != nil && rulesErr == nil && index.Len() > 0
+	merging := ch.Kind == store.ChangeInsert && eventstore.MayBeMerged(ch.New)
+	if !merging && !alerting && rulesErr == nil {
 		return 0, nil
 	}
 	now, err := eventstore.DecodeEvent(ch.New)
@@ -206,17 +217,13 @@ func (p *Producer) eventChanged(ctx context.Context, s *sender, ch store.Change)
 		return 0, err
 	}
 	made := 0
-	if ch.Kind == store.ChangeInsert && now.Status == event.StatusMerged {
+	if merging && now.Status == event.StatusMerged {
 		if made, err = s.deliver(ctx, now.Org, webhooks.KindMerged, ch.Key.String(), ch.At, now, nil); err != nil {
 			return made, err
 		}
 	}
-	if p.Rules == nil {
-		return made, nil
-	}
-	index, err := p.ruleIndex(ctx)
-	if err != nil || index.Len() == 0 {
-		return made, err
+	if !alerting {
+		return made, rulesErr
 	}
 	var before event.Event
 	if ch.Old != nil {
@@ -249,16 +256,6 @@ func (p *Producer) eventChanged(ctx context.Context, s *sender, ch store.Change)
 		}
 	}
 	return made, nil
-}
-
-// mayAlert tells whether a change can make an alert: there are rules, or reading them failed
-// (eventChanged then meets the error again and returns it).
-func (p *Producer) mayAlert(ctx context.Context) bool {
-	if p.Rules == nil {
-		return false
-	}
-	index, err := p.ruleIndex(ctx)
-	return err != nil || index.Len() > 0
 }
 
 // endReason says why ev, matched by rule before, no longer is.
