@@ -6,6 +6,8 @@
 //	                        closed loop (each client sends again on its answer: throughput
 //	                        at saturation) or open loop with -rate (a fixed offered rate,
 //	                        latency from each request's due time: latency at a throughput)
+//	loadgen floor [flags]   what this machine makes a durable publish wait before any
+//	                        server's work: a bare HTTP round trip and a synced append
 //	loadgen median FILE...  the median of each figure over the result lines of earlier runs
 //
 // Each phase prints a table row and one JSON line starting with {"phase" (for scripts), and
@@ -64,12 +66,16 @@ type options struct {
 }
 
 const usage = `usage: loadgen seed|query [flags]   (loadgen seed -h for the flags)
+       loadgen floor -dir DIR [flags]  (a bare HTTP round trip, a synced append in DIR, and -base's publish)
        loadgen median FILE...          (median of each figure over the result lines in FILEs)`
 
 // run is main without the process: it returns the exit code.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "median" {
 		return medianCommand(args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "floor" {
+		return floorCommand(ctx, args[1:], getenv, stdout, stderr)
 	}
 	if len(args) == 0 || (args[0] != "seed" && args[0] != "query") {
 		fmt.Fprintln(stderr, usage)

@@ -125,6 +125,11 @@ type plan struct {
 	// requests its client would have sent meanwhile and their wait is never measured
 	// (coordinated omission): the figures then describe saturation, not a latency at a rate.
 	rate float64
+	// fromSend measures an open-loop request from when it was sent, not from when it was
+	// due: for probes paced only to keep the machine as idle as a publisher at that rate
+	// would, whose figure is the request's own time, comparable to a client's that sends at
+	// will (floor.go).
+	fromSend bool
 	// clock is time.Now and sleeping when nil; tests inject a fake.
 	clock pacer
 }
@@ -275,7 +280,9 @@ func (t *target) run(ctx context.Context, p plan, do func(ctx context.Context, w
 				var lag time.Duration
 				if p.rate > 0 {
 					lag = t0.Sub(dueAt)
-					took = doneAt.Sub(dueAt) // from when it was due: queueing counts
+					if !p.fromSend {
+						took = doneAt.Sub(dueAt) // from when it was due: queueing counts
+					}
 				}
 				if o.err != nil && hardCtx.Err() != nil {
 					// Cut by our own stop, not refused by the server: not a measurement.
