@@ -156,8 +156,10 @@ export function totp(secret, step) {
 
 /**
  * TotpDevice hands out codes the way an authenticator app would, never the same time step
- * twice: the service consumes a step when it accepts its code (docs/api.md §5, console rule 2) and
- * accepts one step either side of now.
+ * twice: the service consumes a step when it accepts its code, and accepts no step before the
+ * last one it accepted (docs/api.md §5, console rule 2). It accepts one step either side of
+ * now, so the device starts from the step before now while that one has time enough left to
+ * be typed: three codes can then follow each other without waiting for the clock.
  */
 export class TotpDevice {
   constructor(secret) {
@@ -166,10 +168,16 @@ export class TotpDevice {
   }
   async code() {
     const now = () => Math.floor(Date.now() / 30000);
-    const step = Math.max(now(), this.last + 1);
+    // The step before now stays accepted until now ends: only with 10 s of it left.
+    const earliest = 30000 - (Date.now() % 30000) >= 10000 ? now() - 1 : now();
+    const step = Math.max(earliest, this.last + 1);
     // Two steps ahead of now would be refused: wait for the clock, as a person would.
     while (step > now() + 1) await new Promise((r) => setTimeout(r, 500));
     this.last = step;
     return totp(this.secret, step);
+  }
+  /** unspent gives the last code's step back: the service refused the act before reading the code. */
+  unspent() {
+    this.last -= 1;
   }
 }
