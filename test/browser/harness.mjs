@@ -156,10 +156,10 @@ export function totp(secret, step) {
 
 /**
  * TotpDevice hands out codes the way an authenticator app would, never the same time step
- * twice: the service consumes a step when it accepts its code, and accepts no step before the
- * last one it accepted (docs/api.md §5, console rule 2). It accepts one step either side of
- * now, so the device starts from the step before now while that one has time enough left to
- * be typed: three codes can then follow each other without waiting for the clock.
+ * twice: the service accepts a code of the step before now, now or the step after, and
+ * refuses one of the last step it accepted or an earlier one (docs/security.md §2).
+ * So the device starts from the step before now while that one has time enough left to be
+ * typed: three codes can then follow each other without waiting for the clock.
  */
 export class TotpDevice {
   constructor(secret) {
