@@ -26,8 +26,6 @@ runs=${RUNS:-3}
 requests=${REQUESTS:-1000}
 rate=${RATE:-200}
 
-log() { printf '\n== %s\n' "$*"; }
-
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/roadevents-floor.XXXXXX")
 server_pid=
 cleanup() {
@@ -39,14 +37,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-log "building"
-server_binary "$tmp/roadevents"
-go build -o "$tmp/loadgen" ./scripts/loadgen
-echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' (with local changes)')"
-
-export ROADEVENTS_STORE=embedded ROADEVENTS_DATA="$tmp/data"
-LOADGEN_API_KEY=$("$tmp/roadevents" apikey issue -org org_loadtest -env live -label "floor test")
-export LOADGEN_API_KEY
+build_with_key "$tmp" "floor test"
 start_roadevents "$tmp/roadevents" "$tmp/server.log"
 
 for run in $(seq 1 "$runs"); do

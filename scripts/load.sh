@@ -53,8 +53,6 @@ radii=(1000 9780)
 rates_1000=${RATES_1000-2000}
 rates_9780=${RATES_9780-500 800}
 
-log() { printf '\n== %s\n' "$*"; }
-
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/roadevents-load.XXXXXX")
 server_pid=
 dynamodb_started=
@@ -77,7 +75,7 @@ log "machine"
 echo "cpus: $(nproc)  $(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2- | sed 's/^ //')"
 echo "memory: $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo 2>/dev/null)"
 go version
-echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' (with local changes)')"
+print_commit
 echo "STORE=$store EVENTS=$events CLIENTS=$clients DURATION=$duration RUNS=$runs SEED=$seed PUBLISH_EVENTS=$publish_events"
 echo "RATES_1000=\"$rates_1000\" RATES_9780=\"$rates_9780\""
 

@@ -25,8 +25,6 @@ clients=${CLIENTS:-64}
 places=${PLACES:-8}
 seed=${SEED:-1}
 
-log() { printf '\n== %s\n' "$*"; }
-
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/roadevents-restart.XXXXXX")
 server_pid=
 cleanup() {
@@ -38,14 +36,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-log "building"
-server_binary "$tmp/roadevents"
-go build -o "$tmp/loadgen" ./scripts/loadgen
-echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' (with local changes)')"
-
-export ROADEVENTS_STORE=embedded ROADEVENTS_DATA="$tmp/data"
-LOADGEN_API_KEY=$("$tmp/roadevents" apikey issue -org org_loadtest -env live -label "restart test")
-export LOADGEN_API_KEY
+build_with_key "$tmp" "restart test"
 
 log "seed: publishing $events events"
 start_roadevents "$tmp/roadevents" "$tmp/server.log"

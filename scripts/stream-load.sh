@@ -54,8 +54,6 @@ servers=${SERVERS:-3}
 kill_after=${KILL_AFTER:-}
 poll=${POLL_INTERVAL:-250ms}
 
-log() { printf '\n== %s\n' "$*"; }
-
 # 10 000 streams are 10 000 sockets in the server and as many in streamload.
 ulimit -n "$(ulimit -Hn)"
 
@@ -103,7 +101,7 @@ echo "cpus: $(nproc)  $(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d
 echo "memory: $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo 2>/dev/null)"
 echo "open files: $(ulimit -n)"
 go version
-echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' (with local changes)')"
+print_commit
 echo "STORES='$stores' SUBSCRIBERS='$sizes' RUNS=$runs RATE=$rate DURATION=$duration RADIUS=$radius SEED=$seed POLL_INTERVAL=$poll RECONNECT=$reconnect AWAY=$away"
 
 max_subscribers=0

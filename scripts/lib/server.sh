@@ -53,3 +53,27 @@ stop_roadevents() {
 	fi
 	server_pid=
 }
+
+# log prints a section heading.
+log() { printf '\n== %s\n' "$*"; }
+
+# print_commit says which checkout is measured, and whether it has local changes.
+print_commit() {
+	echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' (with local changes)')"
+}
+
+# build_with_key DIR LABEL builds the server (server_binary) and scripts/loadgen into DIR,
+# prints the commit, and issues a live API key labelled LABEL into the embedded store's
+# folder DIR/data (ROADEVENTS_STORE and ROADEVENTS_DATA are exported for the server), exported
+# as LOADGEN_API_KEY. The embedded store admits one process at a time: call it before the
+# server starts.
+build_with_key() {
+	local dir=$1 label=$2
+	log "building"
+	server_binary "$dir/roadevents"
+	go build -o "$dir/loadgen" ./scripts/loadgen
+	print_commit
+	export ROADEVENTS_STORE=embedded ROADEVENTS_DATA="$dir/data"
+	LOADGEN_API_KEY=$("$dir/roadevents" apikey issue -org org_loadtest -env live -label "$label")
+	export LOADGEN_API_KEY
+}

@@ -186,14 +186,11 @@ func floorSync(ctx context.Context, p plan, dir string) (result, error) {
 	for i := range record {
 		record[i] = byte(i + 1)
 	}
-	var off int64 // one client: no lock
+	var off int64 // one client: no lock; validate keeps the records within floorSpace
 	// The probe sends nothing over HTTP; the target only lends its pacing and statistics.
 	t := &target{}
 	p.phase = "floor-sync"
 	return t.run(ctx, p, func(context.Context, *worker, int) outcome {
-		if off+floorRecordBytes > floorSpace {
-			return outcome{err: errors.New("the probe's file is full")}
-		}
 		if _, err := f.WriteAt(record, off); err != nil {
 			return outcome{err: err}
 		}
