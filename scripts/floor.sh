@@ -26,16 +26,7 @@ runs=${RUNS:-3}
 requests=${REQUESTS:-1000}
 rate=${RATE:-200}
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/roadevents-floor.XXXXXX")
-server_pid=
-cleanup() {
-	status=$?
-	stop_roadevents
-	rm -rf "$tmp"
-	exit "$status"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+scratch floor
 
 build_with_key "$tmp" "floor test"
 start_roadevents "$tmp/roadevents" "$tmp/server.log"

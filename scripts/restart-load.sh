@@ -25,16 +25,7 @@ clients=${CLIENTS:-64}
 places=${PLACES:-8}
 seed=${SEED:-1}
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/roadevents-restart.XXXXXX")
-server_pid=
-cleanup() {
-	status=$?
-	stop_roadevents
-	rm -rf "$tmp"
-	exit "$status"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+scratch restart
 
 build_with_key "$tmp" "restart test"
 

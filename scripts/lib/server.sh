@@ -77,3 +77,12 @@ build_with_key() {
 	LOADGEN_API_KEY=$("$dir/roadevents" apikey issue -org org_loadtest -env live -label "$label")
 	export LOADGEN_API_KEY
 }
+
+# scratch NAME sets tmp to a new temporary folder named after NAME and, on exit whatever
+# happens (an interrupt included), stops the server (stop_roadevents) and removes the folder.
+scratch() {
+	tmp=$(mktemp -d "${TMPDIR:-/tmp}/roadevents-$1.XXXXXX")
+	server_pid=
+	trap 'status=$?; stop_roadevents; rm -rf "$tmp"; exit "$status"' EXIT
+	trap 'exit 130' INT TERM
+}
