@@ -12,6 +12,8 @@ import (
 	"net/url"
 	"os"
 	"time"
+
+	"github.com/roadevents/roadevents/shared/durable"
 )
 
 // The floor phase measures what this machine makes any durable publish wait, whatever the
@@ -167,8 +169,8 @@ func floorHTTP(ctx context.Context, p plan, timeout time.Duration) (result, erro
 	}), nil
 }
 
-// floorSync times appends of floorRecordBytes to a new file in dir, each synced with
-// fdatasync (fsync where there is none). The file is removed afterwards.
+// floorSync times appends of floorRecordBytes to a new file in dir, each synced as the
+// embedded store's log syncs its records (durable.SyncData). The file is removed afterwards.
 func floorSync(ctx context.Context, p plan, dir string) (result, error) {
 	f, err := os.CreateTemp(dir, "loadgen-floor-*.tmp")
 	if err != nil {
@@ -195,7 +197,7 @@ func floorSync(ctx context.Context, p plan, dir string) (result, error) {
 			return outcome{err: err}
 		}
 		off += floorRecordBytes
-		if err := syncData(f); err != nil {
+		if err := durable.SyncData(f); err != nil {
 			return outcome{err: err}
 		}
 		return outcome{status: http.StatusOK}
@@ -210,7 +212,7 @@ func floorPublish(ctx context.Context, p plan, server *url.URL, key string, time
 	if err != nil {
 		return result{}, err
 	}
-	c, err := newCity(square{Lat: 48.85, Lon: 2.35, Side: 50_000}, 0, subtypes, p.seed, randomRunID(), time.Now)
+	c, err := newCity(defaultCity, 0, subtypes, p.seed, randomRunID(), time.Now)
 	if err != nil {
 		return result{}, err
 	}

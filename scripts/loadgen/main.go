@@ -65,6 +65,10 @@ type options struct {
 	rate             float64
 }
 
+// defaultCity is the benchmark city unless -lat, -lon and -side say otherwise; the floor
+// phase publishes into it.
+var defaultCity = square{Lat: 48.85, Lon: 2.35, Side: 50_000}
+
 const usage = `usage: loadgen seed|query [flags]   (loadgen seed -h for the flags)
        loadgen floor -dir DIR [flags]  (a bare HTTP round trip, a synced append in DIR, and -base's publish)
        loadgen median FILE...          (median of each figure over the result lines in FILEs)`
@@ -89,9 +93,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	// The environment is read after parsing, so that -h never prints the key as a default.
 	fl.StringVar(&o.key, "key", "", "API key (default $LOADGEN_API_KEY)")
 	fl.IntVar(&o.clients, "clients", 64, "concurrent clients, each with its own keep-alive connection")
-	fl.Float64Var(&o.lat, "lat", 48.85, "latitude of the centre of the city")
-	fl.Float64Var(&o.lon, "lon", 2.35, "longitude of the centre of the city")
-	fl.Float64Var(&o.side, "side", 50_000, "side of the city's square, metres")
+	fl.Float64Var(&o.lat, "lat", defaultCity.Lat, "latitude of the centre of the city")
+	fl.Float64Var(&o.lon, "lon", defaultCity.Lon, "longitude of the centre of the city")
+	fl.Float64Var(&o.side, "side", defaultCity.Side, "side of the city's square, metres")
 	fl.DurationVar(&o.timeout, "timeout", 10*time.Second, "timeout of one request")
 	fl.IntVar(&o.maxErrors, "max-errors", 5, "fail the run when more requests than this failed")
 	fl.IntVar(&o.abortErrors, "abort-errors", 1000, "stop the phase once this many requests failed")

@@ -209,8 +209,8 @@ func (p *Producer) eventChanged(ctx context.Context, s *sender, ch store.Change)
 	}
 	alerting := index != nil && rulesErr == nil && index.Len() > 0
 	merging := ch.Kind == store.ChangeInsert && eventstore.MayBeMerged(ch.New)
-	if !merging && !alerting && rulesErr == nil {
-		return 0, nil
+	if !merging && !alerting {
+		return 0, rulesErr
 	}
 	now, err := eventstore.DecodeEvent(ch.New)
 	if err != nil {

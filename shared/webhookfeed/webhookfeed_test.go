@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -523,5 +524,58 @@ func TestHandleStreamReportsTheFirstFailure(t *testing.T) {
 	res = r.producer.HandleStream(ctx, events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{record("101", evs[1]), record("102", evs[2])}})
 	if len(res.BatchItemFailures) != 0 || len(r.alerted(t, ep)) != 3 {
 		t.Errorf("after the batch again: failures %+v, alerts %v; want none and three", res.BatchItemFailures, r.alerted(t, ep))
+	}
+}
+
+// unreadableRules fails every read of the alert rules' partition.
+type unreadableRules struct{ store.Table }
+
+func (u unreadableRules) Query(ctx context.Context, q store.Query) ([]store.Item, error) {
+	if q.PK == alerts.Partition {
+		return nil, fmt.Errorf("rules: %w", store.ErrUnavailable)
+	}
+	return u.Table.Query(ctx, q)
+}
+
+// docs/webhooks.md §1, §5: while the alert rules cannot be read, an event's change fails, so
+// that the feed hands it again rather than lose its alerts; a publication merged at once still
+// has its merged delivery made first, and a plain one fails the same way.
+func TestUnreadableRulesFailTheChange(t *testing.T) {
+	tab := tables.Embedded(t)
+	r := newRig(t, tab)
+	r.producer.Rules = alerts.NewRules(unreadableRules{tab}, audit.New(tab, audit.Options{Clock: tab.Clock}), tab.Clock)
+	ep := r.endpoint(t, "org_pub", webhooks.KindMerged)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cur, err := tab.Feed.Follow(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cur.Close()
+	publish := func(org string) event.Event {
+		ev, _, err := r.events.Publish(ctx, caller(org), event.EventIn{Type: "object_on_road", Lat: 48.2, Lon: 11.5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ev
+	}
+	theirs := publish("org_other")
+	mine := publish("org_pub") // merged at once into theirs
+	if mine.Status != event.StatusMerged {
+		t.Fatalf("the second report is %s; want merged", mine.Status)
+	}
+	for _, ev := range []event.Event{theirs, mine} {
+		var ch store.Change
+		for ch.Kind != store.ChangeInsert || ch.Key != eventstore.EventKey(ev.ID) {
+			if ch, err = cur.Next(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := r.producer.Handle(ctx, ch); !errors.Is(err, store.ErrUnavailable) {
+			t.Errorf("the insert of %s (%s) handled with %v; want the rules' error", ev.ID, ev.Status, err)
+		}
+	}
+	if got := r.delivered(t, ep); !slices.Equal(got, []string{"event.merged " + mine.ID}) {
+		t.Errorf("deliveries %v; want the merge made before the rules failed", got)
 	}
 }

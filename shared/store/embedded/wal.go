@@ -75,7 +75,7 @@ type LogFile interface {
 // osLogFile is a segment file on disk.
 type osLogFile struct{ *os.File }
 
-func (f osLogFile) SyncData() error { return syncData(f.File) }
+func (f osLogFile) SyncData() error { return durable.SyncData(f.File) }
 
 // walSegment is one file of the log.
 type walSegment struct {
