@@ -79,7 +79,7 @@ type part struct {
 // squares of the cells it reads.
 type group struct {
 	centre geo.Point // of the square, clamped to the poles' latitudes
-	cos    float64   // cosine of centre's latitude (pointDistance)
+	u      geo.Unit  // centre as a unit vector (addPart's lower bound)
 	// span is a distance in metres within which every record of the group, whole extent
 	// included, lies from centre: the largest distance of a first position plus its record's
 	// reach, over the records ever put in the group. Removing a record leaves it as it was:
@@ -122,7 +122,7 @@ func (p *part) put(r cachedRec) (grown int64) {
 		gi = len(p.groups)
 		p.byKey[k] = gi
 		c := geo.Point{Lat: min(90, max(-90, (float64(k.lat)+0.5)*groupStep)), Lon: (float64(k.lon) + 0.5) * groupStep}
-		p.groups = append(p.groups, group{centre: c, cos: math.Cos(c.Lat * degToRad), line: k.line})
+		p.groups = append(p.groups, group{centre: c, u: c.Unit(), line: k.line})
 		grown += groupOverhead
 	}
 	g := &p.groups[gi]

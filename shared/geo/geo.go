@@ -124,6 +124,13 @@ func ChordSquared(metres float64) float64 {
 	return sq(2 * math.Sin(a/2))
 }
 
+// ChordBound returns an upper bound of ChordSquared(metres) that takes no trigonometry: a
+// chord is never longer than its arc. It exceeds ChordSquared by a relative a²/12 for an
+// angle a, 2e-7 at 10 km: a filter that uses it lets through a hair more, never less.
+func ChordBound(metres float64) float64 {
+	return sq(max(metres, 0) / EarthRadius)
+}
+
 // Length returns the length in metres of an extent along its great-circle segments; a single
 // point has length 0. Callers use it to bound the size of what they index.
 func Length(extent []Point) float64 {

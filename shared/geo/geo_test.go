@@ -307,6 +307,30 @@ func TestChordSquaredOrdersAsDistance(t *testing.T) {
 	}
 }
 
+// ChordBound never falls below the chord of a distance, so a filter on it keeps all that
+// ChordSquared would; the chord in metres is never longer than the distance, so it bounds a
+// group's records from below (the area query's group and LineString filters, docs/api.md §4.1
+// rule 3). Up to tens of kilometres ChordBound still sets aside what is a metre farther.
+func TestChordBoundIsAnUpperBound(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(11, 13))
+	for range 200_000 {
+		a := geo.Point{Lat: r.Float64()*180 - 90, Lon: r.Float64()*360 - 180}
+		spread := math.Pow(10, -6+7*r.Float64())
+		b := geo.Point{Lat: max(-90, min(90, a.Lat+r.NormFloat64()*spread)), Lon: math.Mod(a.Lon+r.NormFloat64()*spread+540, 360) - 180}
+		d, c := geo.Distance(a, b), a.Unit().ChordSquared(b.Unit())
+		if c > geo.ChordBound(d+1) {
+			t.Fatalf("%v to %v: %v m, yet a chord longer than ChordBound(%v)", a, b, d, d+1)
+		}
+		if m := math.Sqrt(c) * geo.EarthRadius; m > d+1e-6 {
+			t.Fatalf("%v to %v: a chord of %v m, longer than the distance %v m", a, b, m, d)
+		}
+		if d > 1 && d < 50_000 && c <= geo.ChordBound(d-1) {
+			t.Fatalf("%v to %v: %v m, yet ChordBound(%v) does not set it aside", a, b, d, d-1)
+		}
+	}
+}
+
 // Destination and Bearing undo each other: a point 50 m along a bearing lies 50 m away, in
 // that bearing, across the antimeridian too.
 func TestDestinationAndBearing(t *testing.T) {
