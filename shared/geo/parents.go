@@ -87,13 +87,23 @@ func CoverParents(center Point, radiusM float64, res, sub int) (parents []h3.Cel
 				continue
 			}
 			seen[nb] = true
-			// The centre lies outside nb (only origin holds it), so its distance to nb is its
-			// distance to nb's boundary.
-			d, err := angleToBoundary(cv, nb)
+			over, err := overhangs.get(nb, sub)
 			if err != nil {
 				return nil, nil, err
 			}
-			over, err := overhangs.get(nb, sub)
+			// Every boundary point is within reach of nb's centre, so the distance to the
+			// boundary is at least the distance to the centre less reach: a cell that is far
+			// by that bound is far, without its six exact arcs (as coverFrom's bounds do).
+			sh, err := cells.shape(nb)
+			if err != nil {
+				return nil, nil, err
+			}
+			if angle(cv, sh.center)-sh.reach-over > limit+boundSlack {
+				continue
+			}
+			// The centre lies outside nb (only origin holds it), so its distance to nb is its
+			// distance to nb's boundary.
+			d, err := angleToBoundary(cv, nb)
 			if err != nil {
 				return nil, nil, err
 			}
