@@ -479,7 +479,7 @@ func (m *matcher) addPart(groups []group) {
 		}
 		// The chord is never longer than the arc, so the chord in metres less the span is a
 		// lower bound of the records' distances, without the trigonometry of the exact
-		// distance: a third of a 1 000 m query's distances were to groups. A metre of slack
+		// distance: two fifths of a 1 000 m query's distances were to groups. A metre of slack
 		// for rounding, as in add.
 		if d := math.Sqrt(g.u.ChordSquared(m.cu))*geo.EarthRadius - g.span; d <= m.radius+1 {
 			near = append(near, nearGroup{d, i})
