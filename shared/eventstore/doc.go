@@ -84,7 +84,8 @@
 // point's distance is geo.Distance with its latitude cosine computed once. A cached partition
 // keeps its records in groups, by kind and by grid square (0.01°) of their first position,
 // each with a span that holds its records' whole extents: a query reads a partition's groups
-// nearest first and skips those that cannot come within the bound, so a wide query touches a
+// nearest first, by their chord to the centre less their span (a lower bound that takes no
+// trigonometry), and skips those that cannot come within the bound, so a wide query touches a
 // fraction of the records its cells hold (docs/performance.md §4).
 //
 // A query answers from the index as it stands a moment ago: GET /v1/events reads it eventually
