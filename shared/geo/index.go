@@ -150,6 +150,23 @@ func CoverCircle(center Point, radiusM float64, res int) ([]h3.Cell, error) {
 	return coverFrom(origin, toVec(center), limit, res, radiusM, true)
 }
 
+// seenSets keeps the covers' sets of visited cells between covers: grown afresh, a 1000 m
+// cover's set went through four sizes, a quarter of the cover's time (docs/performance.md
+// §4). A set that grew past maxPooledSeen is left to the collector, so that clearing it does
+// not cost every later cover.
+var seenSets = sync.Pool{New: func() any { return map[h3.Cell]bool{} }}
+
+const maxPooledSeen = 256
+
+func takeSeen() map[h3.Cell]bool { return seenSets.Get().(map[h3.Cell]bool) }
+
+func putSeen(seen map[h3.Cell]bool) {
+	if len(seen) <= maxPooledSeen {
+		clear(seen)
+		seenSets.Put(seen)
+	}
+}
+
 // boundSlack is the margin, in radians, by which coverFrom's bounds must decide a cell for it
 // to skip the exact distance: far above the arithmetic's error, far below the cover's metre
 // of slack (about 1.6e-7 rad).
@@ -164,7 +181,9 @@ const boundSlack = 1e-9
 // between the two, a band as wide as reach minus inner radius, 13 % of a hexagon's
 // reach. The cells kept are the same either way (TestCoverBoundsChangeNothing).
 func coverFrom(origin h3.Cell, cv vec, limit float64, res int, radiusM float64, bounds bool) ([]h3.Cell, error) {
-	seen := map[h3.Cell]bool{origin: true}
+	seen := takeSeen()
+	defer putSeen(seen)
+	seen[origin] = true
 	queue := []h3.Cell{origin} // cells kept and not yet expanded
 	var cover []h3.Cell
 	for len(queue) > 0 {

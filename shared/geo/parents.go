@@ -65,7 +65,9 @@ func CoverParents(center Point, radiusM float64, res, sub int) (parents []h3.Cel
 		cell  h3.Cell
 		angle float64
 	}
-	seen := map[h3.Cell]bool{origin: true, home: true}
+	seen := takeSeen()
+	defer putSeen(seen)
+	seen[origin], seen[home] = true, true
 	queue := []found{{origin, 0}}
 	if home != origin {
 		queue = append(queue, found{home, 0})
