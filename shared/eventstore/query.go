@@ -477,11 +477,10 @@ func (m *matcher) addPart(groups []group) {
 		if len(g.recs) == 0 {
 			continue
 		}
-		// The chord is never longer than the arc, so the chord in metres less the span is a
-		// lower bound of the records' distances, without the trigonometry of the exact
-		// distance: two fifths of a 1 000 m query's distances were to groups. A metre of slack
-		// for rounding, as in add.
-		if d := math.Sqrt(g.u.ChordSquared(m.cu))*geo.EarthRadius - g.span; d <= m.radius+1 {
+		// The chord less the span bounds the records' distances from below, without the
+		// trigonometry of the exact distance: two fifths of a 1 000 m query's distances were
+		// to groups. A metre of slack for rounding, as in add.
+		if d := g.u.ChordMetres(m.cu) - g.span; d <= m.radius+1 {
 			near = append(near, nearGroup{d, i})
 		}
 	}

@@ -112,6 +112,11 @@ func (u Unit) ChordSquared(w Unit) float64 {
 	return dx*dx + dy*dy + dz*dz
 }
 
+// ChordMetres returns the length in metres of the chord between u and w on the Earth's
+// sphere: never longer than their great-circle distance, so a lower bound of it that takes
+// no trigonometry.
+func (u Unit) ChordMetres(w Unit) float64 { return math.Sqrt(u.ChordSquared(w)) * EarthRadius }
+
 // ChordSquared returns the squared chord, on the unit sphere, of a great-circle distance of
 // metres: two positions are farther apart than metres exactly when their Unit.ChordSquared
 // is larger, up to rounding (callers compare with a distance a metre longer, which rounding

@@ -308,8 +308,8 @@ func TestChordSquaredOrdersAsDistance(t *testing.T) {
 }
 
 // ChordBound never falls below the chord of a distance, so a filter on it keeps all that
-// ChordSquared would; the chord in metres is never longer than the distance, so it bounds a
-// group's records from below (the area query's group and LineString filters, docs/api.md §4.1
+// ChordSquared would; ChordMetres is never longer than the distance, so it bounds a group's
+// records from below (the area query's group and LineString filters, docs/api.md §4.1
 // rule 3). Up to tens of kilometres ChordBound still sets aside what is a metre farther.
 func TestChordBoundIsAnUpperBound(t *testing.T) {
 	t.Parallel()
@@ -322,7 +322,7 @@ func TestChordBoundIsAnUpperBound(t *testing.T) {
 		if c > geo.ChordBound(d+1) {
 			t.Fatalf("%v to %v: %v m, yet a chord longer than ChordBound(%v)", a, b, d, d+1)
 		}
-		if m := math.Sqrt(c) * geo.EarthRadius; m > d+1e-6 {
+		if m := a.Unit().ChordMetres(b.Unit()); m > d+1e-6 {
 			t.Fatalf("%v to %v: a chord of %v m, longer than the distance %v m", a, b, m, d)
 		}
 		if d > 1 && d < 50_000 && c <= geo.ChordBound(d-1) {
