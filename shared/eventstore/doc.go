@@ -99,7 +99,10 @@
 // and that, not the geometry, bounded the query rate: a 1000 m query reads about 390 items.
 // With Options.CacheBytes a Store keeps the partitions it read, whole, decoded and with each
 // event's public JSON rendered, and applies its own index writes to them (cache.go), so a query
-// over partitions read before touches the table not at all. That is exact only where this Store is the only writer of the area index, which service
+// over partitions read before touches the table not at all. Reading partitions whole, such a
+// query needs only their list: it reads those of geo.CoverParents, kept for the cell at level 8
+// of its centre and its radius (covers.go), rather than making a fine cover of its own, a tenth
+// of a 1000 m query's CPU. That is exact only where this Store is the only writer of the area index, which service
 // arranges for the embedded store of `go run .` (one process by its file lock); Lambdas
 // sharing DynamoDB read the table every time. The CPU time per query with and without the
 // cache (bench_test.go) is in docs/performance.md §4.

@@ -152,7 +152,15 @@ func (s *Store) area(ctx context.Context, envs []string, q AreaQuery) (*AreaResu
 	if !q.Center.Valid() || !(q.Radius > 0) || q.Radius > s.maxRadius || math.IsNaN(q.MinConfidence) {
 		return nil, fmt.Errorf("%w: centre %v, radius %v, min_confidence %v", ErrInvalidQuery, q.Center, q.Radius, q.MinConfidence)
 	}
-	cov, err := coverFor(q.Center, q.Radius)
+	var (
+		cov cover
+		err error
+	)
+	if s.covers != nil {
+		cov, err = s.covers.get(q.Center, q.Radius) // partitions are read whole from the cache
+	} else {
+		cov, err = coverFor(q.Center, q.Radius)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -186,7 +186,8 @@ type Store struct {
 	maxRadius   float64
 	parallelism int
 
-	cache      *partCache // nil without Options.CacheBytes
+	cache      *partCache       // nil without Options.CacheBytes
+	covers     *partitionCovers // the partitions queries read through cache; nil without it
 	judge      Judge
 	soleWriter bool
 	listApart  bool
@@ -219,12 +220,16 @@ func New(table store.Table, opts Options) (*Store, error) {
 	if opts.Parallelism <= 0 {
 		opts.Parallelism = DefaultParallelism
 	}
-	var cache *partCache
+	var (
+		cache  *partCache
+		covers *partitionCovers
+	)
 	if opts.CacheBytes > 0 {
-		cache = newPartCache(opts.CacheBytes)
+		cache, covers = newPartCache(opts.CacheBytes), newPartitionCovers()
 	}
 	return &Store{
 		cache:       cache,
+		covers:      covers,
 		table:       table,
 		idKey:       slices.Clone(opts.IDKey),
 		reporterKey: reporterKeyOf(opts.IDKey),

@@ -239,6 +239,24 @@ func DistanceToBoundary(p Point, c h3.Cell) (float64, error) {
 	return a * EarthRadius, err
 }
 
+// CellReach returns the centre of cell c and a distance in metres within which every point of
+// c lies from it: the reach to its farthest vertex (a cell is convex, so no point of it is
+// farther), plus a metre of slack for rounding.
+func CellReach(c h3.Cell) (Point, float64, error) {
+	if !c.IsValid() {
+		return Point{}, 0, fmt.Errorf("cell %x: %w", uint64(c), ErrInvalidCell)
+	}
+	sh, err := cells.shape(c)
+	if err != nil {
+		return Point{}, 0, err
+	}
+	ll, err := h3.CellToLatLng(c)
+	if err != nil {
+		return Point{}, 0, fmt.Errorf("centre of cell %s: %w", c, err)
+	}
+	return Point{ll.Lat, ll.Lng}, sh.reach*EarthRadius + coverSlack, nil
+}
+
 // angleToBoundary returns the central angle from p to the nearest point of cell c's boundary.
 func angleToBoundary(p vec, c h3.Cell) (float64, error) {
 	sh, err := cells.shape(c)

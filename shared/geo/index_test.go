@@ -483,3 +483,58 @@ func TestDistanceToBoundary(t *testing.T) {
 		}
 	}
 }
+
+// Every point of a cell lies within CellReach of its centre: its vertices and points drawn
+// inside it, at several resolutions, near the poles, the antimeridian and the pentagons too. A
+// cover kept for a cell serves any centre in it on this promise.
+func TestCellReachHoldsTheCell(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(12, 12))
+	var cells []h3.Cell
+	for range 300 {
+		for _, res := range []int{6, 8} {
+			c, err := h3.LatLngToCell(h3.NewLatLng(r.Float64()*180-90, r.Float64()*360-180), res)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cells = append(cells, c)
+		}
+	}
+	for _, res := range []int{6, 8} {
+		pentagons, err := h3.Pentagons(res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cells = append(cells, pentagons...)
+	}
+	for _, c := range cells {
+		mid, reach, err := geo.CellReach(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		boundary, err := h3.CellToBoundary(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		farthest := 0.0
+		for _, v := range boundary {
+			farthest = max(farthest, geo.Distance(mid, geo.Point{Lat: v.Lat, Lon: v.Lng}))
+		}
+		if reach < farthest || reach > farthest+2 {
+			t.Fatalf("cell %s: reach %.2f m; want its farthest vertex's %.2f m and a metre of slack", c, reach, farthest)
+		}
+		for range 50 {
+			p := geo.Destination(mid, r.Float64()*360, reach*1.2*r.Float64())
+			in, err := h3.LatLngToCell(h3.NewLatLng(p.Lat, p.Lon), c.Resolution())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := geo.Distance(mid, p); in == c && d > reach {
+				t.Fatalf("cell %s: point %v inside it is %.2f m from the centre, beyond its reach %.2f m", c, p, d, reach)
+			}
+		}
+	}
+	if _, _, err := geo.CellReach(h3.Cell(1)); err == nil {
+		t.Error("CellReach of an invalid cell: no error")
+	}
+}
