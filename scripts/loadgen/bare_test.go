@@ -14,7 +14,8 @@ import (
 )
 
 // The bare server answers a publish as ours does on the wire (201, a Location, an event with
-// every member of EventPublic), refuses other routes, and stops when interrupted.
+// every member of EventPublic) and a query with -events such events, refuses other routes,
+// and stops when interrupted.
 func TestBareAnswersPublishesUntilStopped(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(t.Context())
@@ -22,7 +23,7 @@ func TestBareAnswersPublishesUntilStopped(t *testing.T) {
 	var stderr bytes.Buffer
 	done := make(chan int, 1)
 	go func() {
-		code := run(ctx, []string{"bare", "-addr", "127.0.0.1:0"}, func(string) string { return "" }, w, &stderr)
+		code := run(ctx, []string{"bare", "-addr", "127.0.0.1:0", "-events", "3"}, func(string) string { return "" }, w, &stderr)
 		_ = w.Close()
 		done <- code
 	}()
@@ -58,13 +59,24 @@ func TestBareAnswersPublishesUntilStopped(t *testing.T) {
 		t.Errorf("answer has %d members; want all %d of EventPublic, as the server sends", len(members), want)
 	}
 
-	resp, err = http.Get(base + "/v1/events")
+	resp, err = http.Get(base + "/v1/events?lat=48.1&lon=11.5&radius=1000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var events []event.EventPublic
+	if err := json.Unmarshal(list, &events); resp.StatusCode != http.StatusOK || err != nil || len(events) != 3 || events[2].EventID != ev.EventID {
+		t.Errorf("GET /v1/events = %d, %d events (%v); want 200 and the 3 events of -events, each the published one", resp.StatusCode, len(events), err)
+	}
+
+	resp, err = http.Get(base + "/v1/events/ev_naaurfhwlhjg25cewmzdozgifw")
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode/100 == 2 {
-		t.Errorf("GET /v1/events = %d; want a refusal: the bare server only takes publishes", resp.StatusCode)
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("GET /v1/events/{id} = %d; want 404: the bare server only takes publishes and queries", resp.StatusCode)
 	}
 
 	cancel()
@@ -95,6 +107,8 @@ func TestBareRefusesBadCommandLines(t *testing.T) {
 		{"-addr", "192.0.2.1:8080"},
 		{"-addr", "no-port"},
 		{"-addr", "127.0.0.1:0", "extra"},
+		{"-events", "-1"},
+		{"-events", "501"},
 		{"-unknown"},
 	} {
 		var stdout, stderr bytes.Buffer

@@ -8,8 +8,8 @@
 //	                        latency from each request's due time: latency at a throughput)
 //	loadgen floor [flags]   what this machine makes a durable publish wait before any
 //	                        server's work: a bare HTTP round trip and a synced append
-//	loadgen bare [flags]    a server that answers every publish and does nothing else: the
-//	                        most publishes a second a client can make over HTTP here
+//	loadgen bare [flags]    a server that answers every publish and query and does nothing
+//	                        else: the most a client can ask of any server over HTTP here
 //	loadgen median FILE...  the median of each figure over the result lines of earlier runs
 //
 // Each phase prints a table row and one JSON line starting with {"phase" (for scripts), and
@@ -73,7 +73,7 @@ var defaultCity = square{Lat: 48.85, Lon: 2.35, Side: 50_000}
 
 const usage = `usage: loadgen seed|query [flags]   (loadgen seed -h for the flags)
        loadgen floor -dir DIR [flags]  (a bare HTTP round trip, a synced append in DIR, and -base's publish)
-       loadgen bare [-addr A]          (serve POST /v1/events doing nothing else, until interrupted)
+       loadgen bare [-addr A]          (serve POST and GET /v1/events doing nothing else, until interrupted)
        loadgen median FILE...          (median of each figure over the result lines in FILEs)`
 
 // run is main without the process: it returns the exit code.
