@@ -3,11 +3,11 @@ package eventstore
 import (
 	"fmt"
 	"math"
-	"sync"
 
 	"github.com/uber/h3-go/v4"
 
 	"github.com/roadevents/roadevents/shared/geo"
+	"github.com/roadevents/roadevents/shared/memo"
 )
 
 // partitionCovers keeps the partitions that queries read through the area cache, by the cell
@@ -22,8 +22,7 @@ import (
 // centre, so a circle around any of them lies inside the widened one). Their distances are
 // lowered by that reach, so that they stay lower bounds from any centre in the cell.
 type partitionCovers struct {
-	mu sync.RWMutex
-	m  map[coverKey]cover
+	m *memo.Map[coverKey, cover]
 }
 
 type coverKey struct {
@@ -42,7 +41,7 @@ const (
 )
 
 func newPartitionCovers() *partitionCovers {
-	return &partitionCovers{m: map[coverKey]cover{}}
+	return &partitionCovers{m: memo.New[coverKey, cover](maxCovers)}
 }
 
 // get returns the partitions at CoarseLevel holding every extent within radius metres of
@@ -54,10 +53,7 @@ func (pc *partitionCovers) get(center geo.Point, radius float64) (cover, error) 
 		return cover{}, fmt.Errorf("cell of %v at level %d: %w", center, FineLevel, err)
 	}
 	key := coverKey{cell: cell, steps: int32(math.Ceil(radius / coverStep))}
-	pc.mu.RLock()
-	cov, ok := pc.m[key]
-	pc.mu.RUnlock()
-	if ok {
+	if cov, ok := pc.m.Get(key); ok {
 		return cov, nil
 	}
 	mid, reach, err := geo.CellReach(cell)
@@ -71,12 +67,7 @@ func (pc *partitionCovers) get(center geo.Point, radius float64) (cover, error) 
 	for i := range dist {
 		dist[i] = max(0, dist[i]-reach)
 	}
-	cov = cover{level: CoarseLevel, cells: parts, dist: dist}
-	pc.mu.Lock()
-	if len(pc.m) >= maxCovers {
-		clear(pc.m)
-	}
-	pc.m[key] = cov
-	pc.mu.Unlock()
+	cov := cover{level: CoarseLevel, cells: parts, dist: dist}
+	pc.m.Put(key, cov)
 	return cov, nil
 }

@@ -29,12 +29,12 @@ func TestPartitionCoversServeTheWholeCell(t *testing.T) {
 			center = geo.Point{Lat: 48.1 + r.Float64()*0.02, Lon: 11.5 + r.Float64()*0.03}
 		}
 		radius := radii[r.IntN(len(radii))]
-		before := len(pc.m)
+		before := pc.m.Len()
 		got, err := pc.get(center, radius)
 		if err != nil {
 			t.Fatalf("get(%v, %v): %v", center, radius, err)
 		}
-		if len(pc.m) == before {
+		if pc.m.Len() == before {
 			hits++
 		}
 		want, wantDist, err := geo.CoverParents(center, radius, CoarseLevel, FineLevel)

@@ -9,6 +9,8 @@ import (
 	"sync"
 
 	"github.com/uber/h3-go/v4"
+
+	"github.com/roadevents/roadevents/shared/memo"
 )
 
 // DefaultLevel is the H3 resolution of the area index (docs/api.md §10.2, limits document
@@ -292,19 +294,15 @@ const maxCachedCells = 1 << 14
 // a 1000 m cover visits about 40 cells, and computing their boundaries was most of its time
 // (docs/performance.md §4); with the cache it is mostly arithmetic.
 type cellCache struct {
-	mu     sync.RWMutex
-	shapes map[h3.Cell]*cellShape
-	rings  map[h3.Cell][]h3.Cell
+	shapes *memo.Map[h3.Cell, *cellShape]
+	rings  *memo.Map[h3.Cell, []h3.Cell]
 }
 
-var cells = &cellCache{shapes: map[h3.Cell]*cellShape{}, rings: map[h3.Cell][]h3.Cell{}}
+var cells = &cellCache{shapes: memo.New[h3.Cell, *cellShape](maxCachedCells), rings: memo.New[h3.Cell, []h3.Cell](maxCachedCells)}
 
 // shape returns c's edges, centre, reach and inner radius.
 func (cc *cellCache) shape(c h3.Cell) (*cellShape, error) {
-	cc.mu.RLock()
-	sh, ok := cc.shapes[c]
-	cc.mu.RUnlock()
-	if ok {
+	if sh, ok := cc.shapes.Get(c); ok {
 		return sh, nil
 	}
 	boundary, err := h3.CellToBoundary(c)
@@ -318,7 +316,7 @@ func (cc *cellCache) shape(c h3.Cell) (*cellShape, error) {
 	if err != nil {
 		return nil, fmt.Errorf("centre of cell %s: %w", c, err)
 	}
-	sh = &cellShape{edges: make([]arc, 0, len(boundary)), center: toVec(Point{ll.Lat, ll.Lng})}
+	sh := &cellShape{edges: make([]arc, 0, len(boundary)), center: toVec(Point{ll.Lat, ll.Lng})}
 	prev := toVec(Point{boundary[len(boundary)-1].Lat, boundary[len(boundary)-1].Lng})
 	for _, ll := range boundary {
 		v := toVec(Point{ll.Lat, ll.Lng})
@@ -330,33 +328,20 @@ func (cc *cellCache) shape(c h3.Cell) (*cellShape, error) {
 	for _, e := range sh.edges {
 		sh.inner = min(sh.inner, e.angleTo(sh.center))
 	}
-	cc.mu.Lock()
-	if len(cc.shapes) >= maxCachedCells {
-		clear(cc.shapes)
-	}
-	cc.shapes[c] = sh
-	cc.mu.Unlock()
+	cc.shapes.Put(c, sh)
 	return sh, nil
 }
 
 // ring returns c and its neighbours (h3.GridDisk of radius 1). The caller must not modify it.
 func (cc *cellCache) ring(c h3.Cell) ([]h3.Cell, error) {
-	cc.mu.RLock()
-	r, ok := cc.rings[c]
-	cc.mu.RUnlock()
-	if ok {
+	if r, ok := cc.rings.Get(c); ok {
 		return r, nil
 	}
 	r, err := h3.GridDisk(c, 1)
 	if err != nil {
 		return nil, fmt.Errorf("neighbours of cell %s: %w", c, err)
 	}
-	cc.mu.Lock()
-	if len(cc.rings) >= maxCachedCells {
-		clear(cc.rings)
-	}
-	cc.rings[c] = r
-	cc.mu.Unlock()
+	cc.rings.Put(c, r)
 	return r, nil
 }
 

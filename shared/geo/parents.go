@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sync"
 
 	"github.com/uber/h3-go/v4"
+
+	"github.com/roadevents/roadevents/shared/memo"
 )
 
 // H3 cells do not nest exactly: the descendants of a cell (its children, their children...)
@@ -128,8 +129,7 @@ func CoverParents(center Point, radiusM float64, res, sub int) (parents []h3.Cel
 // a cell's descendants from H3 (49 of them two resolutions down), a third of a millisecond, and
 // a city's queries keep asking for the same few hundred cells.
 type overhangCache struct {
-	mu sync.RWMutex
-	m  map[overhangKey]float64
+	m *memo.Map[overhangKey, float64]
 }
 
 type overhangKey struct {
@@ -137,24 +137,21 @@ type overhangKey struct {
 	sub int
 }
 
-var overhangs = &overhangCache{m: map[overhangKey]float64{}}
+var overhangs = &overhangCache{m: memo.New[overhangKey, float64](maxCachedCells)}
 
 // get returns the overhang of c's descendants at sub, as a central angle. The descendants are
 // convex polygons, and the distance to c (convex too) is largest at a vertex, so the vertices
 // that lie outside c decide it.
 func (oc *overhangCache) get(c h3.Cell, sub int) (float64, error) {
 	k := overhangKey{c, sub}
-	oc.mu.RLock()
-	a, ok := oc.m[k]
-	oc.mu.RUnlock()
-	if ok {
+	if a, ok := oc.m.Get(k); ok {
 		return a, nil
 	}
 	kids, err := c.Children(sub)
 	if err != nil {
 		return 0, fmt.Errorf("descendants of %s at resolution %d: %w", c, sub, err)
 	}
-	res := c.Resolution()
+	res, a := c.Resolution(), 0.0
 	for _, kid := range kids {
 		boundary, err := kid.Boundary()
 		if err != nil {
@@ -175,11 +172,6 @@ func (oc *overhangCache) get(c h3.Cell, sub int) (float64, error) {
 			a = max(a, d)
 		}
 	}
-	oc.mu.Lock()
-	if len(oc.m) >= maxCachedCells {
-		clear(oc.m)
-	}
-	oc.m[k] = a
-	oc.mu.Unlock()
+	oc.m.Put(k, a)
 	return a, nil
 }
