@@ -80,8 +80,10 @@
 // Each record also carries what lets a query skip most exact distances (record.go, cache.go):
 // a point whose chord to the centre is longer than the bound's (geo.ChordSquared; the bound is
 // the radius, or once 500 events are found the 500th's distance), or a LineString whose
-// vertices are all farther than the bound by half its longest segment, is not measured; a
-// point's distance is geo.Distance with its latitude cosine computed once. A cached partition
+// vertices are all farther than the bound by half its longest segment, is not measured. The
+// points found are ordered and capped by their squared chord, which rises with the distance;
+// only a point within a metre of the radius, or whose chord is too close to another's to tell
+// their order, is measured, as geo.Distance measures it. A cached partition
 // keeps its records in groups, by kind and by grid square (0.01°) of their first position,
 // each with a span that holds its records' whole extents: a query reads a partition's groups
 // nearest first, by their chord to the centre less their span (a lower bound that takes no

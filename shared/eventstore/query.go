@@ -33,8 +33,19 @@ type AreaQuery struct {
 // AreaEvent is one event an area query found.
 type AreaEvent struct {
 	ID string
-	// Distance in metres from the query's centre to the event's full extent (docs/api.md §4.1 rule 3).
-	Distance float64
+	// key orders the events by distance without trigonometry: the squared chord from the
+	// query's centre (geo.Unit.ChordSquared for a point, geo.ChordSquared of the distance for a
+	// LineString), which rises with the distance.
+	key float64
+	// dist is the distance in metres, NaN for a point not measured yet (Distance). A point is
+	// measured exactly only near the radius or near another event's distance (matcher.add,
+	// nearer): the order and the cap need no more.
+	dist float64
+	// p0, cos and m let Distance measure a point: its position, the cosine of its latitude,
+	// and the matcher, which holds the centre.
+	p0  geo.Point
+	cos float64
+	m   *matcher
 	// body is the event's EventPublic as GET /v1/events sends it, or packed as the area cache
 	// keeps it (packJSON), unpacked as it is sent (AppendJSON).
 	body   []byte
@@ -44,6 +55,16 @@ type AreaEvent struct {
 	// unrendered is the record of an event whose JSON result has still to render: one read
 	// from the table for this query only (a cached record carries its JSON).
 	unrendered *cachedRec
+}
+
+// Distance returns the distance in metres from the query's centre to the event's full extent
+// (docs/api.md §4.1 rule 3), measured when first asked for a point; the result must not have
+// been released.
+func (e *AreaEvent) Distance() float64 {
+	if math.IsNaN(e.dist) {
+		e.dist = e.m.pointDistance(e.p0, e.cos)
+	}
+	return e.dist
 }
 
 // AppendJSON appends the event's EventPublic as GET /v1/events sends it.
@@ -401,7 +422,7 @@ type matcher struct {
 	ver   []int64        // version of found[i]
 	seen  map[string]int // event id -> index in found
 	far   map[string]int64
-	top   []float64   // max-heap of the limit smallest distances found
+	top   []float64   // max-heap of the limit smallest keys found (AreaEvent.key)
 	bad   int         // unreadable records skipped
 	near  []nearGroup // addPart's buffer
 
@@ -411,6 +432,8 @@ type matcher struct {
 
 	cu             geo.Unit // the centre as a unit vector
 	chordOf, chord float64  // boundChord's last bound and its answer
+	edge           float64  // the squared chord of the radius less a metre (add)
+	topOf, topM    float64  // bound's last limit-th key and its distance in metres
 }
 
 func newMatcher(q AreaQuery, now int64, limit int, envs []string) *matcher {
@@ -434,6 +457,8 @@ func newMatcher(q AreaQuery, now int64, limit int, envs []string) *matcher {
 		cos:     math.Cos(q.Center.Lat * degToRad),
 		cu:      q.Center.Unit(),
 		chordOf: -1,
+		topOf:   -1,
+		edge:    geo.ChordSquared(q.Radius - 1),
 	}
 	return m
 }
@@ -461,8 +486,9 @@ const degToRad = math.Pi / 180
 
 // pointDistance is geo.Distance(m.center, p), the haversine distance, with the two latitude
 // cosines computed once (per query and per cached record) instead of for every pair: the
-// same operations on the same values, so the same result to the bit (TestPointDistance). Most
-// events are points, and their distances were most of a wide query's time.
+// same operations on the same values, so the same result to the bit (TestPointDistance). It
+// is asked for points near the radius and near ties only (add, nearer): measuring every point
+// found was 8 % of a 1 000 m query's CPU in the server (docs/performance.md §4).
 func (m *matcher) pointDistance(p geo.Point, cosLat float64) float64 {
 	lat1, lat2 := m.center.Lat*degToRad, p.Lat*degToRad
 	dLat := lat2 - lat1
@@ -535,15 +561,22 @@ func (m *matcher) add(c *cachedRec) {
 		// Most points beyond the bound (outside the circle, or, once limit events are found,
 		// farther than the limit-th) are set aside by their chord, without the exact distance;
 		// a cover's cells hold about twice the events its circle does.
-		if c.u.ChordSquared(m.cu) > m.boundChord() {
+		// One nearer than the radius by more than a metre, far more than the chord's rounding,
+		// is inside without its exact distance: its chord orders it (nearer). Within the
+		// metre the radius is applied exactly, as geo.Distance measures.
+		k := c.u.ChordSquared(m.cu)
+		if k > m.boundChord() {
 			return
 		}
-		if d = m.pointDistance(c.p0, c.cos); d > m.bound() {
-			return
+		d = math.NaN()
+		if k >= m.edge {
+			if d = m.pointDistance(c.p0, c.cos); d > m.radius {
+				return
+			}
 		}
-		m.found = append(m.found, found(c, d))
+		m.found = append(m.found, m.event(c, k, d))
 		m.ver = append(m.ver, c.version)
-		m.push(d)
+		m.push(k)
 		return
 	}
 	// The distance is at least the meridian arc to the band of latitudes the extent lies in,
@@ -590,25 +623,29 @@ func (m *matcher) add(c *cachedRec) {
 	} else {
 		d = geo.DistanceToExtent(m.center, l.ext)
 	}
-	if d > m.bound() {
+	// Past the radius is out; past the limit-th, by more than a rounding, too (result
+	// orders the near ties exactly).
+	if d > m.radius || d > m.bound()+1e-3 {
 		m.far[id] = c.version
 		return
 	}
+	k := geo.ChordSquared(d)
 	if dup {
-		m.found[i] = found(c, d)
+		m.found[i] = m.event(c, k, d)
 		m.ver[i] = c.version
 		return
 	}
 	m.seen[id] = len(m.found)
-	m.found = append(m.found, found(c, d))
+	m.found = append(m.found, m.event(c, k, d))
 	m.ver = append(m.ver, c.version)
-	m.push(d)
+	m.push(k)
 }
 
-// found is the event of record c at distance d: with its JSON when c is cached, else with c to
-// render it from once it makes the answer (c lives as long as the query).
-func found(c *cachedRec, d float64) AreaEvent {
-	e := AreaEvent{ID: c.id(), Distance: d, body: c.packed(), source: c.source()}
+// event is the event of record c with key k at distance d (NaN: not measured): with its JSON
+// when c is cached, else with c to render it from once it makes the answer (c lives as long
+// as the query).
+func (m *matcher) event(c *cachedRec, k, d float64) AreaEvent {
+	e := AreaEvent{ID: c.id(), key: k, dist: d, p0: c.p0, cos: c.cos, m: m, body: c.packed(), source: c.source()}
 	if e.body == nil {
 		e.unrendered = c
 	} else {
@@ -618,12 +655,16 @@ func found(c *cachedRec, d float64) AreaEvent {
 }
 
 // bound is the distance beyond which nothing can enter the answer: the radius, or once limit
-// events are found, the limit-th's distance when it is nearer.
+// events are found, the limit-th's distance when it is nearer (from its key, to a rounding:
+// the tests against it leave a metre's slack, or a millimetre's, and result orders exactly).
 func (m *matcher) bound() float64 {
-	if len(m.top) == m.limit {
-		return min(m.radius, m.top[0])
+	if len(m.top) < m.limit {
+		return m.radius
 	}
-	return m.radius
+	if k := m.top[0]; k != m.topOf {
+		m.topOf, m.topM = k, 2*geo.EarthRadius*math.Asin(min(1, math.Sqrt(k)/2))
+	}
+	return min(m.radius, m.topM)
 }
 
 // boundChord is geo.ChordSquared(m.bound()+1): a point whose chord to the centre is longer is
@@ -641,10 +682,10 @@ func (m *matcher) boundChord() float64 {
 // least bound - SampleSpacing/2 away; once limit events are nearer than that (with a metre
 // of slack for rounding), none of them can be displaced.
 func (m *matcher) complete(bound float64) bool {
-	return len(m.top) == m.limit && m.top[0] < bound-geo.SampleSpacing/2-1
+	return len(m.top) == m.limit && m.bound() < bound-geo.SampleSpacing/2-1
 }
 
-// push adds a distance to the heap of the limit smallest.
+// push adds a key (AreaEvent.key) to the heap of the limit smallest.
 func (m *matcher) push(d float64) {
 	h := m.top
 	if len(h) < m.limit {
@@ -686,8 +727,9 @@ func (m *matcher) push(d float64) {
 func (m *matcher) result(unique bool) []AreaEvent {
 	kept, ver := m.found[:0], m.ver[:0]
 	for i, e := range m.found {
-		// Only events at most as far as the limit-th can make the answer.
-		if len(m.top) < m.limit || e.Distance <= m.top[0] {
+		// Only events at most as far as the limit-th can make the answer (with those whose
+		// key only rounding tells from it).
+		if len(m.top) < m.limit || e.key <= m.top[0] || closeKeys(e.key, m.top[0]) {
 			kept, ver = append(kept, e), append(ver, m.ver[i])
 		}
 	}
@@ -710,13 +752,13 @@ func (m *matcher) result(unique bool) []AreaEvent {
 			}
 		}
 	}
-	// The distances, rounded to float32 (which keeps their order, ties aside), and the
-	// indices sort as integers, without the calls of a comparison function that made sorting
-	// the events a tenth of a 9780 m query; an insertion pass then orders the rare ties
+	// The keys, rounded to float32 (which keeps their order, ties aside), and the indices
+	// sort as integers, without the calls of a comparison function that made sorting the
+	// events a tenth of a 9780 m query; an insertion pass then orders the rare near ties
 	// exactly.
 	keys := slices.Grow(m.keys[:0], len(out))[:len(out)]
 	for i, e := range out {
-		keys[i] = uint64(math.Float32bits(float32(e.Distance)))<<32 | uint64(i)
+		keys[i] = uint64(math.Float32bits(float32(e.key)))<<32 | uint64(i)
 	}
 	slices.Sort(keys)
 	sorted := slices.Grow(m.sorted[:0], len(keys))[:len(keys)]
@@ -749,10 +791,22 @@ func (m *matcher) result(unique bool) []AreaEvent {
 	return out
 }
 
-// nearer is the order of an answer: by distance, then by id.
+// nearer is the order of an answer: by distance, then by id. Keys farther apart than their
+// rounding order the two as their distances do; only near ties are measured exactly.
 func nearer(a, b *AreaEvent) bool {
-	if a.Distance != b.Distance {
-		return a.Distance < b.Distance
+	if !closeKeys(a.key, b.key) {
+		return a.key < b.key
+	}
+	if da, db := a.Distance(), b.Distance(); da != db {
+		return da < db
 	}
 	return a.ID < b.ID
+}
+
+// closeKeys tells whether keys a and b are too close for their order to be trusted: a key's
+// rounding is below 1e-15 of the chord (its unit vectors' components are rounded to about
+// 1e-16), and this allows a thousand times that, and 1e-9 of the key besides.
+func closeKeys(a, b float64) bool {
+	hi := max(a, b)
+	return math.Abs(a-b) <= 1e-12*math.Sqrt(hi)+1e-9*hi
 }

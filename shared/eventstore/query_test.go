@@ -561,7 +561,7 @@ func TestAreaAgreesWithEveryEvent(t *testing.T) {
 			for j, e := range res.Events {
 				if e.ID != want[j].ev.ID || string(e.JSON()) != string(want[j].json) {
 					t.Fatalf("query %d (%+v, %s), event %d: %s at %.1f m\n%s\nwant %s at %.1f m\n%s", i, q, c.Environment, j,
-						e.ID, e.Distance, e.JSON(), want[j].ev.ID, want[j].d, want[j].json)
+						e.ID, e.Distance(), e.JSON(), want[j].ev.ID, want[j].d, want[j].json)
 				}
 			}
 			// An answer is kept until released, while the next query runs (its memory is reused
