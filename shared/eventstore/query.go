@@ -173,19 +173,21 @@ func (s *Store) area(ctx context.Context, envs []string, q AreaQuery) (*AreaResu
 	if !q.Center.Valid() || !(q.Radius > 0) || q.Radius > s.maxRadius || math.IsNaN(q.MinConfidence) {
 		return nil, fmt.Errorf("%w: centre %v, radius %v, min_confidence %v", ErrInvalidQuery, q.Center, q.Radius, q.MinConfidence)
 	}
-	var (
-		cov cover
-		err error
-	)
-	if s.covers != nil {
-		cov, err = s.covers.get(q.Center, q.Radius) // partitions are read whole from the cache
-	} else {
-		cov, err = coverFor(q.Center, q.Radius)
-	}
+	cov, err := s.coverOf(q.Center, q.Radius)
 	if err != nil {
 		return nil, err
 	}
 	return s.areaIn(ctx, envs, q, cov, q.Eventual)
+}
+
+// coverOf is what a query of radius metres around center reads: with the area cache, whose
+// partitions are read whole, the partitions kept for the centre's cell (covers.go); without,
+// the cells of coverFor, each a range of its partition.
+func (s *Store) coverOf(center geo.Point, radius float64) (cover, error) {
+	if s.cache != nil {
+		return s.covers.get(center, radius)
+	}
+	return coverFor(center, radius)
 }
 
 // areaIn answers q, checked already, from the index cells of cov, for the events of the
@@ -560,10 +562,10 @@ func (m *matcher) add(c *cachedRec) {
 		// across a concurrent change is dropped by result.
 		// Most points beyond the bound (outside the circle, or, once limit events are found,
 		// farther than the limit-th) are set aside by their chord, without the exact distance;
-		// a cover's cells hold about twice the events its circle does.
-		// One nearer than the radius by more than a metre, far more than the chord's rounding,
-		// is inside without its exact distance: its chord orders it (nearer). Within the
-		// metre the radius is applied exactly, as geo.Distance measures.
+		// a cover's cells hold about twice the events its circle does. One nearer than the
+		// radius by more than a metre, far more than the chord's rounding, is inside without
+		// its exact distance either: its chord orders it (nearer). Within that metre the
+		// radius is applied exactly, as geo.Distance measures.
 		k := c.u.ChordSquared(m.cu)
 		if k > m.boundChord() {
 			return
@@ -686,10 +688,10 @@ func (m *matcher) complete(bound float64) bool {
 }
 
 // push adds a key (AreaEvent.key) to the heap of the limit smallest.
-func (m *matcher) push(d float64) {
+func (m *matcher) push(k float64) {
 	h := m.top
 	if len(h) < m.limit {
-		h = append(h, d)
+		h = append(h, k)
 		for i := len(h) - 1; i > 0; {
 			p := (i - 1) / 2
 			if h[p] >= h[i] {
@@ -701,10 +703,10 @@ func (m *matcher) push(d float64) {
 		m.top = h
 		return
 	}
-	if d >= h[0] {
+	if k >= h[0] {
 		return
 	}
-	h[0] = d
+	h[0] = k
 	for i := 0; ; {
 		l, r, big := 2*i+1, 2*i+2, i
 		if l < len(h) && h[l] > h[big] {

@@ -187,7 +187,7 @@ type Store struct {
 	parallelism int
 
 	cache      *partCache       // nil without Options.CacheBytes
-	covers     *partitionCovers // the partitions queries read through cache; nil without it
+	covers     *partitionCovers // the partitions queries read through cache (coverOf)
 	judge      Judge
 	soleWriter bool
 	listApart  bool
@@ -220,16 +220,13 @@ func New(table store.Table, opts Options) (*Store, error) {
 	if opts.Parallelism <= 0 {
 		opts.Parallelism = DefaultParallelism
 	}
-	var (
-		cache  *partCache
-		covers *partitionCovers
-	)
+	var cache *partCache
 	if opts.CacheBytes > 0 {
-		cache, covers = newPartCache(opts.CacheBytes), newPartitionCovers()
+		cache = newPartCache(opts.CacheBytes)
 	}
 	return &Store{
 		cache:       cache,
-		covers:      covers,
+		covers:      newPartitionCovers(),
 		table:       table,
 		idKey:       slices.Clone(opts.IDKey),
 		reporterKey: reporterKeyOf(opts.IDKey),
