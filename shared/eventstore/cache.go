@@ -100,10 +100,12 @@ type groupKey struct {
 // slot is where a record is: its group and its index there.
 type slot struct{ group, i int32 }
 
-// groupStep is the side of the grid squares in degrees: about 1.1 km by 0.7 km at 50°, some
-// 40 events of the load test's city each. A square much smaller would cost more in distances
-// to squares than it saves in records; much larger, it would hold too many records nobody needs.
-const groupStep = 0.01
+// groupStep is the side of the grid squares in degrees: about 2.2 km by 1.4 km at 50°, some
+// 160 events of the load test's city each. Every group costs a distance and a jump to its own
+// records, which the processor cannot fetch ahead: with squares of 0.01° a filtered 9780 m
+// query took half as long again, and 1 000 m and 9780 m ones no less (docs/performance.md §4).
+// Much larger, a square would hold too many records nobody needs.
+const groupStep = 0.02
 
 func keyOf(r *cachedRec) groupKey {
 	return groupKey{int32(math.Floor(r.p0.Lat / groupStep)), int32(math.Floor(r.p0.Lon / groupStep)), r.line != nil}

@@ -233,6 +233,31 @@ func scanItem(t *testing.T, pk, id string, expires time.Time, ext ...geo.Point) 
 // A cached partition read by groups, nearest first, skipping the groups out of reach, and
 // points first within each (matcher.addPart) gives exactly the answer of its records taken in
 // order, with the cap reached (where the reach test and the skipping tighten) and not.
+// A group's key must keep its lower bound one, and the order of the bounds, or addPart would
+// stop before a group that holds a nearer event (docs/api.md §4.1 rule 3: nearest first).
+func TestNearKeyKeepsBoundAndOrder(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(3, 9))
+	ds := []float64{-5000, -1e-9, 0, 1e-9, 0.1, 1, 999.99999999, 1000, 1000.0000001, 9780, 9781, 2e7}
+	for range 20000 {
+		ds = append(ds, math.Ldexp(r.Float64(), r.IntN(40)-15)) // from micrometres to far beyond the globe
+	}
+	for i, d := range ds {
+		k := nearKey(d, i)
+		if got := nearDist(k); got > max(d, 0) || got < max(d, 0)*(1-1e-6) {
+			t.Fatalf("bound %v became %v", d, got)
+		}
+		if int(uint32(k)) != i {
+			t.Fatalf("group %d came back as %d", i, uint32(k))
+		}
+		for _, e := range ds[:min(i, 12)] {
+			if d < e && nearKey(d, i)>>32 > nearKey(e, 0)>>32 {
+				t.Fatalf("bound %v sorts after %v", d, e)
+			}
+		}
+	}
+}
+
 func TestAddPartAgreesWithAdd(t *testing.T) {
 	t.Parallel()
 	r := rand.New(rand.NewPCG(5, 8))
