@@ -14,6 +14,7 @@ import (
 	"github.com/roadevents/roadevents/shared/event"
 	"github.com/roadevents/roadevents/shared/geo"
 	"github.com/roadevents/roadevents/shared/store"
+	"github.com/roadevents/roadevents/shared/taxonomy"
 )
 
 // partCache keeps the area index partitions a process has read, decoded, so that a query over
@@ -300,12 +301,19 @@ type cachedRec struct {
 	// p0 is the extent's first position, kept inline: it is what a query reads of most records
 	// (points), and following a pointer to another cache line for each of thousands of
 	// records costs memory latency on top of the distance.
-	p0         geo.Point
-	cos        float64  // cosine of p0's latitude (pointDistance)
+	p0  geo.Point
+	cos float64 // cosine of p0's latitude (pointDistance)
+	// What matcher.add tests of every record it reads, u to line, lies together: a query
+	// waits on memory for each record, and a filtered one reads tens of thousands.
 	u          geo.Unit // p0 as a unit vector (matcher.add's chord tests)
 	expires    int64    // the record's, Unix nanoseconds
-	version    int64
 	confidence float64
+	// sandbox is the environment, kept inline (env): every record a query reads is tested
+	// for it, and reading it from data cost a cache miss per record, a fifth of a query.
+	sandbox bool
+	kind    uint8 // typeKinds' code of the type, 0 for one the taxonomy does not hold (typ)
+	line    *lineShape
+	version int64
 	// data is the item's sort key, then its record (record.go) in a record read for one query,
 	// which renders only the events it answers; in a record the cache keeps, only the part of
 	// its record that holds the type and source, then the event's EventPublic rendered once,
@@ -315,12 +323,23 @@ type cachedRec struct {
 	skLen, recLen uint32 // recLen: of the record or its part
 	typOff        uint32 // where the type is in the record (a byte of length before it)
 	srcOff        uint32 // where the source is in the record (found reads it without data's bytes)
-	// sandbox is the environment, kept inline (env): every record a query reads is tested
-	// for it, and reading it from data cost a cache miss per record, a fifth of a query.
-	sandbox bool
-	line    *lineShape
-	size    int64
+	size          int64
 }
+
+// typeKinds gives each type of the taxonomy a code from 1, so that a query filtered by type
+// tests a record's code, kept inline, instead of reading its type from data: a cache miss per
+// record, which a filtered query pays for every record it reads (docs/performance.md §4).
+var typeKinds = func() map[string]uint8 {
+	ids := taxonomy.IDs()
+	if len(ids) > 63 {
+		panic("eventstore: more types than a kind mask holds")
+	}
+	kinds := make(map[string]uint8, len(ids))
+	for i, id := range ids {
+		kinds[id] = uint8(i + 1)
+	}
+	return kinds
+}()
 
 // sk is the item's sort key. Its bytes are the slab's, never written again (slab). sk, id,
 // packed and source only make slice headers: a query calls them for every record it finds,
@@ -649,7 +668,7 @@ func cacheRecord(it store.Item, keep bool, sl *slab) (cachedRec, error) {
 	c := cachedRec{p0: ext[0], cos: math.Cos(ext[0].Lat * degToRad), u: ext[0].Unit(),
 		expires: r.expires, version: r.version, confidence: r.confidence,
 		data: data, skLen: uint32(len(sk)), recLen: uint32(len(rec)), typOff: uint32(typOff), srcOff: uint32(typOff + 1 + len(r.typ)), sandbox: env == event.EnvironmentSandbox,
-		size: int64(len(data)) + recOverhead}
+		kind: typeKinds[string(r.typ)], size: int64(len(data)) + recOverhead}
 	if len(ext) == 1 {
 		return c, nil
 	}

@@ -353,6 +353,46 @@ func TestPartCacheTellsWhetherRecordsWereAdded(t *testing.T) {
 }
 
 // answerText is what an answer says: each event's id, distance and JSON, in order.
+// A query filtered by type keeps exactly the records of its types (docs/api.md §4.1), tested
+// by the code kept inline for the taxonomy's types and by name for one it no longer holds, as
+// a record written before a type was retired would carry.
+func TestTypeFilterKeepsItsTypesOnly(t *testing.T) {
+	t.Parallel()
+	expires := time.Date(2040, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := geo.Point{Lat: 48.85, Lon: 2.35}
+	var recs []cachedRec
+	for i, typ := range []string{"accident", "weather_hazard", "retired_type", "accident"} {
+		ev := event.Event{ID: fmt.Sprintf("ev_%d_%s", i, typ), Type: typ, Lat: at.Lat, Lon: at.Lon, Version: 1, ExpiresAt: expires}
+		rec, err := cacheRecord(indexItem(t, "area#live#cell", ev), true, new(slab))
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, rec)
+	}
+	for _, c := range []struct {
+		types []string
+		want  string
+	}{
+		{[]string{"accident"}, "ev_0_accident ev_3_accident"},
+		{[]string{"weather_hazard", "retired_type"}, "ev_1_weather_hazard ev_2_retired_type"},
+		{[]string{"retired_type"}, "ev_2_retired_type"},
+		{[]string{"no_such_type"}, ""},
+		{nil, "ev_0_accident ev_1_weather_hazard ev_2_retired_type ev_3_accident"},
+	} {
+		m := newMatcher(AreaQuery{Center: at, Radius: 100, Types: c.types}, 0, 500, live)
+		for i := range recs {
+			m.add(&recs[i])
+		}
+		var ids []string
+		for _, e := range m.result(true) {
+			ids = append(ids, e.ID)
+		}
+		if got := strings.Join(ids, " "); got != c.want {
+			t.Errorf("types %q kept %q; want %q", c.types, got, c.want)
+		}
+	}
+}
+
 func answerText(evs []AreaEvent) string {
 	var b strings.Builder
 	for i := range evs {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/uber/h3-go/v4"
 
+	"github.com/roadevents/roadevents/shared/event"
 	"github.com/roadevents/roadevents/shared/geo"
 	"github.com/roadevents/roadevents/shared/store"
 )
@@ -412,8 +413,9 @@ type matcher struct {
 	center  geo.Point
 	radius  float64
 	types   []string
+	kinds   uint64  // the types' typeKinds codes, as bits
+	serves  [2]bool // whether envs holds live, and sandbox (add tests a record's environment)
 	minConf float64
-	envs    []string
 	now     int64 // Unix nanoseconds
 	limit   int
 
@@ -444,7 +446,6 @@ func newMatcher(q AreaQuery, now int64, limit int, envs []string) *matcher {
 		radius:  q.Radius,
 		types:   q.Types,
 		minConf: q.MinConfidence,
-		envs:    envs,
 		now:     now,
 		limit:   limit,
 		seen:    m.seen,
@@ -461,6 +462,10 @@ func newMatcher(q AreaQuery, now int64, limit int, envs []string) *matcher {
 		topOf:   -1,
 		edge:    geo.ChordSquared(q.Radius - 1),
 	}
+	for _, t := range q.Types {
+		m.kinds |= 1 << typeKinds[t] // bit 0, of no kind, is never tested
+	}
+	m.serves = [2]bool{slices.Contains(envs, event.EnvironmentLive), slices.Contains(envs, event.EnvironmentSandbox)}
 	return m
 }
 
@@ -542,6 +547,23 @@ func (m *matcher) addPart(groups []group) {
 	m.near = near
 }
 
+// wants tells whether c is of one of the query's types: by its kind, or for a type the
+// taxonomy does not hold, by its name.
+func (m *matcher) wants(c *cachedRec) bool {
+	if c.kind != 0 {
+		return m.kinds&(1<<c.kind) != 0
+	}
+	return slices.ContainsFunc(m.types, func(t string) bool { return t == string(c.typ()) })
+}
+
+// b2i is 1 for true, 0 for false.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // nearKey names group i of a partition with d, a lower bound of its records' distances in
 // metres: d rounded down to a float32, whose bits order as the numbers do (those not below
 // zero, and no distance is), above i. The keys sort as integers, without the call of a
@@ -563,10 +585,10 @@ func (m *matcher) add(c *cachedRec) {
 	if c.expires <= m.now { // docs/api.md §3: expired once expires_at is reached
 		return
 	}
-	if env := c.env(); env != m.envs[0] && (len(m.envs) == 1 || env != m.envs[1]) {
+	if !m.serves[b2i(c.sandbox)] {
 		return // docs/api.md §1: a live credential is served live events only
 	}
-	if len(m.types) > 0 && !slices.ContainsFunc(m.types, func(t string) bool { return t == string(c.typ()) }) {
+	if len(m.types) > 0 && !m.wants(c) {
 		return
 	}
 	if c.confidence < m.minConf {
