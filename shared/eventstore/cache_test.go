@@ -352,7 +352,6 @@ func TestPartCacheTellsWhetherRecordsWereAdded(t *testing.T) {
 	}
 }
 
-// answerText is what an answer says: each event's id, distance and JSON, in order.
 // A query filtered by type keeps exactly the records of its types (docs/api.md §4.1), tested
 // by the code kept inline for the taxonomy's types and by name for one it no longer holds, as
 // a record written before a type was retired would carry.
@@ -393,6 +392,7 @@ func TestTypeFilterKeepsItsTypesOnly(t *testing.T) {
 	}
 }
 
+// answerText is what an answer says: each event's id, distance and JSON, in order.
 func answerText(evs []AreaEvent) string {
 	var b strings.Builder
 	for i := range evs {
@@ -401,10 +401,11 @@ func answerText(evs []AreaEvent) string {
 	return b.String()
 }
 
-// The answer is ordered by distance, then id, to the last bit, however close the distances, and
-// capped at the nearest (docs/api.md §4.1 rule 3, §8): result sorts by the keys rounded to float32 first, and measures
-// exactly only the points whose keys are too close to tell apart. The points lie on four
-// bearings at distances a micrometre apart, so that many share a float32 key and some tie.
+// The answer is ordered by distance, then id, to the last bit, however close the distances,
+// and capped at the nearest (docs/api.md §4.1 rule 3, §8): result sorts by the keys rounded to
+// float32 first, and measures exactly only the points whose keys are too close to tell apart.
+// The points lie on four bearings at distances a micrometre apart, so that many share a
+// float32 key and some tie.
 func TestResultOrdersCloseDistancesExactly(t *testing.T) {
 	t.Parallel()
 	r := rand.New(rand.NewPCG(2, 4))

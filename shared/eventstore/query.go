@@ -410,14 +410,15 @@ func (s *Store) readPartitions(ctx context.Context, reads []areaRead, eventual b
 
 // matcher filters index items into the answer of one query.
 type matcher struct {
-	center  geo.Point
-	radius  float64
-	types   []string
-	kinds   uint64  // the types' typeKinds codes, as bits
-	serves  [2]bool // whether envs holds live, and sandbox (add tests a record's environment)
-	minConf float64
-	now     int64 // Unix nanoseconds
-	limit   int
+	center geo.Point
+	radius float64
+	types  []string
+	kinds  uint64 // the types' typeKinds codes, as bits
+	// live and sandbox tell whether envs holds each environment: add tests a record's by them.
+	live, sandbox bool
+	minConf       float64
+	now           int64 // Unix nanoseconds
+	limit         int
 
 	cos float64 // cosine of the centre's latitude
 
@@ -465,7 +466,7 @@ func newMatcher(q AreaQuery, now int64, limit int, envs []string) *matcher {
 	for _, t := range q.Types {
 		m.kinds |= 1 << typeKinds[t] // bit 0, of no kind, is never tested
 	}
-	m.serves = [2]bool{slices.Contains(envs, event.EnvironmentLive), slices.Contains(envs, event.EnvironmentSandbox)}
+	m.live, m.sandbox = slices.Contains(envs, event.EnvironmentLive), slices.Contains(envs, event.EnvironmentSandbox)
 	return m
 }
 
@@ -506,10 +507,11 @@ func (m *matcher) pointDistance(p geo.Point, cosLat float64) float64 {
 
 // addPart considers the records of a cached partition, group by group, nearest first when
 // the answer can fill, and skips the groups that cannot hold anything near enough: beyond the
-// radius, or, once the answer is full, beyond its farthest event. It takes the points first: once they have
-// filled the answer, most LineStrings are refused by their group, latitude band or reach
-// without the exact distance, the dearest measure of a wide query. The answer does not depend
-// on the order (result sorts and keeps the newest copy; TestAddPartAgreesWithAdd).
+// radius, or, once the answer is full, beyond its farthest event. It takes the points first:
+// once they have filled the answer, most LineStrings are refused by their group, latitude
+// band or reach without the exact distance, the dearest measure of a wide query. The answer
+// does not depend on the order (result sorts and keeps the newest copy;
+// TestAddPartAgreesWithAdd).
 func (m *matcher) addPart(groups []group) {
 	near, recs := m.near[:0], 0
 	for i := range groups {
@@ -556,14 +558,6 @@ func (m *matcher) wants(c *cachedRec) bool {
 	return slices.ContainsFunc(m.types, func(t string) bool { return t == string(c.typ()) })
 }
 
-// b2i is 1 for true, 0 for false.
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
-
 // nearKey names group i of a partition with d, a lower bound of its records' distances in
 // metres: d rounded down to a float32, whose bits order as the numbers do (those not below
 // zero, and no distance is), above i. The keys sort as integers, without the call of a
@@ -585,7 +579,7 @@ func (m *matcher) add(c *cachedRec) {
 	if c.expires <= m.now { // docs/api.md §3: expired once expires_at is reached
 		return
 	}
-	if !m.serves[b2i(c.sandbox)] {
+	if c.sandbox && !m.sandbox || !c.sandbox && !m.live {
 		return // docs/api.md §1: a live credential is served live events only
 	}
 	if len(m.types) > 0 && !m.wants(c) {
