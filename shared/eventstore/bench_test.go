@@ -179,6 +179,17 @@ func BenchmarkQuery9780mFiltered(b *testing.B) {
 	benchmarkQuery(b, eventstore.AreaQuery{Radius: 9780, MinConfidence: 0.9}, true)
 }
 
+// BenchmarkQuery1000mTyped and BenchmarkQuery9780mTyped ask for accidents only, as a client
+// showing some hazards does: a thirteenth of the city's events, so the answer comes from
+// farther away than an unfiltered one.
+func BenchmarkQuery1000mTyped(b *testing.B) {
+	benchmarkQuery(b, eventstore.AreaQuery{Radius: 1000, Types: []string{"accident"}}, true)
+}
+
+func BenchmarkQuery9780mTyped(b *testing.B) {
+	benchmarkQuery(b, eventstore.AreaQuery{Radius: 9780, Types: []string{"accident"}}, true)
+}
+
 // BenchmarkPublish publishes new events into the loaded city from 64 goroutines, as
 // scripts/load.sh does with 64 clients (target through HTTP: 3000 publishes/s;
 // docs/performance.md §1).

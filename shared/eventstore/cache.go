@@ -87,7 +87,19 @@ type group struct {
 	// too large a span only skips less.
 	span float64
 	line bool // LineStrings; otherwise points
+	// recs are ordered by kind, in runs: kind k's are recs[ends[k-1]:ends[k]] (from 0 for
+	// kind 0), so that a query filtered by type reads only its types' records, and every
+	// publish's duplicate search, which asks for its own type, a thirteenth of them.
 	recs []cachedRec
+	ends []int32 // len(typeKinds)+1
+}
+
+// run returns the bounds of kind k's records in g.recs.
+func (g *group) run(k int) (from, to int32) {
+	if k > 0 {
+		from = g.ends[k-1]
+	}
+	return from, g.ends[k]
 }
 
 // groupKey names a grid square, latitude and longitude divided by groupStep and rounded down,
@@ -125,37 +137,60 @@ func (p *part) put(r cachedRec) (grown int64) {
 		gi = len(p.groups)
 		p.byKey[k] = gi
 		c := geo.Point{Lat: min(90, max(-90, (float64(k.lat)+0.5)*groupStep)), Lon: (float64(k.lon) + 0.5) * groupStep}
-		p.groups = append(p.groups, group{centre: c, u: c.Unit(), line: k.line})
+		p.groups = append(p.groups, group{centre: c, u: c.Unit(), line: k.line, ends: make([]int32, len(typeKinds)+1)})
 		grown += groupOverhead
 	}
 	g := &p.groups[gi]
 	g.span = max(g.span, geo.Distance(g.centre, r.p0)+r.reach())
-	p.where[r.sk()] = slot{int32(gi), int32(len(g.recs))}
 	if len(g.recs) == cap(g.recs) {
 		// By an eighth, not append's double: a group's records live as long as the cache,
 		// and the unused half of doubled arrays was a tenth of its memory.
 		g.recs = slices.Grow(g.recs, max(4, len(g.recs)/8))
 	}
-	g.recs = append(g.recs, r)
+	// r goes at the end of its kind's run. The first record of each later run moves to
+	// that run's end to make room: one move a kind at most, not a shift of them all.
+	g.recs = append(g.recs, cachedRec{})
+	hole := int32(len(g.recs) - 1)
+	for k := len(g.ends) - 1; k > int(r.kind); k-- {
+		if first := g.ends[k-1]; first != hole {
+			p.move(gi, first, hole)
+			hole = first
+		}
+		g.ends[k]++
+	}
+	g.ends[r.kind]++
+	g.recs[hole] = r
+	p.where[r.sk()] = slot{int32(gi), hole}
 	p.data += int64(len(r.data))
 	grown += r.size
 	p.bytes += grown
 	return grown
 }
 
-// remove drops the record at at, moving the last of its group into its place. The caller
+// remove drops the record at at: the last of its kind's run takes its place, then the last
+// of each later run the place that leaves, so that only records after at move. The caller
 // holds p.mu and adjusts p.bytes.
 func (p *part) remove(at slot) {
 	g := &p.groups[at.group]
 	delete(p.where, g.recs[at.i].sk())
 	p.data -= int64(len(g.recs[at.i].data))
-	last := len(g.recs) - 1
-	if int(at.i) != last {
-		g.recs[at.i] = g.recs[last]
-		p.where[g.recs[at.i].sk()] = at
+	hole := at.i
+	for k := int(g.recs[at.i].kind); k < len(g.ends); k++ {
+		if last := g.ends[k] - 1; last != hole {
+			p.move(int(at.group), last, hole)
+			hole = last
+		}
+		g.ends[k]--
 	}
-	g.recs[last] = cachedRec{}
-	g.recs = g.recs[:last]
+	g.recs[hole] = cachedRec{}
+	g.recs = g.recs[:hole]
+}
+
+// move puts the record at from of group gi at to. The caller holds p.mu.
+func (p *part) move(gi int, from, to int32) {
+	g := &p.groups[gi]
+	g.recs[to] = g.recs[from]
+	p.where[g.recs[to].sk()] = slot{int32(gi), to}
 }
 
 // pendingWrite is a write applied to an unloaded part while it was watched, and the gen it
@@ -215,9 +250,23 @@ func (p *part) load(recs []cachedRec) int64 {
 	p.loaded, p.groups, p.pruneAt, p.bytes, p.data = true, nil, 0, 0, 0
 	p.byKey, p.where = map[groupKey]int{}, make(map[string]slot, len(recs))
 	p.slab = slab{}
-	for _, r := range recs {
-		p.put(r)
-		p.slab.held += int64(len(r.data))
+	// Kind by kind (a counting sort), so that each record joins the end of its group: put
+	// then moves nothing.
+	next := make([]int, len(typeKinds)+2) // then where the next record of each kind goes
+	for i := range recs {
+		next[recs[i].kind+1]++
+	}
+	for k := 1; k < len(next); k++ {
+		next[k] += next[k-1]
+	}
+	order := make([]int32, len(recs))
+	for i := range recs {
+		order[next[recs[i].kind]] = int32(i)
+		next[recs[i].kind]++
+	}
+	for _, i := range order {
+		p.put(recs[i])
+		p.slab.held += int64(len(recs[i].data))
 	}
 	return p.bytes
 }
@@ -412,7 +461,7 @@ const (
 	recOverhead   = 176
 	lineOverhead  = 64
 	partOverhead  = 256
-	groupOverhead = 128
+	groupOverhead = 224
 )
 
 func newPartCache(limit int64) *partCache {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"github.com/roadevents/roadevents/shared/event"
 	"github.com/roadevents/roadevents/shared/geo"
 	"github.com/roadevents/roadevents/shared/store"
+	"github.com/roadevents/roadevents/shared/taxonomy"
 )
 
 // cacheItem is an area index item of live event id under pk, with a record of the given version.
@@ -218,9 +220,18 @@ func TestPartCachePrunesExpired(t *testing.T) {
 // point), expiring at expires.
 func scanItem(t *testing.T, pk, id string, expires time.Time, ext ...geo.Point) store.Item {
 	t.Helper()
-	ev := event.Event{ID: id, Type: "accident", Lat: ext[0].Lat, Lon: ext[0].Lon, Version: 1, ExpiresAt: expires}
+	typ := "accident"
 	if len(ext) > 1 {
-		ev.Type = "congestion"
+		typ = "congestion"
+	}
+	return typedItem(t, pk, id, typ, expires, ext...)
+}
+
+// typedItem is scanItem's item with an event of type typ.
+func typedItem(t *testing.T, pk, id, typ string, expires time.Time, ext ...geo.Point) store.Item {
+	t.Helper()
+	ev := event.Event{ID: id, Type: typ, Lat: ext[0].Lat, Lon: ext[0].Lon, Version: 1, ExpiresAt: expires}
+	if len(ext) > 1 {
 		coords := make([][2]float64, len(ext))
 		for i, p := range ext {
 			coords[i] = [2]float64{p.Lon, p.Lat}
@@ -267,6 +278,7 @@ func TestAddPartAgreesWithAdd(t *testing.T) {
 		return geo.Point{Lat: geo.Round5(center.Lat + (r.Float64()-0.5)*spread), Lon: geo.Round5(center.Lon + (r.Float64()-0.5)*spread)}
 	}
 	expires := time.Date(2040, 1, 1, 0, 0, 0, 0, time.UTC)
+	types := append(taxonomy.IDs(), "retired_type") // one the taxonomy does not hold: kind 0
 	var recs []cachedRec
 	for i := range 2000 {
 		ext := []geo.Point{near(0.1)}
@@ -275,7 +287,8 @@ func TestAddPartAgreesWithAdd(t *testing.T) {
 				ext = append(ext, near(0.1))
 			}
 		}
-		rec, err := cacheRecord(scanItem(t, "area#live#cell", fmt.Sprintf("ev_%05d", i), expires, ext...), i%2 == 0, new(slab))
+		typ := types[r.IntN(len(types))]
+		rec, err := cacheRecord(typedItem(t, "area#live#cell", fmt.Sprintf("ev_%05d", i), typ, expires, ext...), i%2 == 0, new(slab))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -283,17 +296,18 @@ func TestAddPartAgreesWithAdd(t *testing.T) {
 	}
 	var p part
 	p.load(recs)
+	filters := [][]string{nil, {"accident"}, {"retired_type"}, {"congestion", "roadworks", "retired_type"}}
 	for _, radius := range []float64{300, 1000, 3000, 9780} {
 		for _, limit := range []int{500, 50} {
-			for range 5 {
-				q := AreaQuery{Center: near(0.05), Radius: radius}
+			for i := range 8 {
+				q := AreaQuery{Center: near(0.05), Radius: radius, Types: filters[i%len(filters)]}
 				byPart, inOrder := newMatcher(q, 0, limit, live), newMatcher(q, 0, limit, live)
 				byPart.addPart(p.groups)
 				for i := range recs {
 					inOrder.add(&recs[i])
 				}
 				if got, want := answerText(byPart.result(true)), answerText(inOrder.result(false)); got != want {
-					t.Errorf("centre %v, radius %v, limit %d: by groups found\n%s\nwant (records in order)\n%s", q.Center, radius, limit, got, want)
+					t.Errorf("centre %v, radius %v, limit %d, types %q: by groups found\n%s\nwant (records in order)\n%s", q.Center, radius, limit, q.Types, got, want)
 				}
 			}
 		}
@@ -491,5 +505,85 @@ func TestPartSlabStaysBoundedUnderChanges(t *testing.T) {
 	}
 	if len(got) != n {
 		t.Fatalf("the part holds %d events; want %d", len(got), n)
+	}
+}
+
+// A part keeps each group's records in runs by kind, however records come, change type, go
+// or expire, and finds each by its sort key: a filtered query reads only its types' runs, so
+// a record out of its run, or lost by a move, is missed by every query asking for its type.
+func TestPartKeepsKindRuns(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(11, 4))
+	types := append(taxonomy.IDs(), "retired_type")
+	at := func() geo.Point { return geo.Point{Lat: 48.85 + r.Float64()*0.05, Lon: 2.35 + r.Float64()*0.05} }
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	record := func(id string) cachedRec {
+		t.Helper()
+		expires := now.Add(time.Duration(1+r.IntN(100)) * time.Minute)
+		rec, err := cacheRecord(typedItem(t, "area#live#cell", id, types[r.IntN(len(types))], expires, at()), true, new(slab))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rec
+	}
+	var initial []cachedRec
+	for i := range 300 {
+		initial = append(initial, record(fmt.Sprintf("ev_%04d", i)))
+	}
+	var p part
+	p.load(initial)
+	want := map[string]int64{} // id -> expiry of the record the part must hold
+	for _, rec := range initial {
+		want[rec.id()] = rec.expires
+	}
+	check := func(step string) {
+		t.Helper()
+		got := map[string]int64{}
+		for gi, g := range p.groups {
+			if int(g.ends[len(g.ends)-1]) != len(g.recs) {
+				t.Fatalf("%s: group %d's runs end at %d for %d records", step, gi, g.ends[len(g.ends)-1], len(g.recs))
+			}
+			for k := range g.ends {
+				from, to := g.run(k)
+				if from > to {
+					t.Fatalf("%s: group %d's run of kind %d is [%d, %d)", step, gi, k, from, to)
+				}
+				for i := from; i < to; i++ {
+					rec := &g.recs[i]
+					if int(rec.kind) != k {
+						t.Fatalf("%s: %s, of kind %d, lies in the run of kind %d", step, rec.id(), rec.kind, k)
+					}
+					if s, ok := p.where[rec.sk()]; !ok || s != (slot{int32(gi), i}) {
+						t.Fatalf("%s: %s lies at %d/%d, found at %v", step, rec.id(), gi, i, s)
+					}
+					got[rec.id()] = rec.expires
+				}
+			}
+		}
+		if len(p.where) != len(got) || !maps.Equal(got, want) {
+			t.Fatalf("%s: the part holds %d records (%d by key); want %d", step, len(got), len(p.where), len(want))
+		}
+	}
+	check("load")
+	for step := range 3000 {
+		id := fmt.Sprintf("ev_%04d", r.IntN(400))
+		switch r.IntN(3) {
+		case 0, 1: // a new record, or a new copy of one held, perhaps of another type
+			rec := record(id)
+			p.put(rec)
+			want[id] = rec.expires
+		case 2:
+			if s, ok := p.where["00l"+id]; ok {
+				p.remove(s)
+				delete(want, id)
+			}
+		}
+		if step%500 == 499 {
+			now = now.Add(10 * time.Minute)
+			p.pruneAt = 0
+			p.prune(now.UnixNano())
+			maps.DeleteFunc(want, func(_ string, expires int64) bool { return expires <= now.UnixNano() })
+		}
+		check(fmt.Sprintf("step %d", step))
 	}
 }

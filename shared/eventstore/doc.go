@@ -84,11 +84,13 @@
 // points found are ordered and capped by their squared chord, which rises with the distance;
 // only a point within a metre of the radius, or whose chord is too close to another's to tell
 // their order, is measured, as geo.Distance measures it. A cached partition
-// keeps its records in groups, by kind and by grid square (0.02°) of their first position,
-// each with a span that holds its records' whole extents: a query reads a partition's groups
-// nearest first once its answer can fill, by their chord to the centre less their span (a
-// lower bound that takes no trigonometry), and skips those that cannot come within the bound,
-// so a wide query touches a fraction of the records its cells hold (docs/performance.md §4).
+// keeps its records in groups, points apart from LineStrings, by grid square (0.02°) of their
+// first position, each with a span that holds its records' whole extents: a query reads a
+// partition's groups nearest first once its answer can fill, by their chord to the centre
+// less their span (a lower bound that takes no trigonometry), and skips those that cannot come
+// within the bound, so a wide query touches a fraction of the records its cells hold. Within
+// a group the records lie in runs by type, so that a query for some types, and the duplicate
+// search of every publish, reads only theirs (docs/performance.md §4).
 //
 // A query answers from the index as it stands a moment ago: GET /v1/events reads it eventually
 // consistent (AreaQuery.Eventual), for half the read units; the stream's snapshot and the
