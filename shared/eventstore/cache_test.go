@@ -299,8 +299,8 @@ func TestAddPartAgreesWithAdd(t *testing.T) {
 	filters := [][]string{nil, {"accident"}, {"retired_type"}, {"congestion", "roadworks", "retired_type"}}
 	for _, radius := range []float64{300, 1000, 3000, 9780} {
 		for _, limit := range []int{500, 50} {
-			for i := range 8 {
-				q := AreaQuery{Center: near(0.05), Radius: radius, Types: filters[i%len(filters)]}
+			for n := range 8 {
+				q := AreaQuery{Center: near(0.05), Radius: radius, Types: filters[n%len(filters)]}
 				byPart, inOrder := newMatcher(q, 0, limit, live), newMatcher(q, 0, limit, live)
 				byPart.addPart(p.groups)
 				for i := range recs {
