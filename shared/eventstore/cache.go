@@ -91,7 +91,7 @@ type group struct {
 	// kind 0), so that a query filtered by type reads only its types' records, and every
 	// publish's duplicate search, which asks for its own type, a thirteenth of them.
 	recs []cachedRec
-	ends []int32 // len(typeKinds)+1
+	ends []int32 // one a kind
 }
 
 // run returns the bounds of kind k's records in g.recs.
@@ -137,7 +137,7 @@ func (p *part) put(r cachedRec) (grown int64) {
 		gi = len(p.groups)
 		p.byKey[k] = gi
 		c := geo.Point{Lat: min(90, max(-90, (float64(k.lat)+0.5)*groupStep)), Lon: (float64(k.lon) + 0.5) * groupStep}
-		p.groups = append(p.groups, group{centre: c, u: c.Unit(), line: k.line, ends: make([]int32, len(typeKinds)+1)})
+		p.groups = append(p.groups, group{centre: c, u: c.Unit(), line: k.line, ends: make([]int32, kindCount)})
 		grown += groupOverhead
 	}
 	g := &p.groups[gi]
@@ -252,7 +252,7 @@ func (p *part) load(recs []cachedRec) int64 {
 	p.slab = slab{}
 	// Kind by kind (a counting sort), so that each record joins the end of its group: put
 	// then moves nothing.
-	next := make([]int, len(typeKinds)+2) // then where the next record of each kind goes
+	next := make([]int, kindCount+1) // then where the next record of each kind goes
 	for i := range recs {
 		next[recs[i].kind+1]++
 	}
@@ -389,6 +389,9 @@ var typeKinds = func() map[string]uint8 {
 	}
 	return kinds
 }()
+
+// kindCount is how many codes typeKinds gives, 0 included.
+var kindCount = len(typeKinds) + 1
 
 // sk is the item's sort key. Its bytes are the slab's, never written again (slab). sk, id,
 // packed and source only make slice headers: a query calls them for every record it finds,

@@ -567,7 +567,9 @@ func (m *matcher) addGroup(g *group) {
 	}
 }
 
-// wanted is how many of g's records addGroup considers.
+// wanted is how many of g's records addGroup considers. It walks the same runs rather than
+// sharing an iterator with addGroup: through one (range over a function), the record loop of
+// a 1 000 m query ran about 5 % slower.
 func (m *matcher) wanted(g *group) int {
 	if len(m.types) == 0 {
 		return len(g.recs)
