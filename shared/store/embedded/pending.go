@@ -11,9 +11,9 @@ import (
 	"github.com/roadevents/roadevents/shared/store"
 )
 
-// Commits bbolt does not hold yet. A commit is durable once the write-ahead log has it
-// (wal.go); its writes then join the live layer, an in-memory sorted map per bucket that every
-// read consults before bbolt (view.go). When the live layer is big or old enough it is frozen
+// Commits bbolt does not hold yet. A commit is durable once the write-ahead log has synced it
+// (wal.go); once written there, before the sync, its writes join the live layer, an in-memory
+// sorted map per bucket that every read consults before bbolt (view.go). When the live layer is big or old enough it is frozen
 // and a flusher goroutine writes it to bbolt in one transaction, while new commits fill a new
 // live layer. One bbolt transaction for thousands of commits rewrites each branch page once,
 // not once per commit, and nobody waits for its syncs. A publish synced through bbolt waited
@@ -141,9 +141,20 @@ func (s *Store) viewDo(fn func(*view) error) error {
 	return fn(v)
 }
 
-// update runs fn in a write transaction and commits it: to the log, then to the live layer.
-// It runs on the committer goroutine only.
+// update runs fn in a write transaction and commits it: written to the log, shown in the live
+// layer, then synced. It runs on the committer goroutine only.
+//
+// The commit is shown before its sync, so reads and the feed's followers (the streams) do not
+// wait for the disk: a delivery no longer includes the sync, nor a sync that stalls
+// (docs/performance.md §8). The writers' answers still wait for it, so nothing acknowledged
+// can be lost, and a process killed after the write keeps the commit, which the kernel holds.
+// Only a machine that loses its power during the sync can lose a commit that was seen, one
+// whose writers were never told it succeeded (docs/architecture.md §2).
 func (s *Store) update(fn func(*wtx) error) error {
+	if s.syncFailed != nil {
+		return fmt.Errorf("%w: the write-ahead log could not be synced, the store takes no writes until it is reopened: %w",
+			store.ErrUnavailable, s.syncFailed)
+	}
 	v, err := s.read()
 	if err != nil {
 		return err
@@ -158,19 +169,48 @@ func (s *Store) update(fn func(*wtx) error) error {
 		return err
 	}
 	s.walMu.Lock()
-	pos, err := s.wal.append(encodeCommit(w))
+	pos, err := s.wal.write(encodeCommit(w))
 	s.walMu.Unlock()
 	if err != nil {
-		// The commit is shown to no one, and wal.append cuts it off the log before the next
+		// The commit is shown to no one, and wal.write cuts it off the log before the next
 		// record: the disk refused it, as a full disk does, and the next commit tries again
 		// (docs/operations.md §2).
 		return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
 	}
+	before, seqs := s.shown, s.live.seqs // the live layer as it was, nil when empty
 	s.install(w, pos)
+	s.walMu.Lock()
+	err = s.wal.sync()
+	s.walMu.Unlock()
+	if err != nil {
+		// The commit is taken back and cut off the log, and no commit follows it: the feed's
+		// followers may have read its positions, which the next commit would be given
+		// (docs/operations.md §2).
+		s.takeBack(before, seqs)
+		s.syncFailed = err
+		s.log.Error("embedded: the write-ahead log could not be synced; the store takes no writes until it is reopened", "err", err)
+		return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
+	}
 	return nil
 }
 
-// install adds a logged commit to the live layer and shows it to new views, and wakes the
+// takeBack undoes the last install: the live layer becomes before again (a new layer with
+// seqs when before is nil, as after a freeze) and new views no longer see the commit.
+// Committer only.
+func (s *Store) takeBack(before *layer, seqs [nBuckets]uint64) {
+	if before == nil {
+		s.live = newLayer(seqs)
+	} else {
+		s.live = before.snapshot()
+	}
+	s.viewMu.Lock()
+	s.shown = before
+	s.feedSeq = seqs[bFeed]
+	s.showLocked()
+	s.viewMu.Unlock()
+}
+
+// install adds a written commit to the live layer and shows it to new views, and wakes the
 // feed's followers if it holds change records: once per group of writes, on the committer,
 // rather than once per write from each writer's goroutine after it was scheduled again.
 func (s *Store) install(w *wtx, pos uint64) {

@@ -137,6 +137,9 @@ type Store struct {
 	wal      *wal
 	walFiles func(LogFile) LogFile
 	live     *layer
+	// syncFailed is the error of a log sync that failed after its commit was shown (update);
+	// once set, the committer refuses every write.
+	syncFailed error
 	// viewMu guards what new views see: layers (newest first), made of shown (a snapshot of
 	// the live layer) and frozen (the layer being flushed), and the feed's last position.
 	// flushed is closed and replaced after every flush.

@@ -264,6 +264,18 @@ func allZero(b []byte) bool {
 // nil. After an error the record is cut off again (cut), or, if even that failed, the next
 // append cuts it before writing.
 func (w *wal) append(payload []byte) (uint64, error) {
+	pos, err := w.write(payload)
+	if err != nil {
+		return 0, err
+	}
+	return pos, w.sync()
+}
+
+// write is append's first half: it writes the record at the end of the log without syncing
+// it, and returns its position. A write that fails is cut off, as in append. The committer
+// shows the commit between the two halves (Store.update); sync must follow before the next
+// write.
+func (w *wal) write(payload []byte) (uint64, error) {
 	if w.torn {
 		if err := w.cut(); err != nil {
 			return 0, err
@@ -288,15 +300,21 @@ func (w *wal) append(payload []byte) (uint64, error) {
 	if _, err := w.f.WriteAt(w.buf, w.size); err != nil {
 		return 0, w.fail(fmt.Errorf("write-ahead log: %w", err))
 	}
+	return pos, nil
+}
+
+// sync is append's second half: it syncs the record write wrote, which is durable when sync
+// returns nil. A sync that fails cuts the record off, as in append.
+func (w *wal) sync() error {
 	if err := w.f.SyncData(); err != nil {
-		return 0, w.fail(fmt.Errorf("write-ahead log: sync: %w", err))
+		return w.fail(fmt.Errorf("write-ahead log: sync: %w", err))
 	}
 	w.size += int64(len(w.buf))
 	w.next++
 	if cap(w.buf) > 1<<20 {
 		w.buf = nil // one large commit should not pin its buffer
 	}
-	return pos, nil
+	return nil
 }
 
 // preallocate writes zeros from w.alloc on, in steps of walPrealloc, until the segment holds
