@@ -13,12 +13,12 @@ import (
 
 // Commits bbolt does not hold yet. A commit is durable once the write-ahead log has synced it
 // (wal.go); once written there, before the sync, its writes join the live layer, an in-memory
-// sorted map per bucket that every read consults before bbolt (view.go). When the live layer is big or old enough it is frozen
-// and a flusher goroutine writes it to bbolt in one transaction, while new commits fill a new
-// live layer. One bbolt transaction for thousands of commits rewrites each branch page once,
-// not once per commit, and nobody waits for its syncs. A publish synced through bbolt waited
-// for scattered page writes and two fdatasyncs; through the log it waits for one sequential
-// append (docs/performance.md §6).
+// sorted map per bucket that every read consults before bbolt (view.go). When the live layer
+// is big or old enough it is frozen and a flusher goroutine writes it to bbolt in one
+// transaction, while new commits fill a new live layer. One bbolt transaction for thousands
+// of commits rewrites each branch page once, not once per commit, and nobody waits for its
+// syncs. A publish synced through bbolt waited for scattered page writes and two fdatasyncs;
+// through the log it waits for one sequential append (docs/performance.md §6).
 
 const (
 	// flushAge is the longest a commit stays in the live layer (Options.FlushBytes decides
