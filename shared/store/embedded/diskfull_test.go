@@ -29,24 +29,23 @@ func TestFullDiskRefusesWritesAndRecovers(t *testing.T) {
 		t.Fatalf("Open = %v", err)
 	}
 	ctx := t.Context()
-	it := func(sk string) store.Item { return store.Item{store.AttrPK: "disk", store.AttrSK: sk, "n": int64(1)} }
-	if err := s.Put(ctx, it("before"), store.IfNotExists()); err != nil {
+	if err := s.Put(ctx, diskItem("before"), store.IfNotExists()); err != nil {
 		t.Fatalf("Put before the disk is full = %v", err)
 	}
 
 	disk.SetFull(true)
 	refused := map[string]error{
-		"Put":           s.Put(ctx, it("refused"), store.IfNotExists()),
-		"Delete":        s.Delete(ctx, it("before").Key(), store.Condition{}),
-		"TransactWrite": s.TransactWrite(ctx, []store.Op{store.PutOp(it("refused-tx"), store.Condition{})}),
+		"Put":           s.Put(ctx, diskItem("refused"), store.IfNotExists()),
+		"Delete":        s.Delete(ctx, diskItem("before").Key(), store.Condition{}),
+		"TransactWrite": s.TransactWrite(ctx, []store.Op{store.PutOp(diskItem("refused-tx"), store.Condition{})}),
 	}
-	_, refused["Update"] = s.Update(ctx, it("before").Key(), store.Update{Add: map[string]int64{"n": 1}}, store.Condition{})
+	_, refused["Update"] = s.Update(ctx, diskItem("before").Key(), store.Update{Add: map[string]int64{"n": 1}}, store.Condition{})
 	// Writers committing together share a log record: all of them are refused.
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for i := range 8 {
 		wg.Go(func() {
-			err := s.Put(ctx, it(fmt.Sprint("refused-", i)), store.Condition{})
+			err := s.Put(ctx, diskItem(fmt.Sprint("refused-", i)), store.Condition{})
 			mu.Lock()
 			refused[fmt.Sprint("concurrent Put ", i)] = err
 			mu.Unlock()
@@ -61,7 +60,7 @@ func TestFullDiskRefusesWritesAndRecovers(t *testing.T) {
 	checkItems(t, s, "while the disk is full", []string{"before"})
 
 	disk.SetFull(false)
-	if err := s.Put(ctx, it("after"), store.IfNotExists()); err != nil {
+	if err := s.Put(ctx, diskItem("after"), store.IfNotExists()); err != nil {
 		t.Fatalf("Put once the disk has room = %v; want nil", err)
 	}
 	checkItems(t, s, "once the disk has room", []string{"after", "before"})
@@ -69,6 +68,11 @@ func TestFullDiskRefusesWritesAndRecovers(t *testing.T) {
 		t.Fatalf("Close = %v", err)
 	}
 	checkItems(t, openStore(t, path, embedded.Options{SweepInterval: -1}), "after a restart", []string{"after", "before"})
+}
+
+// diskItem is the item sk of the partition these tests write.
+func diskItem(sk string) store.Item {
+	return store.Item{store.AttrPK: "disk", store.AttrSK: sk, "n": int64(1)}
 }
 
 // checkItems checks that the partition holds exactly the items sks, "before" as first written.
@@ -142,8 +146,7 @@ func TestCommitIsSeenBeforeItsSync(t *testing.T) {
 	disk := &heldSync{}
 	s := openStore(t, filepath.Join(t.TempDir(), "store.db"), embedded.Options{SweepInterval: -1, WALFiles: disk.files})
 	ctx := t.Context()
-	it := func(sk string) store.Item { return store.Item{store.AttrPK: "disk", store.AttrSK: sk, "n": int64(1)} }
-	if err := s.Put(ctx, it("before"), store.IfNotExists()); err != nil { // the log's space is taken here
+	if err := s.Put(ctx, diskItem("before"), store.IfNotExists()); err != nil { // the log's space is taken here
 		t.Fatalf("Put = %v", err)
 	}
 	cur, err := s.Follow(ctx)
@@ -154,16 +157,16 @@ func TestCommitIsSeenBeforeItsSync(t *testing.T) {
 
 	disk.hold()
 	answered := make(chan error, 1)
-	go func() { answered <- s.Put(ctx, it("seen"), store.IfNotExists()) }()
+	go func() { answered <- s.Put(ctx, diskItem("seen"), store.IfNotExists()) }()
 	<-disk.entered
-	if _, err := s.Get(ctx, it("seen").Key()); err != nil {
+	if _, err := s.Get(ctx, diskItem("seen").Key()); err != nil {
 		t.Errorf("Get while the commit's sync is under way = %v; want the item", err)
 	}
 	waitCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	ch, err := cur.Next(waitCtx)
 	cancel()
-	if err != nil || ch.Key != it("seen").Key() {
-		t.Errorf("the feed while the commit's sync is under way: %v, %v; want the change of %v", ch.Key, err, it("seen").Key())
+	if err != nil || ch.Key != diskItem("seen").Key() {
+		t.Errorf("the feed while the commit's sync is under way: %v, %v; want the change of %v", ch.Key, err, diskItem("seen").Key())
 	}
 	select {
 	case err := <-answered:
@@ -194,18 +197,17 @@ func TestFailedSyncTakesTheCommitBack(t *testing.T) {
 				t.Fatalf("Open = %v", err)
 			}
 			ctx := t.Context()
-			it := func(sk string) store.Item { return store.Item{store.AttrPK: "disk", store.AttrSK: sk, "n": int64(1)} }
-			if err := s.Put(ctx, it("before"), store.IfNotExists()); err != nil {
+			if err := s.Put(ctx, diskItem("before"), store.IfNotExists()); err != nil {
 				t.Fatalf("Put = %v", err)
 			}
 
 			disk.hold()
 			go disk.letGo(syscall.EIO)
-			if err := s.Put(ctx, it("refused"), store.IfNotExists()); !errors.Is(err, store.ErrUnavailable) {
+			if err := s.Put(ctx, diskItem("refused"), store.IfNotExists()); !errors.Is(err, store.ErrUnavailable) {
 				t.Fatalf("Put whose sync fails = %v; want store.ErrUnavailable", err)
 			}
 			checkItems(t, s, "after the failed sync", []string{"before"})
-			if err := s.Put(ctx, it("later"), store.IfNotExists()); !errors.Is(err, store.ErrUnavailable) {
+			if err := s.Put(ctx, diskItem("later"), store.IfNotExists()); !errors.Is(err, store.ErrUnavailable) {
 				t.Errorf("Put after a failed sync = %v; want store.ErrUnavailable until the store is reopened", err)
 			}
 			if err := s.Close(); err != nil {
@@ -214,7 +216,7 @@ func TestFailedSyncTakesTheCommitBack(t *testing.T) {
 
 			s = openStore(t, path, embedded.Options{SweepInterval: -1, Logger: quiet})
 			checkItems(t, s, "reopened", []string{"before"})
-			if err := s.Put(ctx, it("after"), store.IfNotExists()); err != nil {
+			if err := s.Put(ctx, diskItem("after"), store.IfNotExists()); err != nil {
 				t.Fatalf("Put once reopened = %v; want nil", err)
 			}
 		})
