@@ -3,6 +3,7 @@ package embedded
 import (
 	"encoding/binary"
 	"fmt"
+	"runtime"
 	"time"
 
 	"github.com/tidwall/btree"
@@ -234,6 +235,12 @@ func (s *Store) install(w *wtx, pos uint64) {
 	s.viewMu.Unlock()
 	if fed {
 		s.notify()
+		// The followers just woken are queued to run next on this goroutine's processor, which
+		// the sync that follows holds while it blocks, so they waited for the runtime to take
+		// it back or for the other core to steal them. Yielding hands it to them at once, and
+		// the other core takes up the sync: paced deliveries came 9 % sooner at the p95, their
+		// publishes' answers 6 % later at the p50 (docs/performance.md §8).
+		runtime.Gosched()
 	}
 }
 
