@@ -113,7 +113,8 @@ func (h *heldSync) hold() {
 	h.held, h.entered, h.release = true, make(chan struct{}), make(chan error, 1)
 }
 
-// letGo ends the held sync: it syncs, then returns err when not nil.
+// letGo ends the held sync, or the next one if none has started: it syncs, then returns err
+// when not nil.
 func (h *heldSync) letGo(err error) { h.release <- err }
 
 type heldFile struct {
@@ -202,7 +203,7 @@ func TestFailedSyncTakesTheCommitBack(t *testing.T) {
 			}
 
 			disk.hold()
-			go disk.letGo(syscall.EIO)
+			disk.letGo(syscall.EIO) // the sync finds it waiting
 			if err := s.Put(ctx, diskItem("refused"), store.IfNotExists()); !errors.Is(err, store.ErrUnavailable) {
 				t.Fatalf("Put whose sync fails = %v; want store.ErrUnavailable", err)
 			}

@@ -260,21 +260,10 @@ func allZero(b []byte) bool {
 	return true
 }
 
-// append writes one record and syncs it; the commit it holds is durable when append returns
-// nil. After an error the record is cut off again (cut), or, if even that failed, the next
-// append cuts it before writing.
-func (w *wal) append(payload []byte) (uint64, error) {
-	pos, err := w.write(payload)
-	if err != nil {
-		return 0, err
-	}
-	return pos, w.sync()
-}
-
-// write is append's first half: it writes the record at the end of the log without syncing
-// it, and returns its position. A write that fails is cut off, as in append. The committer
-// shows the commit between the two halves (Store.update); sync must follow before the next
-// write.
+// write writes one record at the end of the log, without syncing it, and returns its
+// position; sync must follow before the next write. The committer shows the commit between
+// the two (Store.update). After an error of either, the record is cut off again (cut), or, if
+// even that failed, the next write cuts it first.
 func (w *wal) write(payload []byte) (uint64, error) {
 	if w.torn {
 		if err := w.cut(); err != nil {
@@ -303,8 +292,7 @@ func (w *wal) write(payload []byte) (uint64, error) {
 	return pos, nil
 }
 
-// sync is append's second half: it syncs the record write wrote, which is durable when sync
-// returns nil. A sync that fails cuts the record off, as in append.
+// sync syncs the record write wrote, which is durable when sync returns nil.
 func (w *wal) sync() error {
 	if err := w.f.SyncData(); err != nil {
 		return w.fail(fmt.Errorf("write-ahead log: sync: %w", err))

@@ -13,6 +13,15 @@ import (
 	"testing"
 )
 
+// append writes one record and syncs it, as the committer does around showing the commit.
+func (w *wal) append(payload []byte) (uint64, error) {
+	pos, err := w.write(payload)
+	if err != nil {
+		return 0, err
+	}
+	return pos, w.sync()
+}
+
 // walRecord is a record as replay received it.
 type walRecord struct {
 	pos     uint64
