@@ -81,7 +81,7 @@ type rig struct {
 }
 
 type rigOptions struct {
-	// listener wraps the test server's listener (small socket buffers for the stalled test).
+	// listener wraps the test server's listener (the stalled test holds a connection's writes).
 	listener func(net.Listener) net.Listener
 	// writeTimeout replaces stream.DefaultWriteTimeout.
 	writeTimeout time.Duration

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -19,16 +20,75 @@ import (
 	"github.com/roadevents/roadevents/shared/stream/streamtest"
 )
 
-// smallBuffers makes the server's socket send buffers small, so that a client that stops
-// reading fills them after a few frames instead of a few megabytes.
-type smallBuffers struct{ net.Listener }
+// holdingListener lets a test hold the server's writes on one client's connection, named by
+// the client's address: to the server, that client reads nothing, as though its socket were
+// full. Held in the server rather than by a client that stops reading, the stall does not
+// depend on the kernel's buffers and TCP's timers: with its receive window shut for minutes,
+// a client's kernel dropped the connection (its keepalive probes went unanswered), and TCP
+// took minutes to resume sending once it read again.
+type holdingListener struct {
+	net.Listener
+	mu      sync.Mutex
+	held    string        // the client address whose connection's writes wait
+	release chan struct{} // closed to let them go
+}
 
-func (l smallBuffers) Accept() (net.Conn, error) {
+func (l *holdingListener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
-	if tc, ok := c.(*net.TCPConn); ok {
-		tc.SetWriteBuffer(4 << 10)
+	if err != nil {
+		return nil, err
 	}
-	return c, err
+	return &holdingConn{Conn: c, l: l}, nil
+}
+
+// hold makes every write to the connection from the client address addr wait until letGo.
+func (l *holdingListener) hold(addr string) (letGo func()) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.held, l.release = addr, make(chan struct{})
+	return sync.OnceFunc(func() { close(l.release) })
+}
+
+type holdingConn struct {
+	net.Conn
+	l *holdingListener
+}
+
+func (c *holdingConn) Write(p []byte) (int, error) {
+	c.l.mu.Lock()
+	held, release := c.l.held == c.RemoteAddr().String(), c.l.release
+	c.l.mu.Unlock()
+	if held {
+		<-release
+	}
+	return c.Conn.Write(p)
+}
+
+// SyscallConn keeps the stream's check for a closed connection working as on a plain socket.
+func (c *holdingConn) SyscallConn() (syscall.RawConn, error) {
+	return c.Conn.(syscall.Conn).SyscallConn()
+}
+
+// openHeld opens a stream on its own connection, reads its snapshot, and holds the server's
+// writes on that connection until letGo.
+func openHeld(tb testing.TB, r *rig, l *holdingListener, q string) (s *streamtest.Stream, letGo func()) {
+	tb.Helper()
+	var local string
+	client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if err == nil {
+			local = c.LocalAddr().String()
+		}
+		return c, err
+	}}}
+	req, _ := http.NewRequest(http.MethodGet, r.srv.URL+"/v1/stream?"+q, nil)
+	req.Header.Set("Authorization", "Bearer "+r.liveKey)
+	s, resp, body := streamtest.Open(tb, client, req)
+	if s == nil {
+		tb.Fatalf("stalled subscriber: %d %s", resp.StatusCode, body)
+	}
+	s.Snapshot(tb)
+	return s, l.hold(local)
 }
 
 // docs/architecture.md §3 and docs/api.md §6 rule 3: one subscriber that reads nothing does not
@@ -41,8 +101,9 @@ func TestStalledSubscriberDoesNotDelayOthers(t *testing.T) {
 		t.Parallel()
 		// The write timeout only guards against a hang here: the stalled client must stay
 		// connected while the deltas are published.
+		held := &holdingListener{}
 		r := newRig(t, tab, rigOptions{
-			listener:     func(l net.Listener) net.Listener { return smallBuffers{l} },
+			listener:     func(l net.Listener) net.Listener { held.Listener = l; return held },
 			writeTimeout: 10 * time.Minute,
 		})
 		const healthyN, deltas = 100, 450
@@ -50,20 +111,8 @@ func TestStalledSubscriberDoesNotDelayOthers(t *testing.T) {
 		// The stalled subscriber watches accidents only, so that a congestion published last
 		// reaches the healthy ones alone: once they have it, every accident has been queued
 		// for the stalled one too (the hub dispatches changes one after the other).
-		stalledClient := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
-			if tc, ok := c.(*net.TCPConn); ok {
-				tc.SetReadBuffer(4 << 10)
-			}
-			return c, err
-		}}}
-		req, _ := http.NewRequest(http.MethodGet, r.srv.URL+"/v1/stream?"+query(center, 1000, "type", "accident"), nil)
-		req.Header.Set("Authorization", "Bearer "+r.liveKey)
-		stalled, resp, body := streamtest.Open(t, stalledClient, req)
-		if stalled == nil {
-			t.Fatalf("stalled subscriber: %d %s", resp.StatusCode, body)
-		}
-		stalled.Snapshot(t)
+		stalled, letGo := openHeld(t, r, held, query(center, 1000, "type", "accident"))
+		defer letGo()
 
 		healthy := make([]*streamtest.Stream, healthyN)
 		for i := range healthy {
@@ -129,7 +178,8 @@ func TestStalledSubscriberDoesNotDelayOthers(t *testing.T) {
 		}
 		ref = ref[:deltas]
 
-		// Now the stalled one reports its drops and reads what it was kept.
+		// Now the stalled one reads again, and reports its drops and reads what it was kept.
+		letGo()
 		r.timers.Fire(stream.KeepaliveInterval)
 		var received []string
 		dropped := int64(-1)
@@ -157,14 +207,14 @@ func TestStalledSubscriberDoesNotDelayOthers(t *testing.T) {
 			t.Fatalf("stalled subscriber received %d, dropped %d; want every one of %d deltas received or counted, some dropped",
 				len(received), dropped, deltas)
 		}
-		// What it received is what it had read or was writing before it stalled, then the
-		// newest 256, oldest first: the oldest were the ones dropped.
+		// What it received is what the server was writing when it stalled, then the newest
+		// 256, oldest first: the oldest were the ones dropped.
 		k := deltas - stream.QueueSize - int(dropped)
 		want := append(slices.Clone(ref[:k]), ref[deltas-stream.QueueSize:]...)
 		if !slices.Equal(received, want) {
 			t.Errorf("stalled subscriber received %d deltas not in the expected order: the first %d, then the newest %d", len(received), k, stream.QueueSize)
 		}
-		t.Logf("%s: stalled subscriber kept %d before stalling, dropped %d, then the newest %d", tab.Adapter, k, dropped, stream.QueueSize)
+		t.Logf("%s: stalled subscriber was being written %d when it stalled, dropped %d, then the newest %d", tab.Adapter, k, dropped, stream.QueueSize)
 	})
 }
 
@@ -192,28 +242,17 @@ func decode(b []byte, v any) error { return json.Unmarshal(b, v) }
 func BenchmarkStalledSubscriber(b *testing.B) {
 	for _, stalledN := range []int{0, 1} {
 		b.Run(fmt.Sprintf("stalled=%d", stalledN), func(b *testing.B) {
+			held := &holdingListener{}
 			r := newRig(b, tables.Embedded(b), rigOptions{
-				listener:     func(l net.Listener) net.Listener { return smallBuffers{l} },
+				listener:     func(l net.Listener) net.Listener { held.Listener = l; return held },
 				writeTimeout: 10 * time.Minute,
 			})
 			var stalled *streamtest.Stream
+			letGo := func() {}
 			if stalledN > 0 {
-				stalledClient := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-					c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
-					if tc, ok := c.(*net.TCPConn); ok {
-						tc.SetReadBuffer(4 << 10)
-					}
-					return c, err
-				}}}
-				req, _ := http.NewRequest(http.MethodGet, r.srv.URL+"/v1/stream?"+query(center, 1000), nil)
-				req.Header.Set("Authorization", "Bearer "+r.liveKey)
-				var resp *http.Response
-				var body []byte
-				if stalled, resp, body = streamtest.Open(b, stalledClient, req); stalled == nil {
-					b.Fatalf("stalled subscriber: %d %s", resp.StatusCode, body)
-				}
-				stalled.Snapshot(b)
+				stalled, letGo = openHeld(b, r, held, query(center, 1000))
 			}
+			defer letGo()
 			const healthyN = 100
 			received := make(chan time.Time, healthyN)
 			for range healthyN {
@@ -245,6 +284,7 @@ func BenchmarkStalledSubscriber(b *testing.B) {
 			b.ReportMetric(pct(0.50), "p50-ms")
 			b.ReportMetric(pct(0.95), "p95-ms")
 			if stalled != nil {
+				letGo()
 				r.timers.Fire(stream.KeepaliveInterval)
 				for {
 					f := stalled.Next(b)
