@@ -34,9 +34,15 @@ func (s *Store) Follow(ctx context.Context) (store.Cursor, error) {
 
 // lastSeq is the last position ever assigned, even if trimmed since.
 func (s *Store) lastSeq() uint64 {
+	_, last := s.feedHead()
+	return last
+}
+
+// feedHead returns the pending layers new views see and the feed's last position, as one.
+func (s *Store) feedHead() ([]*layer, uint64) {
 	s.viewMu.RLock()
 	defer s.viewMu.RUnlock()
-	return s.feedSeq
+	return s.layers, s.feedSeq
 }
 
 var _ store.Replayer = (*Store)(nil)
@@ -137,6 +143,17 @@ func (c *Cursor) fill(ctx context.Context) error {
 		return err
 	}
 	defer c.s.gate.RUnlock()
+	// A follower at the feed's head (the streams' hub, the webhooks' producer) reads from
+	// memory: nothing yet, or its next records in the pending layers. Through bbolt, a read
+	// transaction and a cursor merging the layers with it were made twice per change, once
+	// on the delivery's path (docs/performance.md §8).
+	layers, last := c.s.feedHead()
+	if c.next > last {
+		return nil
+	}
+	if found, err := c.fillPending(layers); found || err != nil {
+		return err
+	}
 	return c.s.viewDo(func(v *view) error {
 		cur := v.cursor(bFeed)
 		want := c.next
@@ -160,6 +177,26 @@ func (c *Cursor) fill(ctx context.Context) error {
 		c.next = want
 		return nil
 	})
+}
+
+// fillPending reads the records from position c.next on from layers, and reports whether the
+// first of them was there. The layers hold the newest commits, so then the records after it
+// are there too, up to the last the layers show. A record trimmed there is left to the
+// reading through bbolt, which reports it.
+func (c *Cursor) fillPending(layers []*layer) (found bool, err error) {
+	for len(c.buf) < cursorBatch {
+		e, ok := pendingEntry(layers, bFeed, seqKey(c.next))
+		if !ok || e.del {
+			break
+		}
+		ch, err := decodeChangeImages(c.next, e.val, c.images)
+		if err != nil {
+			return true, err
+		}
+		c.buf = append(c.buf, ch)
+		c.next++
+	}
+	return len(c.buf) > 0, nil
 }
 
 // After is the position of the record before the first this cursor delivers (0 for none).

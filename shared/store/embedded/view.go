@@ -59,15 +59,24 @@ type view struct {
 
 // get returns the value of key in bucket b, nil when absent.
 func (v *view) get(b bucketID, key []byte) []byte {
-	for _, l := range v.layers {
-		if e, ok := l.trees[b].Get(entry{key: key}); ok {
-			if e.del {
-				return nil
-			}
-			return e.val
+	if e, ok := pendingEntry(v.layers, b, key); ok {
+		if e.del {
+			return nil
 		}
+		return e.val
 	}
 	return v.tx.Bucket(bucketNames[b]).Get(key)
+}
+
+// pendingEntry returns the newest pending write of key in bucket b of layers (newest first);
+// ok is false when none of them wrote it, and bbolt's value stands.
+func pendingEntry(layers []*layer, b bucketID, key []byte) (e entry, ok bool) {
+	for _, l := range layers {
+		if e, ok := l.trees[b].Get(entry{key: key}); ok {
+			return e, true
+		}
+	}
+	return entry{}, false
 }
 
 // cursor returns a cursor over bucket b as this view sees it.
