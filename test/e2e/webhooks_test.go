@@ -73,7 +73,10 @@ func TestWebhooksSurviveSIGKILL(t *testing.T) {
 	}
 	c.must(200, "GET", "/console/orgs", ada, nil, &orgs)
 	var issued struct {
-		Secret string `json:"secret"`
+		Secret   string `json:"secret"`
+		Endpoint struct {
+			EndpointID string `json:"endpoint_id"`
+		} `json:"endpoint"`
 	}
 	c.must(201, "POST", "/console/orgs/"+orgs[0].OrgID+"/webhooks", ada,
 		map[string]any{"url": recv.URL + "/in", "kinds": []string{"event.confirmed"}}, &issued)
@@ -101,6 +104,28 @@ func TestWebhooksSurviveSIGKILL(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("%d attempts reached the receiver before the kill; want one per confirmation", n)
+		}
+	}
+	// The kill comes once the server has recorded every refused attempt: a delivery killed
+	// between its attempt and that record is sent again only when its claim runs out, two
+	// minutes on, which is no loss but past this test's wait.
+	deliveries := "/console/orgs/" + orgs[0].OrgID + "/webhooks/" + issued.Endpoint.EndpointID + "/deliveries"
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		var listed []struct {
+			Attempts []json.RawMessage `json:"attempts"`
+		}
+		c.must(200, "GET", deliveries, ada, nil, &listed)
+		recorded := 0
+		for _, d := range listed {
+			if len(d.Attempts) > 0 {
+				recorded++
+			}
+		}
+		if recorded >= confirmations {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d deliveries have their refused attempt recorded before the kill", recorded, len(listed))
 		}
 	}
 	if err := s.cmd.Process.Kill(); err != nil {
