@@ -33,6 +33,12 @@ type holdingListener struct {
 	release chan struct{} // closed to let them go
 }
 
+// wrap makes l hold the writes of inner's connections (rigOptions.listener).
+func (l *holdingListener) wrap(inner net.Listener) net.Listener {
+	l.Listener = inner
+	return l
+}
+
 func (l *holdingListener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
 	if err != nil {
@@ -103,7 +109,7 @@ func TestStalledSubscriberDoesNotDelayOthers(t *testing.T) {
 		// connected while the deltas are published.
 		held := &holdingListener{}
 		r := newRig(t, tab, rigOptions{
-			listener:     func(l net.Listener) net.Listener { held.Listener = l; return held },
+			listener:     held.wrap,
 			writeTimeout: 10 * time.Minute,
 		})
 		const healthyN, deltas = 100, 450
@@ -244,7 +250,7 @@ func BenchmarkStalledSubscriber(b *testing.B) {
 		b.Run(fmt.Sprintf("stalled=%d", stalledN), func(b *testing.B) {
 			held := &holdingListener{}
 			r := newRig(b, tables.Embedded(b), rigOptions{
-				listener:     func(l net.Listener) net.Listener { held.Listener = l; return held },
+				listener:     held.wrap,
 				writeTimeout: 10 * time.Minute,
 			})
 			var stalled *streamtest.Stream
