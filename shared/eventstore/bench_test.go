@@ -72,12 +72,8 @@ func cityStore(b *testing.B) *eventstore.Store {
 				return
 			}
 		}
-		clk := clock.NewFake(tables.Start)
-		bigCity.table, bigCity.err = embedded.Open(filepath.Join(bigCity.dir, "store.db"), embedded.Options{Clock: clk, SweepInterval: -1})
-		if bigCity.err != nil {
-			return
-		}
-		bigCity.store, bigCity.err = eventstore.New(bigCity.table, eventstore.Options{IDKey: testIDKey, Clock: clk, CacheBytes: 512 << 20, SoleWriter: true})
+		var clk *clock.Fake
+		bigCity.table, bigCity.store, clk, bigCity.err = openCity(filepath.Join(bigCity.dir, "store.db"))
 		if bigCity.err != nil {
 			return
 		}
@@ -95,23 +91,44 @@ func cityStore(b *testing.B) *eventstore.Store {
 
 // keptCity loads the city into dir unless it holds it already, and closes it there: a closed
 // store has every commit in its file and an empty log, so copies of the folder open as it is.
+// A file marks the city whole, so that a run stopped while loading leaves none that looks loaded.
 func keptCity(b *testing.B, dir string) error {
-	path := filepath.Join(dir, "store.db")
-	if _, err := os.Stat(path); err == nil {
+	marker := filepath.Join(dir, "loaded")
+	if _, err := os.Stat(marker); err == nil {
 		return nil
 	}
-	clk := clock.NewFake(tables.Start)
-	table, err := embedded.Open(path, embedded.Options{Clock: clk, SweepInterval: -1})
-	if err != nil {
-		return err
+	path := filepath.Join(dir, "store.db")
+	for _, p := range []string{path, path + ".wal"} { // a load stopped halfway
+		if err := os.RemoveAll(p); err != nil {
+			return err
+		}
 	}
-	s, err := eventstore.New(table, eventstore.Options{IDKey: testIDKey, Clock: clk, CacheBytes: 512 << 20, SoleWriter: true})
+	table, s, _, err := openCity(path)
 	if err != nil {
-		table.Close()
 		return err
 	}
 	loadCity(b, s, liveCaller, 0, bigCityEvents)
-	return table.Close()
+	if err := table.Close(); err != nil {
+		return err
+	}
+	return os.WriteFile(marker, nil, 0o644)
+}
+
+// openCity opens the city's store at path, with the area cache as go run . has it, on a clock
+// that stands still.
+func openCity(path string) (*embedded.Store, *eventstore.Store, *clock.Fake, error) {
+	clk := clock.NewFake(tables.Start)
+	table, err := embedded.Open(path, embedded.Options{Clock: clk, SweepInterval: -1})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	opts := eventstore.Options{IDKey: testIDKey, Clock: clk, CacheBytes: 512 << 20, SoleWriter: true}
+	s, err := eventstore.New(table, opts)
+	if err != nil {
+		table.Close()
+		return nil, nil, nil, err
+	}
+	return table, s, clk, nil
 }
 
 var (
