@@ -65,10 +65,11 @@ func cityStore(b *testing.B) *eventstore.Store {
 		}
 		kept, keep := os.LookupEnv("EVENTS_BENCH_CITY")
 		if keep {
-			if bigCity.err = keptCity(b, kept); bigCity.err != nil {
+			var city string
+			if city, bigCity.err = keptCity(b, kept); bigCity.err != nil {
 				return
 			}
-			if bigCity.err = os.CopyFS(bigCity.dir, os.DirFS(kept)); bigCity.err != nil {
+			if bigCity.err = os.CopyFS(bigCity.dir, os.DirFS(city)); bigCity.err != nil {
 				return
 			}
 		}
@@ -89,29 +90,28 @@ func cityStore(b *testing.B) *eventstore.Store {
 	return bigCity.store
 }
 
-// keptCity loads the city into dir unless it holds it already, and closes it there: a closed
-// store has every commit in its file and an empty log, so copies of the folder open as it is.
-// A file marks the city whole, so that a run stopped while loading leaves none that looks loaded.
-func keptCity(b *testing.B, dir string) error {
-	marker := filepath.Join(dir, "loaded")
+// keptCity returns the folder in dir that holds the loaded city, loading it there unless it
+// holds it already, and closing it: a closed store has every commit in its file and an empty
+// log, so copies of the folder open as it is. A file marks the city whole; a folder without it,
+// from a run stopped while loading, is loaded afresh.
+func keptCity(b *testing.B, dir string) (string, error) {
+	city := filepath.Join(dir, "city")
+	marker := filepath.Join(city, "loaded")
 	if _, err := os.Stat(marker); err == nil {
-		return nil
+		return city, nil
 	}
-	path := filepath.Join(dir, "store.db")
-	for _, p := range []string{path, path + ".wal"} { // a load stopped halfway
-		if err := os.RemoveAll(p); err != nil {
-			return err
-		}
+	if err := os.RemoveAll(city); err != nil {
+		return "", err
 	}
-	table, s, _, err := openCity(path)
+	table, s, _, err := openCity(filepath.Join(city, "store.db"))
 	if err != nil {
-		return err
+		return "", err
 	}
 	loadCity(b, s, liveCaller, 0, bigCityEvents)
 	if err := table.Close(); err != nil {
-		return err
+		return "", err
 	}
-	return os.WriteFile(marker, nil, 0o644)
+	return city, os.WriteFile(marker, nil, 0o644)
 }
 
 // openCity opens the city's store at path, with the area cache as go run . has it, on a clock

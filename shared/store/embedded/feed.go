@@ -151,7 +151,7 @@ func (c *Cursor) fill(ctx context.Context) error {
 	if c.next > last {
 		return nil
 	}
-	if found, err := c.fillPending(layers); found || err != nil {
+	if err := c.fillPending(layers); err != nil || len(c.buf) > 0 {
 		return err
 	}
 	return c.s.viewDo(func(v *view) error {
@@ -179,11 +179,11 @@ func (c *Cursor) fill(ctx context.Context) error {
 	})
 }
 
-// fillPending reads the records from position c.next on from layers, and reports whether the
-// first of them was there. The layers hold the newest commits, so then the records after it
-// are there too, up to the last the layers show. A record trimmed there is left to the
-// reading through bbolt, which reports it.
-func (c *Cursor) fillPending(layers []*layer) (found bool, err error) {
+// fillPending reads the records from position c.next on from layers, into the empty c.buf.
+// The layers hold the newest commits, so once the first record is there the records after it
+// are too, up to the last the layers show. When the first is not there, or trimmed there,
+// c.buf stays empty and the reading through bbolt finds it, or reports the trim.
+func (c *Cursor) fillPending(layers []*layer) error {
 	for len(c.buf) < cursorBatch {
 		e, ok := pendingEntry(layers, bFeed, seqKey(c.next))
 		if !ok || e.del {
@@ -191,12 +191,12 @@ func (c *Cursor) fillPending(layers []*layer) (found bool, err error) {
 		}
 		ch, err := decodeChangeImages(c.next, e.val, c.images)
 		if err != nil {
-			return true, err
+			return err
 		}
 		c.buf = append(c.buf, ch)
 		c.next++
 	}
-	return len(c.buf) > 0, nil
+	return nil
 }
 
 // After is the position of the record before the first this cursor delivers (0 for none).
