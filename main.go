@@ -190,13 +190,14 @@ func run(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 		p.Go(func(ctx context.Context) {
 			defer close(warmed)
 			start := time.Now()
-			n, err := api.WarmAreaCache(ctx)
+			w, err := api.WarmAreaCache(ctx)
 			if err != nil && ctx.Err() == nil {
 				logger.Warn("warming the area cache failed; queries fill it as they come", "err", err)
 				return
 			}
-			if n > 0 {
-				logger.Info("area cache warmed", "partitions", n, "duration", time.Since(start).Round(time.Millisecond).String())
+			if w.Partitions > 0 {
+				logger.Info("area cache warmed", "partitions", w.Partitions, "cells", w.Cells,
+					"duration", time.Since(start).Round(time.Millisecond).String())
 			}
 		})
 		// Requests are served once the cache is warm, or after warmWait: a query that came

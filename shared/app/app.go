@@ -224,7 +224,9 @@ type built struct {
 // WarmAreaCache loads the area index into the events store's cache, on the embedded store
 // (eventstore.Store.WarmCache): `go run .` runs it in the background when it starts, so that
 // the first queries after a restart are as fast as the later ones.
-func (a *API) WarmAreaCache(ctx context.Context) (int, error) { return a.events.WarmCache(ctx) }
+func (a *API) WarmAreaCache(ctx context.Context) (eventstore.Warmed, error) {
+	return a.events.WarmCache(ctx)
+}
 
 // Handler serves the API's routes.
 func (a *API) Handler() http.Handler { return a.served.Handler() }

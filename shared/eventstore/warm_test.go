@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/uber/h3-go/v4"
 
 	"github.com/roadevents/roadevents/shared/event"
 	"github.com/roadevents/roadevents/shared/eventstore"
@@ -44,9 +47,14 @@ func TestWarmCacheAnswersFirstQueriesFromMemory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	loaded, err := restarted.WarmCache(ctx)
-	if err != nil || loaded == 0 {
-		t.Fatalf("WarmCache = %d, %v; want partitions loaded, nil", loaded, err)
+	warmed, err := restarted.WarmCache(ctx)
+	if err != nil || warmed.Partitions == 0 {
+		t.Fatalf("WarmCache = %+v, %v; want partitions loaded, nil", warmed, err)
+	}
+	// The covers' geometry is computed for the cells within two rings of every partition, so
+	// that the first query at a place does not compute it (geo.WarmParents).
+	if want := cellsNearPartitions(t, tab.Table); warmed.Cells != want {
+		t.Errorf("WarmCache computed the cover geometry of %d cells; want the %d within two rings of the partitions", warmed.Cells, want)
 	}
 	counted.reads.Store(0)
 	for i := range 20 {
@@ -70,16 +78,41 @@ func TestWarmCacheAnswersFirstQueriesFromMemory(t *testing.T) {
 	}
 
 	// Without a cache, or on a table that cannot list its partitions, it does nothing.
-	if n, err := plain.WarmCache(ctx); n != 0 || err != nil {
-		t.Errorf("WarmCache without a cache = %d, %v; want 0, nil", n, err)
+	if w, err := plain.WarmCache(ctx); w != (eventstore.Warmed{}) || err != nil {
+		t.Errorf("WarmCache without a cache = %+v, %v; want nothing, nil", w, err)
 	}
 	wrapped, err := eventstore.New(tab, opts) // tables.Table hides the lister
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, err := wrapped.WarmCache(ctx); n != 0 || err != nil {
-		t.Errorf("WarmCache on a table without Partitions = %d, %v; want 0, nil", n, err)
+	if w, err := wrapped.WarmCache(ctx); w != (eventstore.Warmed{}) || err != nil {
+		t.Errorf("WarmCache on a table without Partitions = %+v, %v; want nothing, nil", w, err)
 	}
+}
+
+// cellsNearPartitions returns how many cells at CoarseLevel lie within two rings of the area
+// partitions of tab.
+func cellsNearPartitions(t *testing.T, tab store.Table) int {
+	t.Helper()
+	pks, err := tab.(store.PartitionLister).Partitions(context.Background(), "area#")
+	if err != nil {
+		t.Fatal(err)
+	}
+	near := map[h3.Cell]bool{}
+	for _, pk := range pks {
+		c, err := geo.ParseCell(strings.TrimPrefix(pk, "area#"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		disk, err := h3.GridDisk(c, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range disk {
+			near[d] = true
+		}
+	}
+	return len(near)
 }
 
 // countingTable counts the items its Queries return and its write calls (each one round trip
