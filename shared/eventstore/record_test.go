@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -122,6 +123,24 @@ func TestPackedPointIsSmall(t *testing.T) {
 		}
 		if got := appendUnpacked(nil, packed); !bytes.Equal(got, js) {
 			t.Errorf("unpacked\n%s\nwant\n%s", got, js)
+		}
+	}
+}
+
+// indexRun finds what strings.Index finds, also where a run's first bytes come before the
+// run itself, or only part of it is there.
+func TestIndexRunIsStringsIndex(t *testing.T) {
+	t.Parallel()
+	long := packRuns[2] // longer than the probe
+	probe := long[:runProbe]
+	for _, s := range []string{
+		"", long, "x" + long + "y", probe, probe + long, probe + "x" + long,
+		long[:len(long)-1], probe + probe, strings.Repeat(probe[:5], 20) + long,
+	} {
+		for _, run := range packRuns {
+			if got, want := indexRun(s, run), strings.Index(s, run); got != want {
+				t.Errorf("indexRun(%q, %q) = %d; want %d", s, run, got, want)
+			}
 		}
 	}
 }
