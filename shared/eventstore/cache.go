@@ -701,11 +701,12 @@ func cacheRecord(it store.Item, keep bool, sl *slab) (cachedRec, error) {
 	if keep {
 		bp := publicScratch.Get().(*[]byte)
 		defer publicScratch.Put(bp)
-		if *bp, err = appendPublic((*bp)[:0], id, env, &r); err != nil {
+		var marks runMarks
+		if *bp, err = appendPublic((*bp)[:0], id, env, &r, &marks); err != nil {
 			return cachedRec{}, err
 		}
 		full := *bp
-		js = packJSON(full[len(full):], full) // after the JSON, in the same buffer
+		js = packJSON(full[len(full):], full, &marks) // after the JSON, in the same buffer
 	}
 	rec, typOff := d, r.typAt
 	if keep {

@@ -845,7 +845,7 @@ func (m *matcher) result(unique bool) []AreaEvent {
 			r, err := parseRecord(c.record())
 			var js []byte
 			if err == nil {
-				js, err = appendPublic(nil, c.id(), c.env(), &r)
+				js, err = appendPublic(nil, c.id(), c.env(), &r, nil)
 			}
 			if err != nil {
 				m.bad++

@@ -265,8 +265,9 @@ func (r *reader) varint() int64 {
 var publicScratch = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}
 
 // appendPublic appends the EventPublic JSON of the record's event, of id and environment env:
-// json.Marshal(ev.Public(at)) as encodeRecord saw it.
-func appendPublic(b []byte, id, env string, r *record) ([]byte, error) {
+// json.Marshal(ev.Public(at)) as encodeRecord saw it. With marks, it notes where in that JSON
+// each of packRuns would begin, for packJSON.
+func appendPublic(b []byte, id, env string, r *record, marks *runMarks) ([]byte, error) {
 	var opt [numOptional][]byte
 	rd := reader{b: r.fields}
 	present := rd.uvarint()
@@ -277,6 +278,12 @@ func appendPublic(b []byte, id, env string, r *record) ([]byte, error) {
 	}
 	if rd.bad || present>>numOptional != 0 {
 		return b, errRecord
+	}
+	base := len(b)
+	mark := func(run, back int) {
+		if marks != nil {
+			marks[run] = len(b) - back - base
+		}
 	}
 	member := func(name string) { b = append(append(append(b, ",\""...), name...), "\":"...) }
 	optional := func(i int) {
@@ -289,6 +296,7 @@ func appendPublic(b []byte, id, env string, r *record) ([]byte, error) {
 	}
 	b = append(b, `{"event_id":`...)
 	b = appendString(b, id)
+	mark(0, 1) // at the id's closing quote
 	b = append(b, `,"schema_version":`...)
 	b = strconv.AppendInt(b, event.SchemaVersion, 10)
 	member("type")
@@ -297,6 +305,7 @@ func appendPublic(b []byte, id, env string, r *record) ([]byte, error) {
 	b = appendFloat(b, r.ext[0].Lat)
 	member("lon")
 	b = appendFloat(b, r.ext[0].Lon)
+	mark(1, 0)
 	member("geometry")
 	if len(r.ext) == 1 {
 		b = append(b, "null"...)
@@ -315,12 +324,16 @@ func appendPublic(b []byte, id, env string, r *record) ([]byte, error) {
 		b = append(b, "]}"...)
 	}
 	for i := optHeading; i <= optOccurredAt; i++ {
+		if i == optRoadRef {
+			mark(2, 0)
+		}
 		optional(i)
 	}
 	member("created_at")
 	b = appendString(b, event.FormatTime(time.Unix(0, r.created)))
 	member("expires_at")
 	b = appendString(b, event.FormatTime(time.Unix(0, r.expires)))
+	mark(3, 1) // at the time's closing quote
 	member("source_kind")
 	if opt[optSourceKind] == nil {
 		b = appendString(b, event.SourcePublisher)
@@ -340,6 +353,8 @@ func appendPublic(b []byte, id, env string, r *record) ([]byte, error) {
 	b = strconv.AppendInt(b, int64(r.confirm), 10)
 	member("deny_count")
 	b = strconv.AppendInt(b, int64(r.deny), 10)
+	mark(4, 0)
+	mark(5, 0)
 	optional(optUpdatedAt)
 	optional(optMergedInto)
 	member("environment")
@@ -362,19 +377,32 @@ var packRuns = [...]string{
 	`,"updated_at":null,"merged_into":null,"environment":"sandbox","subtype":null}`,
 }
 
+// runMarks are where in a JSON each of packRuns would begin, as appendPublic wrote it.
+type runMarks [len(packRuns)]int
+
 // packJSON appends js packed: the number of packRuns it holds (a run it lacks stays in
 // place), then for each the bytes before it, as a uvarint length and the bytes, and the run's
 // index; then the bytes after the last. The lengths spare appendUnpacked a search for the
-// runs, which cost as much as the rest of unpacking.
-func packJSON(b, js []byte) []byte {
-	count := len(b)
+// runs, which cost as much as the rest of unpacking. With marks (appendPublic's), each run is
+// only compared where it would be; without, it is searched for. Searching was a seventh of the
+// CPU of loading records into the area cache (docs/performance.md §5).
+func packJSON(b, js []byte, marks *runMarks) []byte {
+	count, cut := len(b), 0 // cut: the bytes of the JSON consumed
 	b = append(b, 0)
 	for i, run := range packRuns {
-		// Searched as strings: []byte(run) copied the longer runs, four allocations a record.
-		if j := indexRun(unsafe.String(unsafe.SliceData(js), len(js)), run); j >= 0 {
+		// As strings: []byte(run) copied the longer runs, four allocations a record.
+		rest := unsafe.String(unsafe.SliceData(js), len(js))
+		j := -1
+		if marks == nil {
+			j = indexRun(rest, run)
+		} else if at := marks[i] - cut; at >= 0 && strings.HasPrefix(rest[min(at, len(rest)):], run) {
+			j = at
+		}
+		if j >= 0 {
 			b = binary.AppendUvarint(b, uint64(j))
 			b = append(append(b, js[:j]...), byte(i))
 			js = js[j+len(run):]
+			cut += j + len(run)
 			b[count]++
 		}
 	}

@@ -2,6 +2,7 @@ package eventstore
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"math/rand/v2"
@@ -69,6 +70,14 @@ func TestRecordRendersThePublicJSON(t *testing.T) {
 	t.Parallel()
 	r := rand.New(rand.NewPCG(4, 4))
 	now := time.Date(2040, 3, 1, 12, 0, 0, 123456789, time.UTC)
+	var cut [len(packRuns)]int // the events each run was packed out of
+	defer func() {
+		for i, n := range cut {
+			if n == 0 {
+				t.Errorf("no event packed run %d (%q): the events do not test it", i, packRuns[i])
+			}
+		}
+	}()
 	for range 3000 {
 		ev := randomEvent(r, now)
 		b, err := encodeRecord(ev, now)
@@ -79,7 +88,8 @@ func TestRecordRendersThePublicJSON(t *testing.T) {
 		if err != nil {
 			t.Fatalf("parseRecord = %v", err)
 		}
-		got, err := appendPublic(nil, ev.ID, ev.Environment, &rec)
+		var marks runMarks
+		got, err := appendPublic(nil, ev.ID, ev.Environment, &rec, &marks)
 		if err != nil {
 			t.Fatalf("appendPublic = %v", err)
 		}
@@ -90,8 +100,19 @@ func TestRecordRendersThePublicJSON(t *testing.T) {
 		if !bytes.Equal(got, want) {
 			t.Fatalf("rendered\n%s\nwant\n%s", got, want)
 		}
-		if got := appendUnpacked(nil, packJSON(nil, want)); !bytes.Equal(got, want) {
+		packed := packJSON(nil, want, nil)
+		if got := appendUnpacked(nil, packed); !bytes.Equal(got, want) {
 			t.Fatalf("packed and unpacked\n%s\nwant\n%s", got, want)
+		}
+		// Packed at appendPublic's marks, the JSON packs as the search packs it.
+		if marked := packJSON(nil, got, &marks); !bytes.Equal(marked, packed) {
+			t.Fatalf("packed at the marks %v\n%q\nwant, searched\n%q", marks, marked, packed)
+		}
+		for p, n := packed[1:], packed[0]; n > 0; n-- {
+			l, k := binary.Uvarint(p)
+			end := k + int(l)
+			cut[p[end]]++
+			p = p[end+1:]
 		}
 		if rec.expires != ev.ExpiresAt.UnixNano() || rec.version != ev.Version || string(rec.typ) != ev.Type ||
 			rec.confidence != event.Confidence(ev.ConfirmCount, ev.DenyCount) || !bytes.Equal(rec.source, sourceID(ev.Source())) {
@@ -117,7 +138,7 @@ func TestPackedPointIsSmall(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		packed := packJSON(nil, js)
+		packed := packJSON(nil, js, nil)
 		if len(packed)*2 > len(js) {
 			t.Errorf("a point of %s packs %d bytes into %d; want under half:\n%q", env, len(js), len(packed), packed)
 		}
@@ -159,7 +180,7 @@ func TestRecordCutShortIsUnreadable(t *testing.T) {
 		for n := range len(b) {
 			rec, err := parseRecord(b[:n])
 			if err == nil {
-				_, err = appendPublic(nil, ev.ID, ev.Environment, &rec)
+				_, err = appendPublic(nil, ev.ID, ev.Environment, &rec, nil)
 			}
 			if !errors.Is(err, errRecord) {
 				t.Fatalf("record of %d bytes cut to %d: %v; want errRecord", len(b), n, err)
@@ -193,7 +214,7 @@ func TestAnswerBodyUnpacksEveryBatch(t *testing.T) {
 		want = append(want, js)
 		e := AreaEvent{ID: ev.ID, body: js}
 		if i%7 != 3 {
-			e.body, e.packed = packJSON(nil, js), true
+			e.body, e.packed = packJSON(nil, js, nil), true
 		}
 		if i == 150 && len(e.body) <= 4<<10 {
 			t.Fatalf("the long LineString packs into %d bytes; want more than a batch", len(e.body))
