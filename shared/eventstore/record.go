@@ -383,51 +383,25 @@ type runMarks [len(packRuns)]int
 // packJSON appends js packed: the number of packRuns it holds (a run it lacks stays in
 // place), then for each the bytes before it, as a uvarint length and the bytes, and the run's
 // index; then the bytes after the last. The lengths spare appendUnpacked a search for the
-// runs, which cost as much as the rest of unpacking. With marks (appendPublic's), each run is
-// only compared where it would be; without, it is searched for. Searching was a seventh of the
-// CPU of loading records into the area cache (docs/performance.md §5).
+// runs, which cost as much as the rest of unpacking. Each run is compared only where marks
+// (appendPublic's) put it: searching for the runs was a seventh of the CPU of loading records
+// into the area cache (docs/performance.md §5).
 func packJSON(b, js []byte, marks *runMarks) []byte {
 	count, cut := len(b), 0 // cut: the bytes of the JSON consumed
 	b = append(b, 0)
 	for i, run := range packRuns {
-		// As strings: []byte(run) copied the longer runs, four allocations a record.
+		// As a string: []byte(run) copied the longer runs, four allocations a record.
 		rest := unsafe.String(unsafe.SliceData(js), len(js))
-		j := -1
-		if marks == nil {
-			j = indexRun(rest, run)
-		} else if at := marks[i] - cut; at >= 0 && strings.HasPrefix(rest[min(at, len(rest)):], run) {
-			j = at
-		}
-		if j >= 0 {
-			b = binary.AppendUvarint(b, uint64(j))
-			b = append(append(b, js[:j]...), byte(i))
-			js = js[j+len(run):]
-			cut += j + len(run)
+		if at := marks[i] - cut; at >= 0 && strings.HasPrefix(rest[min(at, len(rest)):], run) {
+			b = binary.AppendUvarint(b, uint64(at))
+			b = append(append(b, js[:at]...), byte(i))
+			js = js[at+len(run):]
+			cut += at + len(run)
 			b[count]++
 		}
 	}
 	return append(b, js...)
 }
-
-// indexRun is strings.Index(s, run). strings.Index hashes every byte of s for a pattern longer
-// than 64 bytes, as four of packRuns are: that search was a quarter of the CPU of loading a
-// record into the area cache (docs/performance.md §5). The run's first runProbe bytes are found
-// with the vector search strings.Index uses for short patterns, and the rest compared there.
-func indexRun(s, run string) int {
-	probe := run[:min(len(run), runProbe)]
-	for from := 0; ; {
-		j := strings.Index(s[from:], probe)
-		if j < 0 {
-			return -1
-		}
-		if strings.HasPrefix(s[from+j:], run) {
-			return from + j
-		}
-		from += j + 1
-	}
-}
-
-const runProbe = 32
 
 // appendUnpacked appends the JSON that packJSON packed into p. p is the cache's own, never
 // damaged.

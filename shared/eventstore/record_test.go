@@ -100,11 +100,11 @@ func TestRecordRendersThePublicJSON(t *testing.T) {
 		if !bytes.Equal(got, want) {
 			t.Fatalf("rendered\n%s\nwant\n%s", got, want)
 		}
-		packed := packJSON(nil, want, nil)
+		packed := packSearched(want)
 		if got := appendUnpacked(nil, packed); !bytes.Equal(got, want) {
 			t.Fatalf("packed and unpacked\n%s\nwant\n%s", got, want)
 		}
-		// Packed at appendPublic's marks, the JSON packs as the search packs it.
+		// Packed at appendPublic's marks, the JSON packs as a search for the runs packs it.
 		if marked := packJSON(nil, got, &marks); !bytes.Equal(marked, packed) {
 			t.Fatalf("packed at the marks %v\n%q\nwant, searched\n%q", marks, marked, packed)
 		}
@@ -124,6 +124,21 @@ func TestRecordRendersThePublicJSON(t *testing.T) {
 	}
 }
 
+// packSearched packs js as packJSON does, finding each run with a search instead of marks:
+// what packJSON must do for the JSON appendPublic writes.
+func packSearched(js []byte) []byte {
+	var marks runMarks
+	from := 0
+	for i, run := range packRuns {
+		marks[i] = -1
+		if j := strings.Index(string(js[from:]), run); j >= 0 {
+			marks[i] = from + j
+			from += j + len(run)
+		}
+	}
+	return packJSON(nil, js, &marks)
+}
+
 // The area cache keeps a publisher's point, the most common event, in well under half its JSON
 // (docs/performance.md §5): the member names and nulls every such point repeats are not kept.
 func TestPackedPointIsSmall(t *testing.T) {
@@ -138,30 +153,12 @@ func TestPackedPointIsSmall(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		packed := packJSON(nil, js, nil)
+		packed := packSearched(js)
 		if len(packed)*2 > len(js) {
 			t.Errorf("a point of %s packs %d bytes into %d; want under half:\n%q", env, len(js), len(packed), packed)
 		}
 		if got := appendUnpacked(nil, packed); !bytes.Equal(got, js) {
 			t.Errorf("unpacked\n%s\nwant\n%s", got, js)
-		}
-	}
-}
-
-// indexRun finds what strings.Index finds, also where a run's first bytes come before the
-// run itself, or only part of it is there.
-func TestIndexRunIsStringsIndex(t *testing.T) {
-	t.Parallel()
-	long := packRuns[2] // longer than the probe
-	probe := long[:runProbe]
-	for _, s := range []string{
-		"", long, "x" + long + "y", probe, probe + long, probe + "x" + long,
-		long[:len(long)-1], probe + probe, strings.Repeat(probe[:5], 20) + long,
-	} {
-		for _, run := range packRuns {
-			if got, want := indexRun(s, run), strings.Index(s, run); got != want {
-				t.Errorf("indexRun(%q, %q) = %d; want %d", s, run, got, want)
-			}
 		}
 	}
 }
@@ -214,7 +211,7 @@ func TestAnswerBodyUnpacksEveryBatch(t *testing.T) {
 		want = append(want, js)
 		e := AreaEvent{ID: ev.ID, body: js}
 		if i%7 != 3 {
-			e.body, e.packed = packJSON(nil, js, nil), true
+			e.body, e.packed = packSearched(js), true
 		}
 		if i == 150 && len(e.body) <= 4<<10 {
 			t.Fatalf("the long LineString packs into %d bytes; want more than a batch", len(e.body))
