@@ -39,8 +39,8 @@ var build = "dev"
 
 // warmWait is the longest the server waits for its area cache to warm before it serves: it
 // answers /health within 5 s however much data it holds, and a city of 500 000 events, which
-// took up to 3.9 s to warm on a slow hour of the 2-core machine, is served warm from its first
-// query (docs/performance.md §5).
+// took 3.0 to 3.7 s to warm on a slow hour of the 2-core machine, is served warm from its
+// first query (docs/performance.md §5).
 const warmWait = 4 * time.Second
 
 func main() {
@@ -204,8 +204,8 @@ func run(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 		})
 		// Requests are served once the cache is warm, or after warmWait: a query that came
 		// first read and decoded its partitions itself while the warming went on, 0.2 to 0.5 s
-		// with 500 000 events against 3 ms once warm (docs/performance.md §5). Meanwhile connections wait in the listener's
-		// queue.
+		// with 500 000 events against 3 ms once warm (docs/performance.md §5). Meanwhile
+		// connections wait in the listener's queue.
 		select {
 		case <-warmed:
 		case <-time.After(warmWait):
